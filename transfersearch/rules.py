@@ -1,0 +1,505 @@
+"""Scaling rules: how AdamW hyperparameters move with width, dataset size and batch size.
+
+A rule maps the *base point* — the hidden group's learning rate ``lr`` and weight decay at the base
+scale — to per-parameter-group ``lr`` / ``weight_decay`` at any other scale. Rules are small frozen
+objects that compose: a width rule (:class:`MuP`, :class:`Standard`, :class:`SqrtWidth`) holds a
+dataset rule (:class:`ConstantTauEpoch`, :class:`PowerLinesTau`, or None) and a batch rule
+(:class:`AdamBatch`, :class:`SGDBatch`, or None). They are applied in that order: width, then dataset
+(at the base batch size), then batch size.
+
+Weight decay convention: every ``weight_decay`` here is PyTorch's *coupled* λ
+(``w ← (1 − ηλ)·w − η·u``, torch.optim.AdamW); the per-step decay of the independent
+(Loshchilov–Hutter) convention is λ' = ηλ and is named ``independent_wd``.
+
+Parameter groups: ``"input"`` (embeddings, first layer), ``"hidden"`` (matrices with both dimensions
+growing with width), ``"output"`` (readout), ``"vector"`` (biases, norm gains).
+
+This module also holds the schedules (pure functions of the step): Su's equal-weight schedules,
+Kosson's warmup factors, and the EMA weight of each update.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from transfersearch.errors import TransferSearchError, check_positive
+from transfersearch.scale import Scale
+
+__all__ = [
+    "GROUPS",
+    "AdamBatch",
+    "BatchRule",
+    "BatchTransfer",
+    "ConstantTauEpoch",
+    "DatasetRule",
+    "MuP",
+    "PowerLinesTau",
+    "Rule",
+    "SGDBatch",
+    "SqrtWidth",
+    "Standard",
+    "decay_away_warmup_factor",
+    "exp_warmup_factor",
+    "independent_wd_at_batch",
+    "scale_ema_momentum",
+    "su_constant_wd_lr",
+    "su_proportional_lr_wd",
+    "update_weights",
+]
+
+#: Parameter-group names, in a fixed order.
+GROUPS: tuple[str, ...] = ("input", "hidden", "output", "vector")
+
+
+# ----------------------------------------------------------------------------------------------
+# Dataset rules
+# ----------------------------------------------------------------------------------------------
+class DatasetRule:
+    """How the product ηλ moves with dataset size (at fixed batch size).
+
+    Subclasses implement :meth:`eta_lambda_factor`: the factor that multiplies ηλ (and, at fixed η,
+    λ) when going from ``base`` to ``scale``.
+    """
+
+    def eta_lambda_factor(self, base: Scale, scale: Scale) -> float:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class ConstantTauEpoch(DatasetRule):
+    """Hold τ_epoch = B / (η λ N) constant as N changes (Wang & Aitchison 2025, Eq. 10–11).
+
+    With B and η fixed, λ = B / (η N τ_epoch) (Eq. 11), so ηλ ∝ 1/N: factor = N_base / N.
+    Applies when both scales give ``dataset_size``; otherwise the factor is 1.
+    """
+
+    def eta_lambda_factor(self, base: Scale, scale: Scale) -> float:
+        return 1.0 / scale.ratio(base, "dataset_size")
+
+
+@dataclass(frozen=True)
+class PowerLinesTau(DatasetRule):
+    """One-epoch prior τ_opt = coefficient · TPP^exponent (Bergsma et al. 2025, "Power Lines").
+
+    Defaults 1.084 · TPP^−0.527 (quoted in Wang & Aitchison §5.1; SCIENCE.md §1). TPP is tokens per
+    parameter: ``tokens`` (or ``dataset_size`` when ``tokens`` is absent) divided by ``params``.
+    The swept τ_epoch at the base is kept *relative* to the prior:
+    τ(scale) = τ_base · τ_opt(TPP_scale) / τ_opt(TPP_base), and with τ = B/(ηλN) at fixed B and η,
+    ηλ ∝ 1 / (N τ): factor = (N_base / N) · τ_opt(TPP_base) / τ_opt(TPP_scale).
+    """
+
+    coefficient: float = 1.084
+    exponent: float = -0.527
+
+    def tau_opt(self, tokens_per_param: float) -> float:
+        """τ_opt = coefficient · TPP^exponent."""
+        tpp = check_positive("tokens_per_param", tokens_per_param)
+        return self.coefficient * tpp**self.exponent
+
+    @staticmethod
+    def tokens_per_param(scale: Scale) -> float:
+        """TPP = tokens / params (``dataset_size`` stands in for ``tokens`` when absent)."""
+        tokens_name = "tokens" if "tokens" in scale else "dataset_size"
+        scale.require(tokens_name, "params", purpose="use the Power Lines τ prior (tokens per parameter)")
+        return scale[tokens_name] / scale["params"]
+
+    def eta_lambda_factor(self, base: Scale, scale: Scale) -> float:
+        tau_ratio = self.tau_opt(self.tokens_per_param(scale)) / self.tau_opt(
+            self.tokens_per_param(base)
+        )
+        return 1.0 / (scale.ratio(base, "dataset_size") * tau_ratio)
+
+
+# ----------------------------------------------------------------------------------------------
+# Batch rules
+# ----------------------------------------------------------------------------------------------
+BetaForm = Literal["auto", "linear", "power"]
+
+
+@dataclass(frozen=True)
+class BatchTransfer:
+    """The result of carrying one group's optimizer settings to batch size κ·B."""
+
+    lr: float
+    weight_decay: float
+    betas: tuple[float, float]
+    eps: float
+    #: Per beta, "linear" (1 − κ(1 − β)), "power" (β^κ) or "unchanged".
+    beta_forms: tuple[str, str]
+
+
+def _scale_beta(beta: float, kappa: float, form: BetaForm) -> tuple[float, str]:
+    """β̂ = 1 − κ(1 − β) (Busbridge et al. App. C), or β^κ where that leaves (0, 1) or when asked."""
+    linear = 1.0 - kappa * (1.0 - beta)
+    if form == "linear":
+        if not 0.0 <= linear < 1.0:
+            raise TransferSearchError(
+                f"beta={beta} at batch ratio kappa={kappa:g} gives 1 - kappa*(1 - beta) = {linear:g}, "
+                "outside [0, 1). Use beta_form='power' (beta**kappa) or 'auto'."
+            )
+        return linear, "linear"
+    if form == "power" or not 0.0 <= linear < 1.0:
+        return beta**kappa, "power"
+    return linear, "linear"
+
+
+def _match_decay(lr: float, weight_decay: float, new_lr: float, kappa: float) -> float:
+    """λ̂ = (1 − (1 − ηλ)^κ) / η̂: κ steps of decay at B equal one step at κB (Busbridge Eq. 11–13)."""
+    eta_lambda = lr * weight_decay
+    if eta_lambda == 0.0:
+        return 0.0
+    if not 0.0 < eta_lambda < 1.0:
+        raise TransferSearchError(
+            f"lr*weight_decay = {eta_lambda:g} must lie in (0, 1) for decay matching across batch "
+            "sizes (the per-step decay factor 1 - lr*weight_decay must be positive). "
+            "Lower lr or weight_decay."
+        )
+    return -math.expm1(kappa * math.log1p(-eta_lambda)) / new_lr
+
+
+class BatchRule:
+    """How lr, weight decay, betas and ε move with the batch-size ratio κ = B / B_base."""
+
+    #: How the learning rate scales: η̂ = κ^lr_exponent · η.
+    lr_exponent: float = 0.0
+
+    def transfer(
+        self, lr: float, weight_decay: float, betas: tuple[float, float], eps: float, kappa: float
+    ) -> BatchTransfer:
+        raise NotImplementedError
+
+    def invert(
+        self,
+        lr_hat: float,
+        weight_decay_hat: float,
+        betas: tuple[float, float],
+        eps: float,
+        kappa: float,
+        beta_forms: tuple[str, str],
+    ) -> tuple[float, float, tuple[float, float], float]:
+        """Undo :meth:`transfer`: (lr, ηλ, betas, eps) at B from their values at κB."""
+        lr = lr_hat / kappa**self.lr_exponent
+        eta_lambda = self.invert_eta_lambda(lr_hat * weight_decay_hat, kappa)
+        return lr, eta_lambda, betas, eps
+
+    def invert_eta_lambda(self, eta_lambda_hat: float, kappa: float) -> float:
+        """Inverse of decay matching: ηλ = 1 − (1 − η̂λ̂)^(1/κ)."""
+        if eta_lambda_hat == 0.0:
+            return 0.0
+        if not 0.0 < eta_lambda_hat < 1.0:
+            raise TransferSearchError(
+                f"lr*weight_decay = {eta_lambda_hat:g} must lie in (0, 1) to invert decay matching."
+            )
+        return -math.expm1(math.log1p(-eta_lambda_hat) / kappa)
+
+
+@dataclass(frozen=True)
+class AdamBatch(BatchRule):
+    """Adam's square-root rule (Malladi et al.; Busbridge et al. 2023, App. C), for B̂ = κB.
+
+    η̂ = √κ·η, β̂₁ = 1 − κ(1 − β₁), β̂₂ = 1 − κ(1 − β₂), ε̂ = ε/√κ; weight decay by exact decay
+    matching λ̂ = (1 − (1 − ηλ)^κ)/η̂ (Busbridge Eq. 11–13, with the κη/η̂ reading of SCIENCE.md §5).
+    Where 1 − κ(1 − β) leaves [0, 1) (large κ) the first-order-equivalent β^κ is used
+    (``beta_form="auto"``, recorded in :attr:`BatchTransfer.beta_forms` and in the notes of the hyperparameters); ``"linear"`` raises there
+    instead, ``"power"`` always uses β^κ. Check: ηλ ∝ κ and B ∝ κ keep τ_epoch = B/(ηλN).
+    """
+
+    beta_form: BetaForm = "auto"
+    lr_exponent: float = 0.5
+
+    def transfer(
+        self, lr: float, weight_decay: float, betas: tuple[float, float], eps: float, kappa: float
+    ) -> BatchTransfer:
+        new_lr = lr * math.sqrt(kappa)
+        beta1, form1 = _scale_beta(betas[0], kappa, self.beta_form)
+        beta2, form2 = _scale_beta(betas[1], kappa, self.beta_form)
+        return BatchTransfer(
+            lr=new_lr,
+            weight_decay=_match_decay(lr, weight_decay, new_lr, kappa),
+            betas=(beta1, beta2),
+            eps=eps / math.sqrt(kappa),
+            beta_forms=(form1, form2),
+        )
+
+    def invert(
+        self,
+        lr_hat: float,
+        weight_decay_hat: float,
+        betas: tuple[float, float],
+        eps: float,
+        kappa: float,
+        beta_forms: tuple[str, str],
+    ) -> tuple[float, float, tuple[float, float], float]:
+        lr, eta_lambda, _, _ = super().invert(lr_hat, weight_decay_hat, betas, eps, kappa, beta_forms)
+        back = tuple(
+            b ** (1.0 / kappa) if form == "power" else 1.0 - (1.0 - b) / kappa
+            for b, form in zip(betas, beta_forms)
+        )
+        return lr, eta_lambda, (back[0], back[1]), eps * math.sqrt(kappa)
+
+
+@dataclass(frozen=True)
+class SGDBatch(BatchRule):
+    """SGD's linear rule (Busbridge et al. 2023, App. C): η̂ = κη; betas and ε unchanged.
+
+    Weight decay by the same exact decay matching as :class:`AdamBatch`, λ̂ = (1 − (1 − ηλ)^κ)/η̂
+    (≈ λ, since η̂ = κη).
+    """
+
+    lr_exponent: float = 1.0
+
+    def transfer(
+        self, lr: float, weight_decay: float, betas: tuple[float, float], eps: float, kappa: float
+    ) -> BatchTransfer:
+        new_lr = lr * kappa
+        return BatchTransfer(
+            lr=new_lr,
+            weight_decay=_match_decay(lr, weight_decay, new_lr, kappa),
+            betas=betas,
+            eps=eps,
+            beta_forms=("unchanged", "unchanged"),
+        )
+
+
+def scale_ema_momentum(momentum: float, kappa: float) -> float:
+    """Model-EMA momentum at batch size κB: ρ̂ = ρ^κ (Busbridge et al. 2023, Def. 1.2)."""
+    if not 0.0 <= momentum < 1.0:
+        raise TransferSearchError(
+            f"`ema_momentum` must lie in [0, 1), but got ema_momentum={momentum!r}. "
+            "It is the weight of the old average, e.g. 0.999."
+        )
+    return momentum ** check_positive("kappa", kappa)
+
+
+def independent_wd_at_batch(independent_wd: float, kappa: float) -> float:
+    """Independent-convention decay at κB: λ̂' = 1 − (1 − λ')^κ (Busbridge et al. Eq. 11–13)."""
+    if not 0.0 <= independent_wd < 1.0:
+        raise TransferSearchError(
+            f"`independent_wd` must lie in [0, 1), but got independent_wd={independent_wd!r}."
+        )
+    return -math.expm1(kappa * math.log1p(-independent_wd))
+
+
+# ----------------------------------------------------------------------------------------------
+# Width rules (the composed rule)
+# ----------------------------------------------------------------------------------------------
+_DATASET_RULES: dict[str, DatasetRule] = {
+    "tau_epoch": ConstantTauEpoch(),
+    "power_lines": PowerLinesTau(),
+}
+_BATCH_RULES: dict[str, BatchRule] = {"adam": AdamBatch(), "sgd": SGDBatch()}
+
+
+def _resolve_dataset(value: DatasetRule | str | None) -> DatasetRule | None:
+    if value is None or isinstance(value, DatasetRule):
+        return value
+    if isinstance(value, str) and value in _DATASET_RULES:
+        return _DATASET_RULES[value]
+    raise TransferSearchError(
+        f"`dataset` must be one of {sorted(_DATASET_RULES)}, None or a DatasetRule, but got {value!r}."
+    )
+
+
+def _resolve_batch(value: BatchRule | str | None) -> BatchRule | None:
+    if value is None or isinstance(value, BatchRule):
+        return value
+    if isinstance(value, str) and value in _BATCH_RULES:
+        return _BATCH_RULES[value]
+    raise TransferSearchError(
+        f"`batch` must be 'adam', 'sgd', None or a BatchRule, but got batch={value!r}."
+    )
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A complete scaling rule: a width rule with a dataset rule and a batch rule.
+
+    Subclasses define the width multipliers (:meth:`width_multipliers`). ``dataset`` is
+    ``"tau_epoch"`` (default, :class:`ConstantTauEpoch`), ``"power_lines"``, a :class:`DatasetRule`
+    or None (λ unchanged with N). ``batch`` is ``"adam"`` (default), ``"sgd"``, a :class:`BatchRule`
+    or None (nothing changes with B). ``vector_weight_decay`` decays biases and gains (default
+    False: λ = 0 for them, Fan et al. 2025; Kosson et al. App. F.2).
+    """
+
+    dataset: DatasetRule | str | None = "tau_epoch"
+    batch: BatchRule | str | None = "adam"
+    vector_weight_decay: bool = False
+    _dataset: DatasetRule | None = field(init=False, repr=False, compare=False, default=None)
+    _batch: BatchRule | None = field(init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_dataset", _resolve_dataset(self.dataset))
+        object.__setattr__(self, "_batch", _resolve_batch(self.batch))
+
+    @property
+    def dataset_rule(self) -> DatasetRule | None:
+        return self._dataset
+
+    @property
+    def batch_rule(self) -> BatchRule | None:
+        return self._batch
+
+    def width_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
+        """Per group, the (lr, weight_decay) multipliers at width multiplier s = d / d_base."""
+        raise NotImplementedError
+
+    def group_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
+        """:meth:`width_multipliers` with the vector group's weight decay switched off unless asked."""
+        check_positive("width_mult", width_mult)
+        multipliers = self.width_multipliers(width_mult)
+        if not self.vector_weight_decay:
+            multipliers["vector"] = (multipliers["vector"][0], 0.0)
+        return multipliers
+
+
+@dataclass(frozen=True)
+class MuP(Rule):
+    """µP learning rates (Everett-style) with a configurable weight-decay width exponent.
+
+    With s = d / d_base: hidden and output matrices get η = η_base / s (Wang & Aitchison Eq. 12;
+    Kosson et al. App. F.2), input and vector-like parameters η = η_base (Θ(1)). Matrix weight
+    decay λ = λ_base · s^wd_width_exponent: 1 keeps ηλ and τ_iter fixed (Wang & Aitchison Eq. 15–16,
+    Kosson's independent scaling Eq. 8; default), ½ is Fan et al.'s λ ∝ √d, 0 is standard (Kosson
+    Eq. 7, λ fixed). The input group keeps λ_base.
+    """
+
+    wd_width_exponent: float = 1.0
+
+    def width_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
+        if not math.isfinite(self.wd_width_exponent):
+            raise TransferSearchError(
+                f"`wd_width_exponent` must be finite, but got {self.wd_width_exponent!r}."
+            )
+        matrix = (1.0 / width_mult, width_mult**self.wd_width_exponent)
+        return {"input": (1.0, 1.0), "hidden": matrix, "output": matrix, "vector": (1.0, 1.0)}
+
+
+@dataclass(frozen=True)
+class Standard(Rule):
+    """No width scaling: every group keeps η_base and λ_base at any width (standard parametrisation)."""
+
+    def width_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
+        return {group: (1.0, 1.0) for group in GROUPS}
+
+
+@dataclass(frozen=True)
+class SqrtWidth(Rule):
+    """Kosson et al. §6: η ∝ s^−½ and λ ∝ s^½ for hidden and output matrices (ηλ fixed).
+
+    Our reading of a passage whose formulas were lost in extraction (SCIENCE.md §2); it keeps ηλ and
+    makes ‖W‖ ∝ √(η/λ) ∝ s^−½ like variance-preserving init. Input and vector groups are Θ(1).
+    """
+
+    def width_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
+        root = math.sqrt(width_mult)
+        matrix = (1.0 / root, root)
+        return {"input": (1.0, 1.0), "hidden": matrix, "output": matrix, "vector": (1.0, 1.0)}
+
+
+# ----------------------------------------------------------------------------------------------
+# Schedules: pure functions of the step
+# ----------------------------------------------------------------------------------------------
+FloatArray = NDArray[np.float64]
+
+
+def _steps(step: float | Sequence[float] | FloatArray) -> FloatArray:
+    arr = np.asarray(step, dtype=np.float64)
+    if np.any(~np.isfinite(arr)) or np.any(arr < 0):
+        raise TransferSearchError(f"`step` must be finite and >= 0, but got {step!r}.")
+    return arr
+
+
+def su_constant_wd_lr(
+    step: float | Sequence[float] | FloatArray, lr_max: float, weight_decay: float
+) -> FloatArray:
+    """Su's equal-weight schedule at constant λ: η_s = η_max / (λ η_max s + 1).
+
+    Every batch then keeps the same weight in the final weights (Su, kexue.fm/archives/11459;
+    SCIENCE.md §4). Weight decay in PyTorch's coupled convention.
+    """
+    lr_max = check_positive("lr_max", lr_max)
+    wd = float(weight_decay)
+    if wd < 0 or not math.isfinite(wd):
+        raise TransferSearchError(f"`weight_decay` must be finite and >= 0, but got {weight_decay!r}.")
+    return lr_max / (wd * lr_max * _steps(step) + 1.0)
+
+
+def su_proportional_lr_wd(
+    step: float | Sequence[float] | FloatArray, lr_max: float, weight_decay_max: float
+) -> tuple[FloatArray, FloatArray]:
+    """Su's equal-weight schedule with λ_s ∝ η_s (SCIENCE.md §4).
+
+    η_s = η_max / √(2 λ_max η_max s + 1), λ_s = λ_max / √(2 λ_max η_max s + 1).
+
+    Returns:
+        (lr, weight_decay) arrays at ``step`` (coupled convention).
+    """
+    lr_max = check_positive("lr_max", lr_max)
+    wd_max = check_positive("weight_decay_max", weight_decay_max)
+    root = np.sqrt(2.0 * wd_max * lr_max * _steps(step) + 1.0)
+    return lr_max / root, wd_max / root
+
+
+def exp_warmup_factor(
+    step: float | Sequence[float] | FloatArray, width_mult: float, warmup_steps: float
+) -> FloatArray:
+    """Kosson et al. §7 exp-increasing warmup factor f(t) = s^(−max(0, 1 − t/T_w)).
+
+    Starts at 1/s and reaches 1 at ``warmup_steps`` (the form adopted in SCIENCE.md §2; the paper's
+    Eq. 12 was lost in extraction).
+    """
+    s = check_positive("width_mult", width_mult)
+    t_w = check_positive("warmup_steps", warmup_steps)
+    return np.asarray(s ** (-np.maximum(0.0, 1.0 - _steps(step) / t_w)), dtype=np.float64)
+
+
+def decay_away_warmup_factor(
+    step: float | Sequence[float] | FloatArray, width_mult: float, lr: float, weight_decay: float
+) -> FloatArray:
+    """Kosson et al. §7 decay-away warmup factor f(t) = 1 − (1 − 1/s)·(1 − ηλ)^t.
+
+    Starts at 1/s and relaxes to 1 on the EMA timescale 1/(ηλ) (form adopted in SCIENCE.md §2; the
+    paper's Eq. 13 was lost in extraction). Coupled weight decay.
+    """
+    s = check_positive("width_mult", width_mult)
+    eta_lambda = check_positive("lr", lr) * check_positive("weight_decay", weight_decay)
+    if eta_lambda >= 1.0:
+        raise TransferSearchError(f"lr*weight_decay must be < 1, but got {eta_lambda:g}.")
+    return np.asarray(
+        1.0 - (1.0 - 1.0 / s) * np.exp(_steps(step) * math.log1p(-eta_lambda)), dtype=np.float64
+    )
+
+
+def update_weights(
+    lrs: Sequence[float] | FloatArray, weight_decays: Sequence[float] | FloatArray
+) -> FloatArray:
+    """The weight each step's update keeps in the final weights (Su; SCIENCE.md §4).
+
+    With w_t = (1 − η_t λ_t) w_{t−1} − η_t u_t, update j's coefficient in w_T is exactly
+    η_j · Π_{i=j+1..T} (1 − η_i λ_i) ≈ η_j · exp(κ_j − κ_T), κ_t = Σ_{i≤t} η_i λ_i.
+
+    Args:
+        lrs: η_t per step; weight_decays: λ_t per step (coupled convention), same length.
+
+    Returns:
+        The exact coefficient of each step's update, shape (T,).
+    """
+    eta = np.asarray(lrs, dtype=np.float64)
+    lam = np.asarray(weight_decays, dtype=np.float64)
+    if eta.shape != lam.shape or eta.ndim != 1:
+        raise TransferSearchError(
+            f"`lrs` and `weight_decays` must be 1-D of equal length, got {eta.shape} and {lam.shape}."
+        )
+    decay = 1.0 - eta * lam
+    if np.any(decay <= 0) or not np.all(np.isfinite(decay)):
+        raise TransferSearchError("every lr*weight_decay must lie in [0, 1).")
+    # suffix products of the decay factors after each step
+    log_decay = np.log(decay)
+    after = np.concatenate([np.cumsum(log_decay[::-1])[::-1][1:], [0.0]])
+    return np.asarray(eta * np.exp(after), dtype=np.float64)

@@ -1,0 +1,597 @@
+"""Search spaces over invariant coordinates, and the concrete hyperparameters they map to.
+
+Coordinates (all defined at the space's ``base`` scale, for the *hidden* group):
+
+========================  ===================================================================
+``lr``, ``base_lr``       η: the hidden group's learning rate at the base scale (µP's base lr;
+                          the rule gives every group's lr at other scales).
+``weight_decay``          λ in PyTorch's coupled convention ``w ← (1 − ηλ)w − ηu``.
+``independent_wd``        λ' = ηλ, the per-step decay of the independent (Loshchilov–Hutter)
+                          convention ``w ← (1 − λ')w − ηu``.
+``eta_lambda``            ηλ, Kosson et al.'s invariant of "independent scaling" (Eq. 8).
+``tau_iter``              τ_iter = 1/(ηλ) iterations (Wang & Aitchison Eq. 4–6).
+``tau_epoch``             τ_epoch = B/(ηλN) = τ_iter/M epochs (Wang & Aitchison Eq. 10).
+========================  ===================================================================
+
+Any pair from two different classes — {lr, base_lr}, {weight_decay}, {independent_wd,
+eta_lambda, tau_iter, tau_epoch} — determines (η, λ). Optional extra coordinates ``beta1``,
+``beta2``, ``eps`` and ``ema_momentum`` replace the space's defaults (then carried by the batch
+rule); any other name passes through unchanged into :attr:`Hyperparameters.extra`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from numbers import Real
+from types import MappingProxyType
+from typing import Any, Union
+
+import numpy as np
+
+from transfersearch.errors import TransferSearchError, check_positive
+from transfersearch.rules import GROUPS, MuP, Rule, scale_ema_momentum
+from transfersearch.scale import Scale
+
+__all__ = [
+    "COORDINATES",
+    "Choice",
+    "Distribution",
+    "Float",
+    "Hyperparameters",
+    "Int",
+    "TransferSpace",
+    "base_point",
+    "coordinate_from_base_point",
+]
+
+LR_COORDS = ("lr", "base_lr")
+WD_COORDS = ("weight_decay",)
+PRODUCT_COORDS = ("eta_lambda", "independent_wd", "tau_iter", "tau_epoch")
+OPTIMIZER_COORDS = ("beta1", "beta2", "eps", "ema_momentum")
+#: Every coordinate name with a built-in meaning.
+COORDINATES: tuple[str, ...] = LR_COORDS + WD_COORDS + PRODUCT_COORDS + OPTIMIZER_COORDS
+
+
+# ----------------------------------------------------------------------------------------------
+# Distributions
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Float:
+    """A real coordinate on [low, high], sampled uniformly or log-uniformly (``log=True``)."""
+
+    low: float
+    high: float
+    log: bool = False
+
+    def __post_init__(self) -> None:
+        _check_bounds(self.low, self.high, self.log)
+
+    def contains(self, value: object) -> bool:
+        return _is_number(value) and self.low <= float(value) <= self.high  # type: ignore[arg-type]
+
+    def sample(self, rng: np.random.Generator) -> float:
+        if self.log:
+            return float(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
+        return float(rng.uniform(self.low, self.high))
+
+
+@dataclass(frozen=True)
+class Int:
+    """An integer coordinate on [low, high] with ``step``, optionally log-uniform."""
+
+    low: int
+    high: int
+    log: bool = False
+    step: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("low", "high", "step"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TransferSearchError(f"Int `{name}` must be an int, but got {name}={value!r}.")
+        if self.step < 1:
+            raise TransferSearchError(f"Int `step` must be >= 1, but got step={self.step}.")
+        if self.log and self.step != 1:
+            raise TransferSearchError("Int(log=True) needs step=1 (as in Optuna).")
+        _check_bounds(self.low, self.high, self.log)
+
+    def contains(self, value: object) -> bool:
+        if not _is_number(value) or float(value) != int(value):  # type: ignore[arg-type]
+            return False
+        number = int(value)  # type: ignore[call-overload]
+        return self.low <= number <= self.high and (number - self.low) % self.step == 0
+
+    def sample(self, rng: np.random.Generator) -> int:
+        if self.log:
+            return int(round(math.exp(rng.uniform(math.log(self.low), math.log(self.high)))))
+        n = (self.high - self.low) // self.step
+        return int(self.low + self.step * int(rng.integers(0, n + 1)))
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A categorical coordinate: one of ``choices`` (numbers, strings, booleans or None)."""
+
+    choices: tuple[Any, ...]
+
+    def __init__(self, choices: Iterable[Any]) -> None:
+        values = tuple(choices)
+        if not values:
+            raise TransferSearchError("Choice needs at least one option, but got an empty list.")
+        object.__setattr__(self, "choices", values)
+
+    def contains(self, value: object) -> bool:
+        return value in self.choices
+
+    def sample(self, rng: np.random.Generator) -> Any:
+        return self.choices[int(rng.integers(0, len(self.choices)))]
+
+
+Distribution = Union[Float, Int, Choice]
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value))
+
+
+def _check_bounds(low: float, high: float, log: bool) -> None:
+    if not (_is_number(low) and _is_number(high)):
+        raise TransferSearchError(f"bounds must be finite numbers, but got ({low=}, {high=}).")
+    if low > high:
+        raise TransferSearchError(f"`low <= high` must hold, but got ({low=}, {high=}).")
+    if log and low <= 0:
+        raise TransferSearchError(
+            f"a log-scale distribution needs `low > 0`, but got {low=}. Raise `low` or set log=False."
+        )
+
+
+# ----------------------------------------------------------------------------------------------
+# Coordinate conversions (the hidden group at the base scale)
+# ----------------------------------------------------------------------------------------------
+def _product_from(name: str, value: float, base: Scale) -> float:
+    """ηλ from a product-class coordinate (Wang & Aitchison Eq. 4–6 and 10)."""
+    if name in ("eta_lambda", "independent_wd"):
+        return value
+    if name == "tau_iter":
+        return 1.0 / value  # τ_iter = 1/(ηλ)
+    base.require("batch_size", "dataset_size", purpose="convert tau_epoch = B/(lr*wd*N)")
+    return base["batch_size"] / (value * base["dataset_size"])  # τ_epoch = B/(ηλN)
+
+
+def coordinate_from_base_point(name: str, lr: float, weight_decay: float, base: Scale) -> float:
+    """The value of coordinate ``name`` for the hidden group's (η, λ) at scale ``base``.
+
+    ``lr``/``base_lr`` = η; ``weight_decay`` = λ (coupled); ``eta_lambda``/``independent_wd`` = ηλ;
+    ``tau_iter`` = 1/(ηλ); ``tau_epoch`` = B/(ηλN) (Wang & Aitchison Eq. 10).
+    """
+    if name in LR_COORDS:
+        return lr
+    if name in WD_COORDS:
+        return weight_decay
+    product = lr * weight_decay
+    if name in ("eta_lambda", "independent_wd"):
+        return product
+    if name == "tau_iter":
+        return 1.0 / product
+    if name == "tau_epoch":
+        base.require("batch_size", "dataset_size", purpose="convert to tau_epoch = B/(lr*wd*N)")
+        return base["batch_size"] / (product * base["dataset_size"])
+    raise TransferSearchError(f"unknown lr/weight-decay coordinate {name!r}; known: {COORDINATES}.")
+
+
+def _classes(names: Iterable[str]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {"lr": [], "wd": [], "product": []}
+    for name in names:
+        if name in LR_COORDS:
+            found["lr"].append(name)
+        elif name in WD_COORDS:
+            found["wd"].append(name)
+        elif name in PRODUCT_COORDS:
+            found["product"].append(name)
+    return found
+
+
+_NEEDED = (
+    "Give exactly two coordinates from different classes: one of {lr, base_lr}, "
+    "{weight_decay}, {eta_lambda, independent_wd, tau_iter, tau_epoch} — e.g. base_lr + tau_epoch."
+)
+
+
+def check_sufficient(names: Iterable[str]) -> None:
+    """Raise unless ``names`` holds a sufficient, non-conflicting set of lr/wd coordinates."""
+    found = _classes(names)
+    given = [n for group in found.values() for n in group]
+    used = [cls for cls, group in found.items() if group]
+    if any(len(group) > 1 for group in found.values()) or len(used) > 2:
+        raise TransferSearchError(
+            f"coordinates {given} over-determine lr and weight decay (conflicting). {_NEEDED}"
+        )
+    if len(used) < 2:
+        raise TransferSearchError(
+            f"coordinates {given} are not enough to determine lr and weight decay. {_NEEDED}"
+        )
+
+
+def base_point(coords: Mapping[str, float], base: Scale) -> tuple[float, float]:
+    """The hidden group's (lr η, coupled weight decay λ) at ``base`` from a sufficient pair.
+
+    η + λ direct; η + ηλ gives λ = ηλ/η; λ + ηλ gives η = ηλ/λ, where ηλ comes from
+    ``eta_lambda``/``independent_wd`` (ηλ), ``tau_iter`` (1/τ) or ``tau_epoch`` (B/(τN), Eq. 11 of
+    Wang & Aitchison).
+
+    Raises:
+        TransferSearchError: an insufficient or conflicting set, or a non-positive value.
+    """
+    check_sufficient(coords)
+    found = _classes(coords)
+    values = {n: check_positive(f"coords.{n}", coords[n]) for cls in found.values() for n in cls}
+    lr = values[found["lr"][0]] if found["lr"] else None
+    wd = values[found["wd"][0]] if found["wd"] else None
+    product = (
+        _product_from(found["product"][0], values[found["product"][0]], base)
+        if found["product"]
+        else None
+    )
+    if lr is not None and wd is not None:
+        return lr, wd
+    if lr is not None and product is not None:
+        return lr, product / lr
+    if wd is not None and product is not None:
+        return product / wd, wd
+    raise TransferSearchError(_NEEDED)  # pragma: no cover - check_sufficient covers this
+
+
+# ----------------------------------------------------------------------------------------------
+# Hyperparameters
+# ----------------------------------------------------------------------------------------------
+def _frozen_groups(groups: Mapping[str, Mapping[str, float]]) -> Mapping[str, Mapping[str, float]]:
+    return MappingProxyType({g: MappingProxyType(dict(groups[g])) for g in groups})
+
+
+@dataclass(frozen=True)
+class Hyperparameters:
+    """Concrete AdamW hyperparameters at one scale (frozen).
+
+    ``groups`` maps "input", "hidden", "output", "vector" to ``{"lr", "weight_decay",
+    "independent_wd"}``: ``weight_decay`` is PyTorch's coupled λ (torch.optim.AdamW), and
+    ``independent_wd`` = lr·weight_decay is the per-step decay for optimizers that decay by λ' alone.
+    ``lr`` and ``weight_decay`` are the hidden group's.
+    """
+
+    scale: Scale
+    groups: Mapping[str, Mapping[str, float]]
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    ema_momentum: float | None = None
+    batch_size: float | None = None
+    total_steps: float | None = None
+    coordinates: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        missing = [g for g in GROUPS if g not in self.groups]
+        if missing:
+            raise TransferSearchError(f"Hyperparameters.groups lacks groups {missing}.")
+        object.__setattr__(self, "groups", _frozen_groups(self.groups))
+        object.__setattr__(self, "coordinates", MappingProxyType(dict(self.coordinates)))
+        object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+        object.__setattr__(self, "betas", (float(self.betas[0]), float(self.betas[1])))
+
+    @property
+    def lr(self) -> float:
+        """The hidden group's learning rate."""
+        return self.groups["hidden"]["lr"]
+
+    @property
+    def weight_decay(self) -> float:
+        """The hidden group's weight decay (PyTorch's coupled convention)."""
+        return self.groups["hidden"]["weight_decay"]
+
+    @property
+    def tau_iter(self) -> float:
+        """τ_iter = 1/(ηλ) of the hidden group, in iterations (inf without weight decay)."""
+        product = self.lr * self.weight_decay
+        return math.inf if product == 0 else 1.0 / product
+
+    @property
+    def tau_epoch(self) -> float | None:
+        """τ_epoch = B/(ηλN) of the hidden group (None without N and B in the scale)."""
+        m = self.scale.iters_per_epoch
+        return None if m is None else self.tau_iter / m
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly dict; :meth:`from_dict` reads it back."""
+        return {
+            "scale": self.scale.to_dict(),
+            "groups": {g: dict(v) for g, v in self.groups.items()},
+            "lr": self.lr,
+            "weight_decay": self.weight_decay,
+            "betas": list(self.betas),
+            "eps": self.eps,
+            "ema_momentum": self.ema_momentum,
+            "batch_size": self.batch_size,
+            "total_steps": self.total_steps,
+            "coordinates": dict(self.coordinates),
+            "extra": dict(self.extra),
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Hyperparameters:
+        """Inverse of :meth:`to_dict`."""
+        try:
+            betas = data.get("betas", (0.9, 0.999))
+            return cls(
+                scale=Scale(data["scale"]),
+                groups=data["groups"],
+                betas=(float(betas[0]), float(betas[1])),
+                eps=float(data.get("eps", 1e-8)),
+                ema_momentum=data.get("ema_momentum"),
+                batch_size=data.get("batch_size"),
+                total_steps=data.get("total_steps"),
+                coordinates=data.get("coordinates", {}),
+                extra=data.get("extra", {}),
+                notes=tuple(data.get("notes", ())),
+            )
+        except (KeyError, TypeError, IndexError) as exc:
+            raise TransferSearchError(
+                f"cannot read Hyperparameters from {dict(data)!r}: {exc!r}. "
+                "Pass a dict made by Hyperparameters.to_dict()."
+            ) from exc
+
+
+# ----------------------------------------------------------------------------------------------
+# TransferSpace
+# ----------------------------------------------------------------------------------------------
+_RULE_NAMES = ("width", "dataset_size", "batch_size")
+
+
+class TransferSpace:
+    """Sweep invariant coordinates at a base scale; get concrete hyperparameters at any scale.
+
+    Args:
+        base: the scale at which the coordinates are defined.
+        coords: coordinate name -> distribution (:class:`Float`, :class:`Int`, :class:`Choice`,
+            swept) or a number (fixed). Must hold a sufficient pair of lr/weight-decay coordinates
+            (see the module docstring).
+        rule: the scaling rule (default ``rules.MuP()``: µP lr, weight decay ∝ width, constant
+            τ_epoch across dataset size, Adam's √κ batch rule).
+        betas, eps: Adam's defaults at the base batch size.
+        ema_momentum: base model-EMA momentum ρ (carried as ρ^κ across batch sizes), or None.
+
+    Raises:
+        TransferSearchError: an insufficient or conflicting coordinate set, or a bad value.
+    """
+
+    def __init__(
+        self,
+        base: Scale | Mapping[str, float],
+        coords: Mapping[str, Distribution | float | int | str],
+        rule: Rule | None = None,
+        *,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        ema_momentum: float | None = None,
+    ) -> None:
+        self.base = base if isinstance(base, Scale) else Scale(base)
+        self.rule: Rule = MuP() if rule is None else rule
+        if not isinstance(self.rule, Rule):
+            raise TransferSearchError(
+                f"`rule` must be a transfersearch.rules.Rule such as rules.MuP(), but got {rule!r}."
+            )
+        if not isinstance(coords, Mapping) or not coords:
+            raise TransferSearchError(
+                "`coords` must be a non-empty dict of name -> distribution or fixed value, e.g. "
+                "{'base_lr': ts.Float(1e-4, 1e-1, log=True), 'tau_epoch': ts.Float(0.05, 20, log=True)}."
+            )
+        check_sufficient(coords)
+        self.distributions: dict[str, Distribution] = {}
+        self.fixed: dict[str, Any] = {}
+        for name, value in coords.items():
+            if isinstance(value, (Float, Int, Choice)):
+                self.distributions[name] = value
+            else:
+                self.fixed[name] = value
+        self._validate_values(self.fixed)
+        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
+            raise TransferSearchError(f"`betas` must lie in [0, 1), but got betas={betas!r}.")
+        self.betas = (float(betas[0]), float(betas[1]))
+        self.eps = check_positive("eps", eps)
+        if ema_momentum is not None:
+            scale_ema_momentum(ema_momentum, 1.0)
+        self.ema_momentum = ema_momentum
+
+    def __repr__(self) -> str:
+        return (
+            f"TransferSpace(base={self.base!r}, coords={ {**self.distributions, **self.fixed} }, "
+            f"rule={self.rule!r})"
+        )
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The swept coordinate names, in declaration order."""
+        return tuple(self.distributions)
+
+    def sample(self, rng: np.random.Generator) -> dict[str, Any]:
+        """One random point of the swept coordinates (uniform / log-uniform per distribution)."""
+        return {name: dist.sample(rng) for name, dist in self.distributions.items()}
+
+    def _validate_values(self, values: Mapping[str, Any]) -> None:
+        for name, value in values.items():
+            dist = self.distributions.get(name)
+            if dist is not None:
+                if not dist.contains(value):
+                    raise TransferSearchError(
+                        f"coordinate {name}={value!r} lies outside its distribution {dist!r}. "
+                        "Widen the distribution or pick a value inside it."
+                    )
+            elif name in COORDINATES[:-4] or name in ("eps",):
+                check_positive(f"coords.{name}", value)
+            elif name in ("beta1", "beta2", "ema_momentum"):
+                if not _is_number(value) or not 0.0 <= float(value) < 1.0:
+                    raise TransferSearchError(
+                        f"`{name}` must lie in [0, 1), but got {name}={value!r}."
+                    )
+
+    def _full_coords(self, coords: Mapping[str, Any]) -> dict[str, Any]:
+        if not isinstance(coords, Mapping):
+            raise TransferSearchError(f"`coords` must be a mapping, but got {coords!r}.")
+        unknown = [n for n in coords if n not in self.distributions and n not in self.fixed]
+        if unknown:
+            raise TransferSearchError(
+                f"coordinates {unknown} are not in this space (it has "
+                f"{sorted([*self.distributions, *self.fixed])}). Remove them or add them to `coords`."
+            )
+        missing = [n for n in self.distributions if n not in coords]
+        if missing:
+            raise TransferSearchError(
+                f"missing values for swept coordinates {missing}. Give every one of {self.names}."
+            )
+        for name, value in coords.items():
+            if name in self.fixed and value != self.fixed[name]:
+                raise TransferSearchError(
+                    f"coordinate {name}={value!r} conflicts with its fixed value {self.fixed[name]!r}."
+                )
+        merged = {**self.fixed, **coords}
+        self._validate_values(merged)
+        return merged
+
+    def _target(self, scale: Scale | Mapping[str, float] | None) -> Scale:
+        if scale is None:
+            return self.base
+        target = scale if isinstance(scale, Scale) else Scale(scale)
+        for name in _RULE_NAMES:
+            if name in target and name not in self.base:
+                raise TransferSearchError(
+                    f"the target scale gives `{name}` but the space's base {self.base!r} does not, "
+                    f"so the rule cannot scale by it. Add {name}=... to the base scale."
+                )
+        # Names the target leaves out keep their base values.
+        return Scale({**self.base.to_dict(), **target.to_dict()})
+
+    def concretize(
+        self, coords: Mapping[str, Any], scale: Scale | Mapping[str, float] | None = None
+    ) -> Hyperparameters:
+        """Concrete per-group hyperparameters for ``coords`` at ``scale`` (default: the base).
+
+        The coordinates give the hidden group's (η, λ) at the base scale (:func:`base_point`); the
+        rule then applies width multipliers per group (e.g. µP: hidden lr ÷ s, weight decay × s^e),
+        the dataset rule to ηλ (constant τ_epoch: ηλ ∝ N_base/N), and the batch rule at κ = B/B_base
+        (Adam: lr × √κ, β → 1 − κ(1 − β), ε ÷ √κ, weight decay by decay matching, EMA ρ^κ, steps
+        ÷ κ). Names the target leaves out keep their base values.
+
+        Raises:
+            TransferSearchError: a missing, unknown, out-of-range or conflicting coordinate, or a
+                scale the rule cannot use.
+        """
+        merged = self._full_coords(coords)
+        target = self._target(scale)
+        lr0, wd0 = base_point(merged, self.base)
+        rule = self.rule
+        notes: list[str] = []
+        width_mult = target.ratio(self.base, "width")
+        dataset_factor = 1.0
+        if rule.dataset_rule is not None:
+            dataset_factor = rule.dataset_rule.eta_lambda_factor(self.base, target)
+        kappa = target.ratio(self.base, "batch_size")
+        betas = (
+            float(merged.get("beta1", self.betas[0])),
+            float(merged.get("beta2", self.betas[1])),
+        )
+        eps = float(merged.get("eps", self.eps))
+        ema = merged.get("ema_momentum", self.ema_momentum)
+        groups: dict[str, dict[str, float]] = {}
+        new_betas, new_eps = betas, eps
+        beta_forms = ("unchanged", "unchanged")
+        for group, (lr_mult, wd_mult) in rule.group_multipliers(width_mult).items():
+            lr = lr0 * lr_mult
+            wd = wd0 * wd_mult * dataset_factor
+            if rule.batch_rule is not None and kappa != 1.0:
+                moved = rule.batch_rule.transfer(lr, wd, betas, eps, kappa)
+                lr, wd, new_betas, new_eps = moved.lr, moved.weight_decay, moved.betas, moved.eps
+                beta_forms = moved.beta_forms
+            groups[group] = {"lr": lr, "weight_decay": wd, "independent_wd": lr * wd}
+        for beta_name, form in zip(("beta1", "beta2"), beta_forms):
+            if form == "power":
+                notes.append(f"{beta_name} scaled as beta**kappa at kappa={kappa:g}")
+        if ema is not None and rule.batch_rule is not None:
+            ema = scale_ema_momentum(float(ema), kappa)
+        extra = {k: v for k, v in merged.items() if k not in COORDINATES}
+        return Hyperparameters(
+            scale=target,
+            groups=groups,
+            betas=new_betas,
+            eps=new_eps,
+            ema_momentum=None if ema is None else float(ema),
+            batch_size=target.get("batch_size"),
+            total_steps=self._total_steps(target, kappa),
+            coordinates={k: v for k, v in merged.items() if k in self.distributions},
+            extra=extra,
+            notes=tuple(notes),
+        )
+
+    def _total_steps(self, target: Scale, kappa: float) -> float | None:
+        """T at the target: its own if derivable, else the base's with samples per epoch kept (÷ κ)."""
+        own = target.total_steps
+        if own is not None:
+            return own
+        base_steps = self.base.total_steps
+        if base_steps is None:
+            return None
+        return base_steps * target.ratio(self.base, "dataset_size") / kappa
+
+    def coordinates(
+        self, hp: Hyperparameters, scale: Scale | Mapping[str, float] | None = None
+    ) -> dict[str, Any]:
+        """Invert :meth:`concretize`: the swept coordinates that give ``hp`` at ``scale``.
+
+        Undoes the batch rule (η = η̂/κ^a, ηλ = 1 − (1 − η̂λ̂)^(1/κ)), the dataset rule and the width
+        multipliers of the hidden group, then expresses the base (η, λ) in this space's coordinates.
+        Optimizer coordinates (beta1, beta2, eps, ema_momentum) and pass-through ones are read back
+        from ``hp``.
+
+        Raises:
+            TransferSearchError: the hidden group has no positive lr or weight decay.
+        """
+        target = self._target(hp.scale if scale is None else scale)
+        lr_hat = check_positive("hp.lr", hp.lr)
+        wd_hat = check_positive("hp.weight_decay", hp.weight_decay)
+        rule = self.rule
+        kappa = target.ratio(self.base, "batch_size")
+        lr_w, product = lr_hat, lr_hat * wd_hat
+        betas, eps, ema = hp.betas, hp.eps, hp.ema_momentum
+        if rule.batch_rule is not None and kappa != 1.0:
+            forms = tuple(
+                "power" if any(n.startswith(f"{b} scaled as beta**kappa") for n in hp.notes)
+                else "linear"
+                for b in ("beta1", "beta2")
+            )
+            lr_w, product, betas, eps = rule.batch_rule.invert(
+                lr_hat, wd_hat, hp.betas, hp.eps, kappa, (forms[0], forms[1])
+            )
+            if ema is not None:
+                ema = float(ema) ** (1.0 / kappa)
+        if rule.dataset_rule is not None:
+            product /= rule.dataset_rule.eta_lambda_factor(self.base, target)
+        lr_mult, wd_mult = rule.group_multipliers(target.ratio(self.base, "width"))["hidden"]
+        lr0 = lr_w / lr_mult
+        wd0 = product / lr_w / wd_mult
+        out: dict[str, Any] = {}
+        for name in self.distributions:
+            if name in LR_COORDS + WD_COORDS + PRODUCT_COORDS:
+                out[name] = coordinate_from_base_point(name, lr0, wd0, self.base)
+            elif name == "beta1":
+                out[name] = betas[0]
+            elif name == "beta2":
+                out[name] = betas[1]
+            elif name == "eps":
+                out[name] = eps
+            elif name == "ema_momentum":
+                out[name] = ema
+            else:
+                out[name] = hp.extra.get(name, hp.coordinates.get(name))
+        return out
+
