@@ -1,0 +1,292 @@
+"""The proxy ladder: which rung each trial runs on, and where the fitted law says to look.
+
+One implementation, used by both the Optuna sampler and the Ray Tune searcher:
+
+* **Rung policy** (:meth:`TransferPlanner.assign_rung`): rungs are ordered by cost (default
+  width² × dataset_size, see :func:`default_cost`); each trial goes to the cheapest rung whose budget
+  (``trials_per_rung``) is not yet used up. Once every budget is spent, further trials go to the rung
+  with the smallest fraction of its budget used (cheapest first on ties).
+* **Law-guided focus** (:meth:`TransferPlanner.propose`): once at least two rungs have enough
+  finished trials for an optimum estimate, :func:`transfersearch.extrapolate` fits the
+  optimum-vs-scale law and predicts the optimum at the trial's rung. The first trial of the rung
+  runs at the predicted point; later ones, with probability ``focus``, at a point drawn around it
+  (log-normal for log-scale coordinates, normal otherwise) with the law's predictive spread; the
+  rest are left to the base sampler, which sees only its own rung's history.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.scale import Scale
+from transfersearch.space import Float, Int, TransferSpace
+
+if TYPE_CHECKING:
+    from transfersearch.observations import Observation
+
+__all__ = ["Proposal", "TransferPlanner", "default_cost"]
+
+STATE_VERSION = 1
+
+
+def default_cost(scale: Scale) -> float:
+    """Relative compute of a run at ``scale``: width² × dataset_size × epochs (absent names count 1).
+
+    Width² approximates parameters (and FLOPs per sample) of a transformer or MLP of fixed depth;
+    dataset_size × epochs is the number of samples processed.
+    """
+    width = scale.get("width", 1.0)
+    return width * width * scale.get("dataset_size", 1.0) * scale.get("epochs", 1.0)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What the planner suggests for one trial.
+
+    ``params`` holds the coordinates to use (empty: let the base sampler choose all), ``source`` is
+    "law-point", "law-neighbourhood" or "base".
+    """
+
+    rung: int
+    params: Mapping[str, float]
+    source: str
+
+
+class TransferPlanner:
+    """Rung assignment and law-guided proposals over a ladder of proxy scales.
+
+    Args:
+        space: the :class:`TransferSpace` whose coordinates are swept.
+        ladder: the proxy scales (order does not matter; rungs are indexed in cost order).
+        trials_per_rung: budget per rung: an int for all, a sequence (in cost order), or None for
+            the default: ``first_rungs_trials`` for the two cheapest rungs and
+            ``later_rungs_trials`` for the others (the law needs fewer there).
+        cost: relative cost of a scale (default :func:`default_cost`).
+        min_trials: finished trials a rung needs before its optimum enters the law.
+        focus: probability that a later trial on a law-guided rung is drawn around the prediction
+            instead of by the base sampler.
+        min_spread: the smallest spread (in natural-log units for log coordinates, as a fraction of
+            the range otherwise) of the neighbourhood, so it never collapses to a point.
+        n_bootstrap: bootstrap resamples for the law's uncertainty.
+        seed: seed of the planner's random draws.
+
+    Raises:
+        TransferSearchError: an empty ladder, duplicate scales, a bad budget or probability.
+    """
+
+    def __init__(
+        self,
+        space: TransferSpace,
+        ladder: Sequence[Scale | Mapping[str, float]],
+        *,
+        trials_per_rung: int | Sequence[int] | None = None,
+        cost: Callable[[Scale], float] | None = None,
+        first_rungs_trials: int = 16,
+        later_rungs_trials: int = 8,
+        min_trials: int = 6,
+        focus: float = 0.75,
+        min_spread: float = 0.15,
+        n_bootstrap: int = 40,
+        seed: int | None = 0,
+    ) -> None:
+        if not isinstance(space, TransferSpace):
+            raise TransferSearchError(f"`space` must be a TransferSpace, but got {space!r}.")
+        if not ladder:
+            raise TransferSearchError(
+                "`ladder` is empty. Give the proxy scales, e.g. "
+                "[ts.Scale(width=w, dataset_size=n) for w in (64, 128) for n in (2e4, 8e4)]."
+            )
+        scales = [s if isinstance(s, Scale) else Scale(s) for s in ladder]
+        if len(set(scales)) != len(scales):
+            raise TransferSearchError(f"`ladder` holds duplicate scales: {scales}.")
+        self.space = space
+        self.cost: Callable[[Scale], float] = cost or default_cost
+        costs = [float(self.cost(s)) for s in scales]
+        if any(not math.isfinite(c) or c <= 0 for c in costs):
+            raise TransferSearchError(f"`cost` must give positive finite costs, but gave {costs}.")
+        order = sorted(range(len(scales)), key=lambda i: (costs[i], i))
+        self.ladder: tuple[Scale, ...] = tuple(scales[i] for i in order)
+        self.costs: tuple[float, ...] = tuple(costs[i] for i in order)
+        self.budgets: tuple[int, ...] = self._budgets(
+            trials_per_rung, first_rungs_trials, later_rungs_trials
+        )
+        if min_trials < 1:
+            raise TransferSearchError(f"`min_trials` must be >= 1, but got {min_trials}.")
+        if not 0.0 <= focus <= 1.0:
+            raise TransferSearchError(f"`focus` must lie in [0, 1], but got {focus}.")
+        self.min_trials = min_trials
+        self.focus = focus
+        self.min_spread = min_spread
+        self.n_bootstrap = n_bootstrap
+        self.seed = seed
+        self._rng = np.random.default_rng(seed)
+        self._cache: dict[tuple[int, int], tuple[dict[str, float], dict[str, float]] | None] = {}
+
+    def _budgets(
+        self, trials_per_rung: int | Sequence[int] | None, first: int, later: int
+    ) -> tuple[int, ...]:
+        n = len(self.ladder)
+        if trials_per_rung is None:
+            budgets = [first if i < 2 else later for i in range(n)]
+        elif isinstance(trials_per_rung, int):
+            budgets = [trials_per_rung] * n
+        else:
+            budgets = [int(b) for b in trials_per_rung]
+            if len(budgets) != n:
+                raise TransferSearchError(
+                    f"`trials_per_rung` has {len(budgets)} entries for {n} rungs; give one per rung "
+                    "(in cost order) or a single int."
+                )
+        if any(b < 1 for b in budgets):
+            raise TransferSearchError(f"`trials_per_rung` must be >= 1, but got {budgets}.")
+        return tuple(budgets)
+
+    # ------------------------------------------------------------------------------------------
+    def rung_of(self, scale: Scale | Mapping[str, float]) -> int:
+        """The index of ``scale`` in the (cost-ordered) ladder."""
+        target = scale if isinstance(scale, Scale) else Scale(scale)
+        try:
+            return self.ladder.index(target)
+        except ValueError:
+            raise TransferSearchError(f"{target!r} is not a rung of the ladder {self.ladder}.") from None
+
+    def assign_rung(self, started: Mapping[int, int] | Sequence[int]) -> int:
+        """The rung for the next trial, given how many trials each rung has started.
+
+        ``started`` counts trials per rung that are running or finished (not the failed ones that
+        will be retried). Cheapest rung with budget left first; past every budget, the rung with
+        the smallest used fraction.
+        """
+        counts = [
+            int(started.get(i, 0)) if isinstance(started, Mapping) else int(started[i])
+            for i in range(len(self.ladder))
+        ]
+        for i, (count, budget) in enumerate(zip(counts, self.budgets)):
+            if count < budget:
+                return i
+        return min(range(len(self.ladder)), key=lambda i: (counts[i] / self.budgets[i], i))
+
+    @property
+    def total_budget(self) -> int:
+        """The sum of the per-rung budgets."""
+        return sum(self.budgets)
+
+    def numeric_names(self) -> list[str]:
+        """Swept coordinates the law can model (Float and Int, not Choice)."""
+        return [n for n, d in self.space.distributions.items() if isinstance(d, (Float, Int))]
+
+    def prediction(
+        self, rung: int, observations: Sequence[Observation]
+    ) -> tuple[dict[str, float], dict[str, float]] | None:
+        """The law's predicted optimum at ``rung`` and its spread (log units for log coordinates).
+
+        Uses rungs other than ``rung`` that have at least ``min_trials`` finished trials; needs two
+        such rungs. Returns None when the law is not available yet or the fit fails.
+        """
+        target = self.ladder[rung]
+        names = self.numeric_names()
+        if not names:
+            return None
+        finished: dict[Scale, int] = {}
+        usable: list[Observation] = []
+        for obs in observations:
+            scale = Scale(obs.scale)
+            if scale == target or obs.state != "complete":
+                continue
+            finished[scale] = finished.get(scale, 0) + 1
+        rungs = {s for s, n in finished.items() if n >= self.min_trials}
+        if len(rungs) < 2:
+            return None
+        usable = [o for o in observations if Scale(o.scale) in rungs]
+        key = (rung, len(usable))
+        if key in self._cache:
+            return self._cache[key]
+        from transfersearch.extrapolate import extrapolate
+
+        result: tuple[dict[str, float], dict[str, float]] | None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit = extrapolate(
+                    usable,
+                    target=target,
+                    params=names,
+                    n_bootstrap=self.n_bootstrap,
+                    seed=0 if self.seed is None else self.seed,
+                )
+            center = {n: float(fit.params[n]) for n in names}
+            bounds = fit.interval(0.68)
+            spread = {}
+            for n in names:
+                low, high = bounds[n]
+                spread[n] = self._spread(n, float(low), float(high))
+            result = (center, spread)
+        except (TransferSearchError, ValueError, np.linalg.LinAlgError, FloatingPointError):
+            result = None
+        self._cache[key] = result
+        return result
+
+    def _spread(self, name: str, low: float, high: float) -> float:
+        dist = self.space.distributions[name]
+        assert isinstance(dist, (Float, Int))
+        if dist.log and low > 0 and high > 0:
+            return max(0.5 * math.log(high / low), self.min_spread)
+        return max(0.5 * (high - low), self.min_spread * (dist.high - dist.low))
+
+    def _clip(self, name: str, value: float) -> float:
+        dist = self.space.distributions[name]
+        assert isinstance(dist, (Float, Int))
+        clipped = min(max(value, dist.low), dist.high)
+        if isinstance(dist, Int):
+            return float(int(round((clipped - dist.low) / dist.step)) * dist.step + dist.low)
+        return clipped
+
+    def propose(
+        self, rung: int, observations: Sequence[Observation], started_at_rung: int
+    ) -> Proposal:
+        """Coordinates for the next trial at ``rung`` (empty params: defer to the base sampler).
+
+        Args:
+            rung: the rung the trial runs on.
+            observations: every trial so far (any rung; failed and diverged included).
+            started_at_rung: trials already started at this rung before this one.
+        """
+        predicted = self.prediction(rung, observations)
+        if predicted is None:
+            return Proposal(rung, {}, "base")
+        center, spread = predicted
+        if started_at_rung == 0:
+            return Proposal(rung, {n: self._clip(n, v) for n, v in center.items()}, "law-point")
+        if self._rng.random() >= self.focus:
+            return Proposal(rung, {}, "base")
+        params: dict[str, float] = {}
+        for name, value in center.items():
+            dist = self.space.distributions[name]
+            assert isinstance(dist, (Float, Int))
+            if dist.log and value > 0:
+                draw = value * math.exp(self._rng.normal(0.0, spread[name]))
+            else:
+                draw = value + self._rng.normal(0.0, spread[name])
+            params[name] = self._clip(name, draw)
+        return Proposal(rung, params, "law-neighbourhood")
+
+    # ------------------------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Explicit, versioned state (the random generator's); the rest is configuration."""
+        return {"version": STATE_VERSION, "rng": self._rng.bit_generator.state}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s output."""
+        version = state.get("version")
+        if version != STATE_VERSION:
+            raise TransferSearchError(
+                f"planner state version {version!r} is not supported (expected {STATE_VERSION})."
+            )
+        self._rng.bit_generator.state = state["rng"]
