@@ -9,11 +9,7 @@ from __future__ import annotations
 from transfersearch import rules
 from transfersearch.errors import TransferSearchError
 from transfersearch.scale import Scale
-from transfersearch.space import Choice
-from transfersearch.space import Float
-from transfersearch.space import Hyperparameters
-from transfersearch.space import Int
-from transfersearch.space import TransferSpace
+from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
 
 __version__ = "0.1.0"
 

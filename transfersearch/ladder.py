@@ -155,7 +155,9 @@ class TransferPlanner:
         try:
             return self.ladder.index(target)
         except ValueError:
-            raise TransferSearchError(f"{target!r} is not a rung of the ladder {self.ladder}.") from None
+            raise TransferSearchError(
+                f"{target!r} is not a rung of the ladder {self.ladder}."
+            ) from None
 
     def assign_rung(self, started: Mapping[int, int] | Sequence[int]) -> int:
         """The rung for the next trial, given how many trials each rung has started.
@@ -245,7 +247,7 @@ class TransferPlanner:
         assert isinstance(dist, (Float, Int))
         clipped = min(max(value, dist.low), dist.high)
         if isinstance(dist, Int):
-            return float(int(round((clipped - dist.low) / dist.step)) * dist.step + dist.low)
+            return float(round((clipped - dist.low) / dist.step) * dist.step + dist.low)
         return clipped
 
     def propose(

@@ -100,13 +100,15 @@ class PowerLinesTau(DatasetRule):
     def tau_opt(self, tokens_per_param: float) -> float:
         """τ_opt = coefficient · TPP^exponent."""
         tpp = check_positive("tokens_per_param", tokens_per_param)
-        return self.coefficient * tpp**self.exponent
+        return float(self.coefficient * tpp**self.exponent)
 
     @staticmethod
     def tokens_per_param(scale: Scale) -> float:
         """TPP = tokens / params (``dataset_size`` stands in for ``tokens`` when absent)."""
         tokens_name = "tokens" if "tokens" in scale else "dataset_size"
-        scale.require(tokens_name, "params", purpose="use the Power Lines τ prior (tokens per parameter)")
+        scale.require(
+            tokens_name, "params", purpose="use the Power Lines τ prior (tokens per parameter)"
+        )
         return scale[tokens_name] / scale["params"]
 
     def eta_lambda_factor(self, base: Scale, scale: Scale) -> float:
@@ -236,7 +238,9 @@ class AdamBatch(BatchRule):
         kappa: float,
         beta_forms: tuple[str, str],
     ) -> tuple[float, float, tuple[float, float], float]:
-        lr, eta_lambda, _, _ = super().invert(lr_hat, weight_decay_hat, betas, eps, kappa, beta_forms)
+        lr, eta_lambda, _, _ = super().invert(
+            lr_hat, weight_decay_hat, betas, eps, kappa, beta_forms
+        )
         back = tuple(
             b ** (1.0 / kappa) if form == "power" else 1.0 - (1.0 - b) / kappa
             for b, form in zip(betas, beta_forms)
@@ -274,7 +278,7 @@ def scale_ema_momentum(momentum: float, kappa: float) -> float:
             f"`ema_momentum` must lie in [0, 1), but got ema_momentum={momentum!r}. "
             "It is the weight of the old average, e.g. 0.999."
         )
-    return momentum ** check_positive("kappa", kappa)
+    return float(momentum ** check_positive("kappa", kappa))
 
 
 def independent_wd_at_batch(independent_wd: float, kappa: float) -> float:
@@ -426,7 +430,9 @@ def su_constant_wd_lr(
     lr_max = check_positive("lr_max", lr_max)
     wd = float(weight_decay)
     if wd < 0 or not math.isfinite(wd):
-        raise TransferSearchError(f"`weight_decay` must be finite and >= 0, but got {weight_decay!r}.")
+        raise TransferSearchError(
+            f"`weight_decay` must be finite and >= 0, but got {weight_decay!r}."
+        )
     return lr_max / (wd * lr_max * _steps(step) + 1.0)
 
 

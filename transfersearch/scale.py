@@ -44,7 +44,7 @@ class Scale(Mapping[str, float]):
             not a non-empty string.
     """
 
-    __slots__ = ("_values", "_hash")
+    __slots__ = ("_hash", "_values")
 
     def __init__(self, values: Mapping[str, Any] | None = None, /, **named: Any) -> None:
         merged: dict[str, Any] = {}
@@ -76,9 +76,7 @@ class Scale(Mapping[str, float]):
         try:
             return self._values[name]
         except KeyError:
-            raise KeyError(
-                f"this Scale has no {name!r}; it has {sorted(self._values)}"
-            ) from None
+            raise KeyError(f"this Scale has no {name!r}; it has {sorted(self._values)}") from None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
@@ -149,9 +147,7 @@ class Scale(Mapping[str, float]):
     def distance_decades(self, other: Scale, names: Iterator[str] | None = None) -> float:
         """Euclidean distance in log10 units over the names both scales share."""
         shared = [n for n in (names or self._values) if n in other._values]
-        return math.sqrt(
-            sum(math.log10(self._values[n] / other._values[n]) ** 2 for n in shared)
-        )
+        return math.sqrt(sum(math.log10(self._values[n] / other._values[n]) ** 2 for n in shared))
 
 
 def _fmt(value: float) -> str:

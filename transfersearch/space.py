@@ -69,7 +69,7 @@ class Float:
         _check_bounds(self.low, self.high, self.log)
 
     def contains(self, value: object) -> bool:
-        return _is_number(value) and self.low <= float(value) <= self.high  # type: ignore[arg-type]
+        return isinstance(value, Real) and _is_number(value) and self.low <= float(value) <= self.high
 
     def sample(self, rng: np.random.Generator) -> float:
         if self.log:
@@ -98,14 +98,17 @@ class Int:
         _check_bounds(self.low, self.high, self.log)
 
     def contains(self, value: object) -> bool:
-        if not _is_number(value) or float(value) != int(value):  # type: ignore[arg-type]
+        if not isinstance(value, Real) or not _is_number(value):
             return False
-        number = int(value)  # type: ignore[call-overload]
+        as_float = float(value)
+        if as_float != round(as_float):
+            return False
+        number = round(as_float)
         return self.low <= number <= self.high and (number - self.low) % self.step == 0
 
     def sample(self, rng: np.random.Generator) -> int:
         if self.log:
-            return int(round(math.exp(rng.uniform(math.log(self.low), math.log(self.high)))))
+            return round(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
         n = (self.high - self.low) // self.step
         return int(self.low + self.step * int(rng.integers(0, n + 1)))
 
@@ -565,7 +568,8 @@ class TransferSpace:
         betas, eps, ema = hp.betas, hp.eps, hp.ema_momentum
         if rule.batch_rule is not None and kappa != 1.0:
             forms = tuple(
-                "power" if any(n.startswith(f"{b} scaled as beta**kappa") for n in hp.notes)
+                "power"
+                if any(n.startswith(f"{b} scaled as beta**kappa") for n in hp.notes)
                 else "linear"
                 for b in ("beta1", "beta2")
             )
@@ -594,4 +598,3 @@ class TransferSpace:
             else:
                 out[name] = hp.extra.get(name, hp.coordinates.get(name))
         return out
-

@@ -1,0 +1,77 @@
+"""Schedules and rule objects against hand computations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import transfersearch as ts
+from transfersearch import rules
+
+
+def test_su_constant_weight_decay_schedule_by_hand() -> None:
+    # η_s = η_max / (λ η_max s + 1): η_max=0.01, λ=0.1, s=1000 → 0.01 / 2
+    assert rules.su_constant_wd_lr(1000, 0.01, 0.1) == pytest.approx(0.005)
+    assert rules.su_constant_wd_lr(0, 0.01, 0.1) == pytest.approx(0.01)
+
+
+def test_su_constant_schedule_weights_every_batch_equally() -> None:
+    steps = np.arange(1, 2001)
+    lrs = rules.su_constant_wd_lr(steps, 0.01, 0.1)
+    weights = rules.update_weights(lrs, np.full_like(lrs, 0.1))
+    assert weights.max() / weights.min() == pytest.approx(1.0, rel=0.01)
+
+
+def test_su_proportional_schedule_by_hand() -> None:
+    # √(2 · 0.1 · 0.01 · 1500 + 1) = √4 = 2
+    lr, wd = rules.su_proportional_lr_wd(1500, 0.01, 0.1)
+    assert lr == pytest.approx(0.005) and wd == pytest.approx(0.05)
+
+
+def test_kosson_warmup_factors_by_hand() -> None:
+    # s^(−max(0, 1 − t/T_w)): s=4, t=50, T_w=100 → 4^−0.5 = 0.5
+    assert rules.exp_warmup_factor(50, 4.0, 100) == pytest.approx(0.5)
+    assert rules.exp_warmup_factor(0, 4.0, 100) == pytest.approx(0.25)
+    assert rules.exp_warmup_factor(500, 4.0, 100) == pytest.approx(1.0)
+    # 1 − (1 − 1/s)(1 − ηλ)^t: s=4, ηλ=0.01, t=100 → 1 − 0.75 · 0.99^100
+    got = rules.decay_away_warmup_factor(100, 4.0, 0.1, 0.1)
+    assert got == pytest.approx(1 - 0.75 * 0.99**100)
+    assert rules.decay_away_warmup_factor(0, 4.0, 0.1, 0.1) == pytest.approx(0.25)
+
+
+def test_update_weights_exact_product_by_hand() -> None:
+    # w_3 coefficients: η1(1−η2λ2)(1−η3λ3), η2(1−η3λ3), η3
+    got = rules.update_weights([0.1, 0.2, 0.3], [1.0, 1.0, 1.0])
+    assert got == pytest.approx([0.1 * 0.8 * 0.7, 0.2 * 0.7, 0.3])
+    with pytest.raises(ts.TransferSearchError, match="equal length"):
+        rules.update_weights([0.1], [0.1, 0.2])
+
+
+def test_ema_momentum_rule_and_bad_values() -> None:
+    assert rules.scale_ema_momentum(0.99, 2) == pytest.approx(0.9801)
+    with pytest.raises(ts.TransferSearchError, match="ema_momentum=1.5"):
+        rules.scale_ema_momentum(1.5, 2)
+
+
+def test_decay_matching_refuses_an_unstable_product() -> None:
+    with pytest.raises(ts.TransferSearchError, match="Lower lr or weight_decay"):
+        rules.AdamBatch().transfer(1.0, 2.0, (0.9, 0.999), 1e-8, 4.0)
+
+
+def test_rule_strings_resolve_and_bad_strings_say_the_options() -> None:
+    assert isinstance(rules.MuP(batch="sgd").batch_rule, rules.SGDBatch)
+    assert isinstance(rules.MuP(dataset="power_lines").dataset_rule, rules.PowerLinesTau)
+    with pytest.raises(ts.TransferSearchError, match="'adam', 'sgd'"):
+        rules.MuP(batch="lamb")
+    with pytest.raises(ts.TransferSearchError, match="power_lines"):
+        rules.MuP(dataset="chinchilla")
+
+
+def test_vector_weight_decay_is_optional() -> None:
+    on = rules.MuP(vector_weight_decay=True).group_multipliers(4.0)
+    off = rules.MuP().group_multipliers(4.0)
+    assert on["vector"] == (1.0, 1.0) and off["vector"] == (1.0, 0.0)
+    assert off["hidden"] == (0.25, 4.0)
+    assert math.isclose(rules.MuP(wd_width_exponent=0.5).group_multipliers(4.0)["hidden"][1], 2.0)

@@ -1,0 +1,302 @@
+"""TransferSpace and the coordinates: hand computations, round trips, bad input."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import transfersearch as ts
+from transfersearch.space import base_point
+
+BASE = ts.Scale(width=256, dataset_size=50_000, batch_size=128)
+
+
+def make_space(rule: ts.rules.Rule | None = None, **kwargs: object) -> ts.TransferSpace:
+    return ts.TransferSpace(
+        base=BASE,
+        coords={
+            "base_lr": ts.Float(1e-4, 1e-1, log=True),
+            "tau_epoch": ts.Float(0.05, 20.0, log=True),
+        },
+        rule=rule or ts.rules.MuP(wd_width_exponent=1.0),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_base_scale_gives_the_coordinates_back_by_hand() -> None:
+    hp = make_space().concretize({"base_lr": 3e-3, "tau_epoch": 1.0})
+    # λ = B / (η N τ_epoch) = 128 / (3e-3 · 50000 · 1) (Wang & Aitchison Eq. 11)
+    assert hp.lr == pytest.approx(3e-3)
+    assert hp.weight_decay == pytest.approx(128 / (3e-3 * 50_000))
+    assert hp.tau_epoch == pytest.approx(1.0)
+    assert hp.betas == (0.9, 0.999) and hp.eps == 1e-8
+    assert hp.groups["vector"]["weight_decay"] == 0.0
+    assert hp.groups["input"]["lr"] == pytest.approx(3e-3)
+
+
+def test_four_times_width_divides_hidden_lr_and_multiplies_weight_decay() -> None:
+    coords = {"base_lr": 3e-3, "tau_epoch": 1.0}
+    base = make_space().concretize(coords)
+    wide = make_space().concretize(coords, ts.Scale(width=1024))
+    assert wide.groups["hidden"]["lr"] == pytest.approx(base.lr / 4)
+    assert wide.groups["hidden"]["weight_decay"] == pytest.approx(base.weight_decay * 4)
+    assert wide.groups["output"]["lr"] == pytest.approx(base.lr / 4)
+    assert wide.groups["input"]["lr"] == pytest.approx(base.lr)
+    assert wide.groups["input"]["weight_decay"] == pytest.approx(base.weight_decay)
+    assert wide.groups["vector"]["lr"] == pytest.approx(base.lr)
+    assert wide.tau_iter == pytest.approx(base.tau_iter)
+    fan = make_space(ts.rules.MuP(wd_width_exponent=0.5)).concretize(coords, ts.Scale(width=1024))
+    assert fan.weight_decay == pytest.approx(base.weight_decay * 2)
+    std_wd = make_space(ts.rules.MuP(wd_width_exponent=0.0)).concretize(
+        coords, ts.Scale(width=1024)
+    )
+    assert std_wd.weight_decay == pytest.approx(base.weight_decay)
+
+
+def test_standard_and_sqrt_width_rules_by_hand() -> None:
+    coords = {"base_lr": 3e-3, "tau_epoch": 1.0}
+    base = make_space().concretize(coords)
+    std = make_space(ts.rules.Standard()).concretize(coords, ts.Scale(width=1024))
+    assert std.lr == pytest.approx(base.lr) and std.weight_decay == pytest.approx(base.weight_decay)
+    sqrt = make_space(ts.rules.SqrtWidth()).concretize(coords, ts.Scale(width=1024))
+    assert sqrt.lr == pytest.approx(base.lr / 2)
+    assert sqrt.weight_decay == pytest.approx(base.weight_decay * 2)
+    assert sqrt.groups["input"]["lr"] == pytest.approx(base.lr)
+
+
+def test_four_times_dataset_divides_weight_decay() -> None:
+    coords = {"base_lr": 3e-3, "tau_epoch": 1.0}
+    base = make_space().concretize(coords)
+    more = make_space().concretize(coords, ts.Scale(dataset_size=200_000))
+    assert more.lr == pytest.approx(base.lr)
+    assert more.weight_decay == pytest.approx(base.weight_decay / 4)
+    assert more.tau_epoch == pytest.approx(1.0)
+    fixed = make_space(ts.rules.MuP(dataset=None)).concretize(
+        coords, ts.Scale(dataset_size=200_000)
+    )
+    assert fixed.weight_decay == pytest.approx(base.weight_decay)
+
+
+def test_four_times_batch_under_adam_by_hand() -> None:
+    coords = {"base_lr": 3e-3, "tau_epoch": 1.0}
+    space = make_space(ema_momentum=0.999)
+    base = space.concretize(coords)
+    big = space.concretize(coords, ts.Scale(batch_size=512))
+    assert big.lr == pytest.approx(base.lr * 2)
+    assert big.eps == pytest.approx(base.eps / 2)
+    assert 1 - big.betas[1] == pytest.approx(4 * (1 - 0.999))
+    assert 1 - big.betas[0] == pytest.approx(4 * (1 - 0.9))
+    assert big.ema_momentum == pytest.approx(0.999**4)
+    # exact decay matching: 1 − η̂λ̂ = (1 − ηλ)^4 (Busbridge et al. Eq. 11–13)
+    assert 1 - big.lr * big.weight_decay == pytest.approx((1 - base.lr * base.weight_decay) ** 4)
+    assert big.tau_epoch == pytest.approx(1.0, rel=0.01)
+    assert big.batch_size == 512
+
+
+def test_large_batch_ratio_switches_beta1_to_power_form_and_says_so() -> None:
+    hp = make_space().concretize({"base_lr": 3e-3, "tau_epoch": 1.0}, ts.Scale(batch_size=128 * 16))
+    assert hp.betas[0] == pytest.approx(0.9**16)
+    assert hp.betas[1] == pytest.approx(1 - 16 * 0.001)
+    assert any("beta1" in note for note in hp.notes)
+    linear = ts.rules.MuP(batch=ts.rules.AdamBatch(beta_form="linear"))
+    with pytest.raises(ts.TransferSearchError, match="beta_form='power'"):
+        make_space(linear).concretize(
+            {"base_lr": 3e-3, "tau_epoch": 1.0}, ts.Scale(batch_size=2048)
+        )
+
+
+def test_sgd_batch_rule_is_linear_and_none_changes_nothing() -> None:
+    coords = {"base_lr": 3e-3, "tau_epoch": 1.0}
+    base = make_space().concretize(coords)
+    sgd = make_space(ts.rules.MuP(batch="sgd")).concretize(coords, ts.Scale(batch_size=512))
+    assert sgd.lr == pytest.approx(base.lr * 4) and sgd.betas == base.betas
+    assert sgd.eps == base.eps
+    # λ̂ = (1 − (1 − ηλ)^κ)/η̂ ≈ λ for SGD
+    expected = (1 - (1 - base.lr * base.weight_decay) ** 4) / (4 * base.lr)
+    assert sgd.weight_decay == pytest.approx(expected)
+    none = make_space(ts.rules.MuP(batch=None)).concretize(coords, ts.Scale(batch_size=512))
+    assert none.lr == base.lr and none.weight_decay == base.weight_decay
+
+
+def test_independent_wd_batch_transform_by_hand() -> None:
+    assert ts.rules.independent_wd_at_batch(0.01, 4) == pytest.approx(1 - 0.99**4)
+
+
+def test_power_lines_prior_by_hand() -> None:
+    prior = ts.rules.PowerLinesTau()
+    assert prior.tau_opt(20.0) == pytest.approx(1.084 * 20.0**-0.527)
+    base = ts.Scale(dataset_size=1e9, batch_size=1e6, params=1e8)
+    target = ts.Scale(dataset_size=4e9, batch_size=1e6, params=1e8)
+    factor = prior.eta_lambda_factor(base, target)
+    # ηλ ∝ 1/(N τ_opt): (1/4) · τ(10)/τ(40) = (1/4) · 4^0.527
+    assert factor == pytest.approx(0.25 * 4**0.527)
+    with pytest.raises(ts.TransferSearchError, match="params"):
+        prior.eta_lambda_factor(ts.Scale(dataset_size=1.0), ts.Scale(dataset_size=2.0))
+
+
+def test_every_sufficient_pair_gives_the_same_point() -> None:
+    lr, wd = 3e-3, 0.1
+    product = lr * wd
+    tau_epoch = BASE["batch_size"] / (product * BASE["dataset_size"])
+    pairs = [
+        {"lr": lr, "weight_decay": wd},
+        {"base_lr": lr, "eta_lambda": product},
+        {"lr": lr, "independent_wd": product},
+        {"lr": lr, "tau_iter": 1 / product},
+        {"lr": lr, "tau_epoch": tau_epoch},
+        {"weight_decay": wd, "tau_epoch": tau_epoch},
+        {"weight_decay": wd, "eta_lambda": product},
+    ]
+    for pair in pairs:
+        got = base_point(pair, BASE)
+        assert got == pytest.approx((lr, wd)), pair
+
+
+@pytest.mark.parametrize(
+    ("coords", "match"),
+    [
+        ({"base_lr": ts.Float(1e-4, 1.0, log=True)}, "not enough"),
+        ({"lr": 1e-3, "base_lr": 1e-3}, "conflicting"),
+        ({"lr": 1e-3, "weight_decay": 0.1, "tau_epoch": 1.0}, "conflicting"),
+        ({"tau_epoch": 1.0, "tau_iter": 100.0}, "conflicting"),
+    ],
+)
+def test_insufficient_or_conflicting_coordinates_say_what_is_needed(
+    coords: dict[str, object], match: str
+) -> None:
+    with pytest.raises(ts.TransferSearchError, match=match) as info:
+        ts.TransferSpace(base=BASE, coords=coords)  # type: ignore[arg-type]
+    assert "base_lr + tau_epoch" in str(info.value)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1e-3, math.nan, math.inf])
+def test_non_positive_or_non_finite_coordinates_are_refused(bad: float) -> None:
+    space = ts.TransferSpace(base=BASE, coords={"lr": ts.Float(1e-4, 1.0), "tau_epoch": 1.0})
+    with pytest.raises(ts.TransferSearchError, match="lr"):
+        space.concretize({"lr": bad})
+
+
+def test_coordinates_outside_the_distribution_are_refused() -> None:
+    with pytest.raises(ts.TransferSearchError, match=r"base_lr=0\.5 lies outside"):
+        make_space().concretize({"base_lr": 0.5, "tau_epoch": 1.0})
+
+
+def test_missing_unknown_and_conflicting_fixed_values() -> None:
+    space = ts.TransferSpace(BASE, {"lr": ts.Float(1e-4, 1.0), "tau_epoch": 1.0, "dropout": 0.1})
+    with pytest.raises(ts.TransferSearchError, match="missing"):
+        space.concretize({})
+    with pytest.raises(ts.TransferSearchError, match="not in this space"):
+        space.concretize({"lr": 1e-3, "momentum": 0.9})
+    with pytest.raises(ts.TransferSearchError, match="conflicts"):
+        space.concretize({"lr": 1e-3, "tau_epoch": 2.0})
+    hp = space.concretize({"lr": 1e-3})
+    assert hp.extra == {"dropout": 0.1}
+
+
+def test_target_with_a_name_the_base_lacks_is_refused() -> None:
+    space = ts.TransferSpace(ts.Scale(width=64), {"lr": ts.Float(1e-4, 1.0), "weight_decay": 0.1})
+    with pytest.raises(ts.TransferSearchError, match="batch_size"):
+        space.concretize({"lr": 1e-3}, ts.Scale(batch_size=64))
+
+
+def test_distribution_validation() -> None:
+    with pytest.raises(ts.TransferSearchError, match="low <= high"):
+        ts.Float(1.0, 0.1)
+    with pytest.raises(ts.TransferSearchError, match="low > 0"):
+        ts.Float(0.0, 1.0, log=True)
+    with pytest.raises(ts.TransferSearchError, match="empty"):
+        ts.Choice([])
+    assert ts.Int(1, 9, step=2).contains(5) and not ts.Int(1, 9, step=2).contains(4)
+    assert ts.Choice(["a", "b"]).contains("a")
+
+
+def test_optimizer_coordinates_are_carried_by_the_batch_rule() -> None:
+    space = ts.TransferSpace(
+        BASE,
+        {"lr": ts.Float(1e-4, 1.0, log=True), "tau_epoch": 1.0, "beta2": ts.Float(0.9, 0.9999)},
+    )
+    hp = space.concretize({"lr": 1e-3, "beta2": 0.99}, ts.Scale(batch_size=256))
+    assert hp.betas[1] == pytest.approx(1 - 2 * 0.01)
+    back = space.coordinates(hp)
+    assert back["beta2"] == pytest.approx(0.99) and back["lr"] == pytest.approx(1e-3)
+
+
+def test_to_dict_round_trip() -> None:
+    hp = make_space(ema_momentum=0.99).concretize(
+        {"base_lr": 3e-3, "tau_epoch": 1.0}, ts.Scale(width=512, batch_size=256)
+    )
+    again = ts.Hyperparameters.from_dict(hp.to_dict())
+    assert again == hp
+
+
+def test_total_steps_divided_by_batch_ratio() -> None:
+    space = ts.TransferSpace(
+        ts.Scale(dataset_size=50_000, batch_size=128, epochs=2),
+        {"lr": ts.Float(1e-4, 1.0), "tau_epoch": 1.0},
+    )
+    base = space.concretize({"lr": 1e-3})
+    big = space.concretize({"lr": 1e-3}, ts.Scale(batch_size=512))
+    assert big.total_steps == pytest.approx(base.total_steps / 4)  # type: ignore[operator]
+
+
+scales = st.builds(
+    lambda w, n, b: ts.Scale(width=w, dataset_size=n, batch_size=b),
+    st.sampled_from([32, 64, 256, 1024, 8192]),
+    st.floats(1e3, 1e8),
+    st.sampled_from([16, 64, 128, 512, 1024]),
+)
+rules = st.sampled_from(
+    [
+        ts.rules.MuP(),
+        ts.rules.MuP(wd_width_exponent=0.5),
+        ts.rules.MuP(wd_width_exponent=0.0, batch="sgd"),
+        ts.rules.Standard(),
+        ts.rules.SqrtWidth(batch=None),
+        ts.rules.MuP(dataset=None),
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    base_lr=st.floats(1e-4, 3e-2),
+    tau_epoch=st.floats(0.05, 20.0),
+    scale=scales,
+    rule=rules,
+)
+def test_round_trip_coordinates_to_hyperparameters_and_back(
+    base_lr: float, tau_epoch: float, scale: ts.Scale, rule: ts.rules.Rule
+) -> None:
+    space = make_space(rule)
+    coords = {"base_lr": base_lr, "tau_epoch": tau_epoch}
+    try:
+        hp = space.concretize(coords, scale)
+    except ts.TransferSearchError as exc:  # decay matching needs lr*wd < 1
+        assert "(0, 1)" in str(exc)
+        return
+    back = space.coordinates(hp, scale)
+    assert back["base_lr"] == pytest.approx(base_lr, rel=1e-9)
+    assert back["tau_epoch"] == pytest.approx(tau_epoch, rel=1e-7)
+
+
+@settings(max_examples=100, deadline=None)
+@given(tau_epoch=st.floats(0.05, 10.0), factor=st.floats(1.01, 100.0), scale=scales)
+def test_longer_tau_epoch_means_less_weight_decay_and_wider_lowers_hidden_lr(
+    tau_epoch: float, factor: float, scale: ts.Scale
+) -> None:
+    space = make_space()
+    try:
+        hp = space.concretize({"base_lr": 1e-3, "tau_epoch": tau_epoch}, scale)
+        longer_tau = min(20.0, tau_epoch * factor)
+        longer = space.concretize({"base_lr": 1e-3, "tau_epoch": longer_tau}, scale)
+        wider = space.concretize(
+            {"base_lr": 1e-3, "tau_epoch": tau_epoch}, scale.replace(width=scale["width"] * 2)
+        )
+    except ts.TransferSearchError:  # lr*wd >= 1 at tiny datasets: no valid AdamW step
+        assume(False)
+        raise
+    assert longer.weight_decay < hp.weight_decay
+    assert wider.lr < hp.lr and wider.weight_decay > hp.weight_decay
