@@ -1,0 +1,854 @@
+"""extrapolate(): carry the proxy optima to the target scale, with intervals; validate() the law.
+
+Pipeline (pure numpy/scipy):
+
+1. Group the trials by scale; at each scale estimate the optimum with the local quadratic of
+   :func:`transfersearch.fit.estimate_optimum` (diverged runs bound the region, pruned are ignored).
+2. *Independent model*: per parameter, a log-linear power law of the optimum on the scale variables,
+   weighted by the optima's uncertainty (:func:`transfersearch.fit.fit_power_law`), with fixed
+   exponents, dropping of unidentifiable scale variables and shrinkage of unsupported exponents.
+3. *Joint model*: one quadratic valley with shared curvature ``H`` whose centre drifts as a power
+   law, fitted to the best region of every scale at once. Writing ``μ(s) = a + E·log s`` in
+   ``f = c_s + ½(u − μ(s))ᵀH(u − μ(s))`` and absorbing the constants into the per-scale offsets
+   ``c_s`` makes the model linear: ``f = c_s + ½uᵀHu + (α + B·log s)ᵀu`` with ``a = −H⁻¹α`` and
+   ``E = −H⁻¹B`` — one least-squares solve.
+4. With three or more scales (``model="auto"``), each model is scored by leave-one-scale-out: fit on
+   the other scales, predict the held-out optimum, and charge the held-out local model's regret
+   ``½δᵀH_sδ``. The lower mean regret wins; both scores are kept on the result.
+5. Intervals: bootstrap over trials (resampled within each scale, all steps refitted with the
+   chosen model and law structure), combined with the law's analytic standard error: each side of
+   the interval is the wider of the two.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.fit import (
+    Direction,
+    PowerLaw,
+    ScaleOptimum,
+    _check_direction,
+    _check_params,
+    _common_variables,
+    _design,
+    _fit_local,
+    _Local,
+    _n_coef,
+    _region_size,
+    _select,
+    _to_arrays,
+    _to_optimum,
+    _unpack,
+    fit_law_arrays,
+    identifiable_variables,
+    resolve_log_params,
+)
+from transfersearch.observations import Observation, TransferSearchWarning, as_observations
+from transfersearch.scale import Scale
+
+if TYPE_CHECKING:
+    from transfersearch.space import Hyperparameters, TransferSpace
+
+__all__ = ["Extrapolation", "Validation", "extrapolate", "validate"]
+
+FloatArray = NDArray[np.float64]
+Model = Literal["auto", "independent", "joint"]
+
+#: Warn when the target is farther from the nearest proxy than this many ladder spans.
+FAR_FACTOR = 2.0
+
+
+@dataclass(frozen=True, eq=False)
+class Extrapolation:
+    """The predicted optimum at the target scale, with the laws and optima behind it.
+
+    Attributes:
+        target: the scale predicted for.
+        params: predicted optimal parameters at the target, natural units.
+        laws: the power law per parameter (of the model that was kept).
+        optima: the per-scale optimum estimates, smallest scale first.
+        model: ``"independent"`` (per-scale optima, then laws) or ``"joint"`` (one drifting valley).
+        model_scores: mean leave-one-scale-out regret of each model tried (lower is better; NaN
+            when it could not be measured, e.g. with two scales).
+        scale_variables: the scale variables the laws use.
+        log_params: parameters fitted in log space.
+        stderr: standard error of each prediction in fitted coordinates (log for log parameters).
+        samples: bootstrap predictions, shape (n_samples, n_params), fitted coordinates.
+        extrapolation_decades: distance from the target to the nearest proxy scale, log10 units.
+        ladder_span_decades: the largest distance between two proxy scales, log10 units.
+        direction: ``"minimize"`` or ``"maximize"``.
+    """
+
+    target: Scale
+    params: dict[str, float]
+    laws: dict[str, PowerLaw]
+    optima: tuple[ScaleOptimum, ...]
+    model: Literal["independent", "joint"]
+    model_scores: dict[str, float]
+    scale_variables: tuple[str, ...]
+    log_params: tuple[str, ...]
+    stderr: dict[str, float]
+    samples: FloatArray = field(repr=False)
+    extrapolation_decades: float
+    ladder_span_decades: float
+    direction: Direction
+
+    def interval(self, level: float = 0.9) -> dict[str, tuple[float, float]]:
+        """Central interval for each predicted parameter, natural units.
+
+        Each side is the wider of the bootstrap percentile and the law's analytic normal interval
+        (``z·stderr``), around the point prediction.
+
+        Args:
+            level: coverage in (0, 1), e.g. 0.9 or 0.68.
+
+        Returns:
+            ``{param: (low, high)}``.
+
+        Raises:
+            TransferSearchError: ``level`` is not in (0, 1).
+        """
+        if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+            raise TransferSearchError(
+                f"`level` must be in (0, 1), e.g. 0.9, but got level={level!r}."
+            )
+        z = NormalDist().inv_cdf(0.5 + level / 2.0)
+        result: dict[str, tuple[float, float]] = {}
+        for j, name in enumerate(self.laws):
+            point = self._coord(name)
+            below = above = z * self.stderr[name]
+            column = self.samples[:, j] if self.samples.size else np.zeros(0)
+            column = column[np.isfinite(column)]
+            if len(column) >= 2:
+                low_q, high_q = np.quantile(column, [0.5 - level / 2.0, 0.5 + level / 2.0])
+                below = max(below, point - float(low_q))
+                above = max(above, float(high_q) - point)
+            low, high = point - below, point + above
+            if name in self.log_params:
+                result[name] = (math.exp(low), math.exp(high))
+            else:
+                result[name] = (low, high)
+        return result
+
+    def _coord(self, name: str) -> float:
+        value = self.params[name]
+        return math.log(value) if name in self.log_params else value
+
+    def hyperparameters(self, space: TransferSpace) -> Hyperparameters:
+        """Concrete hyperparameters at the target: ``space.concretize(self.params, self.target)``."""
+        return space.concretize(self.params, self.target)
+
+
+@dataclass(frozen=True, eq=False)
+class Validation:
+    """Leave-the-largest-scale-out check of the law.
+
+    Attributes:
+        held_out: the scale predicted (the largest of the ladder by default).
+        predicted: parameters predicted there from the other scales.
+        observed: the optimum estimated from the held-out scale's own trials.
+        log_error: ``log(predicted / observed)`` for log parameters, ``predicted − observed`` else.
+        relative_error: ``predicted / observed − 1`` for log parameters, ``predicted − observed``
+            for linear ones.
+        within_interval: whether the observed optimum lies in the prediction's 90% interval.
+        regret: metric excess of the prediction under the held-out local model (None when the
+            held-out scale has too few trials for one).
+        relative_regret: ``regret / |observed best value|`` (None likewise).
+        extrapolation: the fit without the held-out scale.
+        held_out_optimum: the held-out scale's own optimum estimate.
+    """
+
+    held_out: Scale
+    predicted: dict[str, float]
+    observed: dict[str, float]
+    log_error: dict[str, float]
+    relative_error: dict[str, float]
+    within_interval: dict[str, bool]
+    regret: float | None
+    relative_regret: float | None
+    extrapolation: Extrapolation = field(repr=False)
+    held_out_optimum: ScaleOptimum = field(repr=False)
+
+
+# ------------------------------------------------------------------------------------------------
+# Preparing the ladder
+# ------------------------------------------------------------------------------------------------
+@dataclass
+class _Rung:
+    scale: Scale
+    coords: FloatArray
+    values: FloatArray
+    local: _Local
+
+
+@dataclass
+class _Setup:
+    names: tuple[str, ...]
+    logs: tuple[str, ...]
+    sign: float
+    rungs: list[_Rung]
+    variables: list[str]  # used: fitted or fixed
+    log_scales: FloatArray  # (S, K) over ``variables``
+    fixed: dict[str, dict[str, float]]
+
+
+def _group(observations: Sequence[Observation]) -> dict[Scale, list[Observation]]:
+    groups: dict[Scale, list[Observation]] = {}
+    for obs in observations:
+        groups.setdefault(obs.scale, []).append(obs)
+    return groups
+
+
+def _prepare(
+    observations: Sequence[Observation],
+    params: Sequence[str],
+    direction: str,
+    log_params: Iterable[str] | None,
+    scale_variables: Sequence[str] | None,
+    fixed_exponents: Mapping[str, Mapping[str, float]] | None,
+    target: Scale | None,
+) -> _Setup:
+    sign = _check_direction(direction)
+    names = _check_params(params)
+    logs = resolve_log_params(observations, names, log_params)
+    groups = _group([o for o in observations if o.state != "pruned"])
+    if len(groups) < 2:
+        raise TransferSearchError(
+            f"extrapolation needs trials at two or more scales, but got {len(groups)} "
+            f"({[repr(s) for s in groups]}). Run the sweep at another proxy scale too."
+        )
+    rungs: list[_Rung] = []
+    dropped: list[str] = []
+    fallbacks: list[str] = []
+    for scale, group in groups.items():
+        coords, values = _to_arrays(group, names, logs, sign)
+        if not np.isfinite(values).any():
+            dropped.append(repr(scale))
+            continue
+        local = _fit_local(coords, values)
+        if local.method == "fallback":
+            fallbacks.append(f"{scale!r} ({local.n_trials} finite trials)")
+        rungs.append(_Rung(scale, coords, values, local))
+    if dropped:
+        warnings.warn(
+            f"every trial diverged or failed at {dropped}: those scales are left out. Add trials "
+            "at smaller learning rates there.",
+            TransferSearchWarning,
+            stacklevel=3,
+        )
+    if fallbacks:
+        warnings.warn(
+            f"too few finite trials for the local quadratic (needs {_n_coef(len(names)) + 2}) at "
+            f"{fallbacks}: using the best trial there (method='fallback'). Add trials.",
+            TransferSearchWarning,
+            stacklevel=3,
+        )
+    if len(rungs) < 2:
+        raise TransferSearchError(
+            f"only {len(rungs)} scale has a finite trial; extrapolation needs two or more. Run "
+            "trials that do not diverge at another scale."
+        )
+    rungs.sort(key=lambda r: (sum(math.log(v) for v in r.scale.values()), repr(r.scale)))
+    scales = [r.scale for r in rungs]
+    candidates = _common_variables(scales, scale_variables, purpose="fit the power laws")
+    fixed = _check_fixed_all(fixed_exponents, names, candidates)
+    log_scales = np.log(np.array([[s[v] for v in candidates] for s in scales]))
+    if not candidates:
+        raise TransferSearchError(
+            f"the proxy scales share no scale variable ({[repr(s) for s in scales]}). Give every "
+            "Scale the same names, e.g. width and dataset_size."
+        )
+    kept, notes = identifiable_variables(log_scales, candidates)
+    any_fixed = {v for table in fixed.values() for v in table}
+    used = [v for k, v in enumerate(candidates) if k in kept or v in any_fixed]
+    for k, variable in enumerate(candidates):
+        if k in kept or variable in any_fixed:
+            continue
+        note = next((n for n in notes if n.startswith(repr(variable))), repr(variable))
+        moves = target is not None and variable in target and not np.allclose(
+            math.log(target[variable]), log_scales[:, k]
+        )
+        explicit = scale_variables is not None
+        if moves or explicit:
+            warnings.warn(
+                f"dropping scale variable {note}: the ladder cannot identify its exponent"
+                + (
+                    f", yet the target has {variable}={target[variable]:g} (its effect is "
+                    "ignored). Vary it across the proxies, or fix its exponent"
+                    if moves and target is not None
+                    else ""
+                )
+                + ".",
+                TransferSearchWarning,
+                stacklevel=3,
+            )
+    if target is not None:
+        target.require(*used, purpose="predict from the fitted power laws")
+    columns = [candidates.index(v) for v in used]
+    return _Setup(names, logs, sign, rungs, used, log_scales[:, columns], fixed)
+
+
+def _check_fixed_all(
+    fixed_exponents: Mapping[str, Mapping[str, float]] | None,
+    names: Sequence[str],
+    variables: Sequence[str],
+) -> dict[str, dict[str, float]]:
+    result: dict[str, dict[str, float]] = {}
+    if fixed_exponents is None:
+        return result
+    if not isinstance(fixed_exponents, Mapping):
+        raise TransferSearchError(
+            f"`fixed_exponents` must map parameter -> {{scale variable: exponent}}, but got "
+            f"{fixed_exponents!r}. Write fixed_exponents={{'lr': {{'dataset_size': 0.0}}}}."
+        )
+    for param, table in fixed_exponents.items():
+        if param not in names:
+            raise TransferSearchError(
+                f"fixed_exponents names parameter {param!r}, which is not in params="
+                f"{list(names)}. Fix the name or add it to params."
+            )
+        if not isinstance(table, Mapping):
+            raise TransferSearchError(
+                f"fixed_exponents[{param!r}] must map scale variable -> exponent, but got "
+                f"{table!r}. Write {{'dataset_size': 0.0}}."
+            )
+        checked: dict[str, float] = {}
+        for variable, value in table.items():
+            if variable not in variables:
+                raise TransferSearchError(
+                    f"fixed_exponents[{param!r}] names scale variable {variable!r}, which not "
+                    f"every proxy scale has (shared: {list(variables)}). Fix the name or add it "
+                    "to every Scale."
+                )
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+            ):
+                raise TransferSearchError(
+                    f"fixed_exponents[{param!r}][{variable!r}] must be a finite number, but got "
+                    f"{value!r}."
+                )
+            checked[variable] = float(value)
+        result[param] = checked
+    return result
+
+
+# ------------------------------------------------------------------------------------------------
+# The two models
+# ------------------------------------------------------------------------------------------------
+def _independent_laws(
+    setup: _Setup,
+    locals_: Sequence[_Local],
+    subset: Sequence[int],
+    simplify: bool,
+    structure: Mapping[str, PowerLaw] | None = None,
+) -> dict[str, PowerLaw]:
+    """Per-parameter laws on the optima of rungs ``subset``.
+
+    With ``structure`` (from the point fit), reuse its fitted/fixed/shrunk variables: used by the
+    bootstrap so each resample refits the same law.
+    """
+    log_scales = setup.log_scales[list(subset)]
+    kept, _ = identifiable_variables(log_scales, setup.variables)
+    laws: dict[str, PowerLaw] = {}
+    for j, name in enumerate(setup.names):
+        fixed = dict(setup.fixed.get(name, {}))
+        if structure is not None:
+            law = structure[name]
+            for variable in setup.variables:
+                if variable not in law.names:
+                    fixed[variable] = law.exponents[variable]
+            do_simplify = False
+        else:
+            for k, variable in enumerate(setup.variables):
+                if k not in kept and variable not in fixed:
+                    fixed[variable] = 0.0
+            do_simplify = simplify
+        z = np.array([locals_[i].coords[j] for i in subset])
+        variance = np.array([locals_[i].covariance[j, j] for i in subset])
+        laws[name] = fit_law_arrays(
+            name, name in setup.logs, z, variance, log_scales, setup.variables, fixed, do_simplify
+        )
+    return laws
+
+
+def _joint_applicable(setup: _Setup) -> bool:
+    """The linear joint model needs each scale variable fixed for all parameters or for none."""
+    for variable in setup.variables:
+        fixed_for = [name for name in setup.names if variable in setup.fixed.get(name, {})]
+        if fixed_for and len(fixed_for) != len(setup.names):
+            return False
+    return True
+
+
+def _joint_laws(
+    setup: _Setup,
+    data: Sequence[tuple[FloatArray, FloatArray]],
+    subset: Sequence[int],
+) -> dict[str, PowerLaw] | None:
+    """Fit one drifting quadratic valley over rungs ``subset``; None when it has no minimum."""
+    dims = len(setup.names)
+    log_scales = setup.log_scales[list(subset)]
+    drift = [
+        k
+        for k, variable in enumerate(setup.variables)
+        if variable not in setup.fixed.get(setup.names[0], {})
+    ]
+    kept, _ = identifiable_variables(log_scales[:, drift], [setup.variables[k] for k in drift])
+    drift = [drift[k] for k in kept]
+    ell_mean = log_scales[:, drift].mean(axis=0) if drift else np.zeros(0)
+    blocks_u: list[FloatArray] = []
+    blocks_y: list[FloatArray] = []
+    blocks_w: list[FloatArray] = []
+    blocks_s: list[NDArray[np.intp]] = []
+    shifted_all: list[FloatArray] = []
+    for position, rung_index in enumerate(subset):
+        coords, values = data[rung_index]
+        shifted = coords.copy()
+        for j, name in enumerate(setup.names):
+            for k, variable in enumerate(setup.variables):
+                exponent = setup.fixed.get(name, {}).get(variable)
+                if exponent is not None:
+                    shifted[:, j] -= exponent * log_scales[position, k]
+        finite = np.flatnonzero(np.isfinite(values))
+        if len(finite) == 0:
+            return None
+        size = _region_size(len(finite), dims)
+        chosen, weights = _select(values[finite], size)
+        rows = finite[chosen]
+        blocks_u.append(shifted[rows])
+        blocks_y.append(values[rows] - float(values[rows].min()))
+        blocks_w.append(weights)
+        blocks_s.append(np.full(len(rows), position))
+        shifted_all.append(shifted[finite])
+    points = np.vstack(blocks_u)
+    pooled = np.vstack(shifted_all)
+    center = pooled.mean(axis=0)
+    width = np.ptp(pooled, axis=0)
+    if np.any(width <= 0.0):
+        return None
+    u = (points - center) / width
+    which = np.concatenate(blocks_s)
+    n_scales = len(subset)
+    ell = log_scales[which][:, drift] - ell_mean if drift else np.zeros((len(which), 0))
+    offsets = np.zeros((len(which), n_scales))
+    offsets[np.arange(len(which)), which] = 1.0
+    quad = _design(u)[:, 1 + dims :]
+    linear = u
+    interaction = (
+        np.column_stack([u[:, j] * ell[:, k] for j in range(dims) for k in range(len(drift))])
+        if drift
+        else np.zeros((len(which), 0))
+    )
+    design = np.column_stack([offsets, linear, interaction, quad])
+    weights = np.concatenate(blocks_w)
+    sqrt_w = np.sqrt(weights)
+    a_w = design * sqrt_w[:, None]
+    target = np.concatenate(blocks_y) * sqrt_w
+    if a_w.shape[0] <= a_w.shape[1]:
+        return None
+    theta = np.asarray(np.linalg.lstsq(a_w, target, rcond=None)[0], dtype=np.float64)
+    residual = target - a_w @ theta
+    sigma2 = float(residual @ residual) / (a_w.shape[0] - a_w.shape[1])
+    cov_theta = sigma2 * np.linalg.pinv(a_w.T @ a_w)
+    n_drift = len(drift)
+    start = n_scales
+
+    def law_parameters(vector: FloatArray) -> FloatArray | None:
+        alpha = vector[start : start + dims]
+        b_matrix = vector[start + dims : start + dims + dims * n_drift].reshape(dims, n_drift)
+        q = np.concatenate([[0.0], np.zeros(dims), vector[start + dims + dims * n_drift :]])
+        _, _, hess = _unpack(q, dims)
+        eigen = np.linalg.eigvalsh(hess)
+        if eigen.min() <= 1e-9 * max(1.0, float(np.abs(eigen).max())):
+            return None
+        a_u = -np.linalg.solve(hess, alpha)
+        e_u = -np.linalg.solve(hess, b_matrix) if n_drift else np.zeros((dims, 0))
+        # Back to fitted coordinates, intercept at log-scale 0: a − E·mean(ℓ).
+        exponents = e_u * width[:, None]
+        intercept = center + width * a_u - exponents @ ell_mean
+        return np.concatenate([intercept, exponents.ravel()])
+
+    point = law_parameters(theta)
+    if point is None:
+        return None
+    # Delta method by central differences over the valley's coefficients.
+    active = np.arange(start, len(theta))
+    jac = np.zeros((len(point), len(theta)))
+    for index in active:
+        step = 1e-6 * max(1.0, abs(float(theta[index])))
+        plus, minus = theta.copy(), theta.copy()
+        plus[index] += step
+        minus[index] -= step
+        high, low = law_parameters(plus), law_parameters(minus)
+        if high is None or low is None:
+            return None
+        jac[:, index] = (high - low) / (2.0 * step)
+    cov = jac @ cov_theta @ jac.T
+    laws: dict[str, PowerLaw] = {}
+    drift_names = [setup.variables[k] for k in drift]
+    for j, name in enumerate(setup.names):
+        exponents = {variable: 0.0 for variable in setup.variables}
+        exponents.update(setup.fixed.get(name, {}))
+        picks = [j]
+        for position, variable in enumerate(drift_names):
+            exponents[variable] = float(point[dims + j * n_drift + position])
+            picks.append(dims + j * n_drift + position)
+        laws[name] = PowerLaw(
+            param=name,
+            log_space=name in setup.logs,
+            intercept=float(point[j]),
+            exponents=exponents,
+            fixed=tuple(v for v in setup.variables if v in setup.fixed.get(name, {})),
+            shrunk=(),
+            names=("intercept", *drift_names),
+            covariance=cov[np.ix_(picks, picks)],
+            r_squared=math.nan,
+            chi2_per_dof=math.nan,
+            n_scales=n_scales,
+        )
+    return laws
+
+
+def _predict(laws: Mapping[str, PowerLaw], names: Sequence[str], scale: Scale) -> FloatArray:
+    return np.array([laws[name].predict_coord(scale)[0] for name in names])
+
+
+def _loso_score(
+    setup: _Setup,
+    model: Literal["independent", "joint"],
+    simplify: bool,
+) -> float:
+    """Mean held-out regret ½δᵀH_sδ when each rung is predicted from the others."""
+    rungs = setup.rungs
+    use_hessian = all(r.local.hessian is not None for r in rungs)
+    data = [(r.coords, r.values) for r in rungs]
+    locals_ = [r.local for r in rungs]
+    scores: list[float] = []
+    for held in range(len(rungs)):
+        subset = [i for i in range(len(rungs)) if i != held]
+        if model == "independent":
+            laws: dict[str, PowerLaw] | None = _independent_laws(setup, locals_, subset, simplify)
+        else:
+            laws = _joint_laws(setup, data, subset)
+        if laws is None:
+            return math.inf
+        delta = _predict(laws, setup.names, rungs[held].scale) - rungs[held].local.coords
+        hess = rungs[held].local.hessian
+        if use_hessian and hess is not None:
+            finite = np.isfinite(np.diag(hess))
+            sub = hess[np.ix_(finite, finite)]
+            scores.append(0.5 * float(delta[finite] @ sub @ delta[finite]))
+        else:
+            var = np.diag(rungs[held].local.covariance)
+            good = np.isfinite(var) & (var > 0)
+            scores.append(float(np.sum(delta[good] ** 2 / var[good])))
+    return float(np.mean(scores))
+
+
+# ------------------------------------------------------------------------------------------------
+# Public API
+# ------------------------------------------------------------------------------------------------
+def extrapolate(
+    observations: Any,
+    *,
+    target: Scale | Mapping[str, float],
+    params: Sequence[str],
+    direction: Direction = "minimize",
+    log_params: Iterable[str] | None = None,
+    scale_variables: Sequence[str] | None = None,
+    fixed_exponents: Mapping[str, Mapping[str, float]] | None = None,
+    simplify: bool = True,
+    model: Model = "auto",
+    n_bootstrap: int = 200,
+    seed: int | None = None,
+    scale_columns: Sequence[str] | None = None,
+    value_column: str = "value",
+) -> Extrapolation:
+    """Predict the optimal ``params`` at ``target`` from proxy trials over a ladder of scales.
+
+    Method: see the module docstring — local-quadratic optimum per scale, log-linear power laws
+    (``p* = coefficient · Π scale_k ** e_k``) or one jointly fitted drifting valley, chosen by
+    leave-one-scale-out regret, then a bootstrap over trials for the interval.
+
+    Args:
+        observations: list of :class:`~transfersearch.observations.Observation`, a pandas DataFrame
+            (``scale.*`` / ``params.*`` / ``value`` columns, or ``scale_columns=`` and plain
+            parameter columns), an Optuna Study or a Ray Tune ResultGrid.
+        target: the scale to predict for; must have every scale variable the laws use.
+        params: the swept parameters to predict, jointly.
+        direction: ``"minimize"`` (default) or ``"maximize"`` the value.
+        log_params: parameters fitted in log space (default: every all-positive parameter).
+        scale_variables: scale names the laws may use (default: those all proxies share).
+        fixed_exponents: theory's exponents per parameter, e.g.
+            ``{"base_lr": {"dataset_size": 0.0}}``; the others are fitted.
+        simplify: shrink to 0 each exponent whose 90% interval covers 0.
+        model: ``"auto"`` (keep the model with lower held-out regret), ``"independent"`` or
+            ``"joint"``.
+        n_bootstrap: bootstrap resamples of the trials for :meth:`Extrapolation.interval`
+            (0: analytic intervals only).
+        seed: seed of the bootstrap.
+        scale_columns: DataFrame only: plain columns holding scale variables.
+        value_column: DataFrame only: the metric column.
+
+    Returns:
+        An :class:`Extrapolation`.
+
+    Raises:
+        TransferSearchError: fewer than two scales, a missing parameter, a non-positive value on a
+            log coordinate, a target missing a scale variable the laws need, a bad option.
+    """
+    target_scale = _as_scale(target)
+    if model not in ("auto", "independent", "joint"):
+        raise TransferSearchError(
+            f"`model` must be 'auto', 'independent' or 'joint', but got model={model!r}."
+        )
+    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 0:
+        raise TransferSearchError(
+            f"`n_bootstrap` must be a non-negative integer, but got n_bootstrap={n_bootstrap!r}."
+        )
+    obs = as_observations(
+        observations, params=params, scale_columns=scale_columns, value_column=value_column
+    )
+    setup = _prepare(
+        obs, params, direction, log_params, scale_variables, fixed_exponents, target_scale
+    )
+    return _extrapolate(setup, target_scale, direction, simplify, model, n_bootstrap, seed)
+
+
+def _as_scale(target: Any) -> Scale:
+    if isinstance(target, Scale):
+        return target
+    if isinstance(target, Mapping):
+        return Scale(target)
+    raise TransferSearchError(
+        f"`target` must be a Scale, e.g. Scale(width=4096, dataset_size=1e8), but got {target!r}."
+    )
+
+
+def _extrapolate(
+    setup: _Setup,
+    target: Scale,
+    direction: Direction,
+    simplify: bool,
+    model: Model,
+    n_bootstrap: int,
+    seed: int | None,
+) -> Extrapolation:
+    rungs = setup.rungs
+    all_index = list(range(len(rungs)))
+    locals_ = [r.local for r in rungs]
+    data = [(r.coords, r.values) for r in rungs]
+    independent = _independent_laws(setup, locals_, all_index, simplify)
+    joint_ok = _joint_applicable(setup)
+    joint = _joint_laws(setup, data, all_index) if joint_ok and model != "independent" else None
+    if model == "joint" and joint is None:
+        warnings.warn(
+            "the joint model could not be fitted (no shared minimum, or partially fixed "
+            "exponents): using the independent model.",
+            TransferSearchWarning,
+            stacklevel=3,
+        )
+    scores = {"independent": math.nan, "joint": math.nan}
+    chosen: Literal["independent", "joint"] = "independent"
+    if model == "joint" and joint is not None:
+        chosen = "joint"
+    elif model == "auto" and joint is not None and len(rungs) >= 3:
+        scores["independent"] = _loso_score(setup, "independent", simplify)
+        scores["joint"] = _loso_score(setup, "joint", simplify)
+        if scores["joint"] < scores["independent"]:
+            chosen = "joint"
+    laws = joint if chosen == "joint" and joint is not None else independent
+
+    point = _predict(laws, setup.names, target)
+    stderr = {name: laws[name].predict_coord(target)[1] for name in setup.names}
+    samples = _bootstrap(setup, chosen, laws, target, n_bootstrap, seed)
+
+    used_scales = [r.scale for r in rungs]
+    span = max(
+        (
+            a.distance_decades(b, iter(setup.variables))
+            for i, a in enumerate(used_scales)
+            for b in used_scales[i + 1 :]
+        ),
+        default=0.0,
+    )
+    distance = min(target.distance_decades(s, iter(setup.variables)) for s in used_scales)
+    if distance > FAR_FACTOR * span:
+        warnings.warn(
+            f"the target {target!r} lies {distance:.2f} decades from the nearest proxy scale, "
+            f"more than {FAR_FACTOR:g}x the ladder's span of {span:.2f} decades: the laws are "
+            "extrapolated far. Add a larger proxy scale, or check the law with validate().",
+            TransferSearchWarning,
+            stacklevel=3,
+        )
+    params_out = {
+        name: (math.exp(value) if name in setup.logs else float(value))
+        for name, value in zip(setup.names, point, strict=True)
+    }
+    optima = tuple(
+        _to_optimum(r.local, r.scale, setup.names, setup.logs, setup.sign) for r in rungs
+    )
+    return Extrapolation(
+        target=target,
+        params=params_out,
+        laws=laws,
+        optima=optima,
+        model=chosen,
+        model_scores=scores,
+        scale_variables=tuple(setup.variables),
+        log_params=setup.logs,
+        stderr=stderr,
+        samples=samples,
+        extrapolation_decades=distance,
+        ladder_span_decades=span,
+        direction=direction,
+    )
+
+
+def _bootstrap(
+    setup: _Setup,
+    chosen: Literal["independent", "joint"],
+    laws: Mapping[str, PowerLaw],
+    target: Scale,
+    n_bootstrap: int,
+    seed: int | None,
+) -> FloatArray:
+    """Predictions at ``target`` refitted on trials resampled with replacement within each scale."""
+    if n_bootstrap == 0:
+        return np.zeros((0, len(setup.names)))
+    rng = np.random.default_rng(seed)
+    all_index = list(range(len(setup.rungs)))
+    samples = np.full((n_bootstrap, len(setup.names)), np.nan)
+    for b in range(n_bootstrap):
+        data: list[tuple[FloatArray, FloatArray]] = []
+        for rung in setup.rungs:
+            pick = rng.integers(0, len(rung.values), len(rung.values))
+            data.append((rung.coords[pick], rung.values[pick]))
+        try:
+            if chosen == "joint":
+                refit = _joint_laws(setup, data, all_index)
+            else:
+                locals_ = [_fit_local(coords, values) for coords, values in data]
+                refit = _independent_laws(setup, locals_, all_index, False, structure=laws)
+        except TransferSearchError:
+            continue  # a resample with every trial of one scale diverged
+        if refit is not None:
+            samples[b] = _predict(refit, setup.names, target)
+    return samples
+
+
+def validate(
+    observations: Any,
+    *,
+    params: Sequence[str],
+    held_out: Scale | Mapping[str, float] | None = None,
+    direction: Direction = "minimize",
+    log_params: Iterable[str] | None = None,
+    scale_variables: Sequence[str] | None = None,
+    fixed_exponents: Mapping[str, Mapping[str, float]] | None = None,
+    simplify: bool = True,
+    model: Model = "auto",
+    n_bootstrap: int = 100,
+    seed: int | None = None,
+    scale_columns: Sequence[str] | None = None,
+    value_column: str = "value",
+) -> Validation:
+    """Leave the largest scale out: fit on the others, predict it, compare with its own optimum.
+
+    The largest scale is the one with the largest ``Σ log(scale values)``; ``held_out`` picks another.
+    The error is reported per parameter (log ratio and relative), and the loss regret of the
+    prediction under the held-out scale's local quadratic model (``½δᵀHδ``), so users see how far
+    to trust the law before spending the big run.
+
+    Args:
+        observations: as for :func:`extrapolate`; needs three or more scales.
+        params: the swept parameters.
+        held_out: the scale to hold out (default: the largest).
+        direction, log_params, scale_variables, fixed_exponents, simplify, model, n_bootstrap,
+            seed, scale_columns, value_column: as for :func:`extrapolate`.
+
+    Returns:
+        A :class:`Validation`.
+
+    Raises:
+        TransferSearchError: fewer than three scales, ``held_out`` is not a proxy scale, or any
+            error :func:`extrapolate` raises.
+    """
+    obs = as_observations(
+        observations, params=params, scale_columns=scale_columns, value_column=value_column
+    )
+    groups = _group([o for o in obs if o.state != "pruned"])
+    if len(groups) < 3:
+        raise TransferSearchError(
+            f"validate() holds one scale out and fits a law on the rest, so it needs three or "
+            f"more scales, but got {len(groups)}. Add a proxy scale."
+        )
+    if held_out is None:
+        chosen = max(groups, key=lambda s: (sum(math.log(v) for v in s.values()), repr(s)))
+    else:
+        chosen = _as_scale(held_out)
+        if chosen not in groups:
+            raise TransferSearchError(
+                f"held_out={chosen!r} is not one of the proxy scales "
+                f"{[repr(s) for s in groups]}. Pick one of them."
+            )
+    rest = [o for o in obs if o.scale != chosen]
+    result = extrapolate(
+        rest,
+        target=chosen,
+        params=params,
+        direction=direction,
+        log_params=log_params,
+        scale_variables=scale_variables,
+        fixed_exponents=fixed_exponents,
+        simplify=simplify,
+        model=model,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+    )
+    sign = _check_direction(direction)
+    names = _check_params(params)
+    coords, values = _to_arrays(groups[chosen], names, result.log_params, sign)
+    local = _fit_local(coords, values)
+    observed = _to_optimum(local, chosen, names, result.log_params, sign)
+    interval = result.interval(0.9)
+    log_error: dict[str, float] = {}
+    relative: dict[str, float] = {}
+    inside: dict[str, bool] = {}
+    for name in names:
+        predicted, seen = result.params[name], observed.params[name]
+        if name in result.log_params:
+            log_error[name] = math.log(predicted / seen)
+            relative[name] = predicted / seen - 1.0
+        else:
+            log_error[name] = relative[name] = predicted - seen
+        low, high = interval[name]
+        inside[name] = bool(low <= seen <= high)
+    regret = observed.regret(result.params)
+    relative_regret = (
+        regret / abs(observed.value) if regret is not None and observed.value != 0 else None
+    )
+    return Validation(
+        held_out=chosen,
+        predicted=dict(result.params),
+        observed=dict(observed.params),
+        log_error=log_error,
+        relative_error=relative,
+        within_interval=inside,
+        regret=regret,
+        relative_regret=relative_regret,
+        extrapolation=result,
+        held_out_optimum=observed,
+    )

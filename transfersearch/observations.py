@@ -1,0 +1,292 @@
+"""Observations: one finished (or failed, or pruned) proxy trial, and readers for trial tables.
+
+An :class:`Observation` records the scale a trial ran at, the swept hyperparameter coordinates it
+used, and the metric it reached. A NaN or infinite metric marks a *diverged* run: it is kept, because
+it tells the fit where the good region ends (a divergence cliff), and never raises.
+
+Sources accepted by :func:`as_observations` (and so by ``extrapolate`` and ``validate``):
+
+- an iterable of :class:`Observation`;
+- a pandas ``DataFrame`` (pandas is imported only when one is passed), one row per trial:
+
+  - scale columns: those named in ``scale_columns=``, else every column named ``scale.<name>``;
+  - parameter columns: for each requested parameter ``p``, the column ``params.<p>`` if present,
+    else the column ``p``;
+  - the metric: column ``value_column`` (default ``"value"``);
+  - optional ``state`` column with ``"complete"``, ``"failed"`` or ``"pruned"`` (default complete);
+
+- an Optuna ``Study`` or a Ray Tune ``ResultGrid``, dispatched lazily to
+  ``transfersearch.integrations.optuna.observations_from_study`` and
+  ``transfersearch.integrations.ray.observations_from_result_grid``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from numbers import Real
+from typing import Any, Literal
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.scale import Scale
+
+__all__ = [
+    "STATES",
+    "Observation",
+    "TransferSearchWarning",
+    "as_observations",
+    "observations_from_frame",
+]
+
+State = Literal["complete", "failed", "pruned"]
+
+#: The trial states an :class:`Observation` may carry.
+STATES: tuple[str, ...] = ("complete", "failed", "pruned")
+
+
+class TransferSearchWarning(UserWarning):
+    """A result was produced, but something about it deserves the user's attention."""
+
+
+@dataclass(frozen=True, init=False)
+class Observation:
+    """One proxy trial: where it ran, what it used, what it reached.
+
+    Args:
+        scale: the run's size, a :class:`~transfersearch.scale.Scale` or a mapping of name -> positive
+            number (``{"width": 64, "dataset_size": 1e5}``).
+        params: the swept coordinates the trial used, name -> finite number
+            (``{"base_lr": 3e-3, "tau_epoch": 0.8}``).
+        value: the metric reached (minimised by default). NaN or ±inf marks a diverged run.
+        state: ``"complete"`` (default), ``"failed"`` (the run crashed or diverged; its value is
+            ignored and it counts as diverged), or ``"pruned"`` (stopped early; ignored by the fits
+            because its value is not a final metric).
+
+    Raises:
+        TransferSearchError: a scale entry is not positive, a parameter is not a finite number, the
+            value is not a number, or the state is unknown.
+    """
+
+    scale: Scale
+    params: Mapping[str, float]
+    value: float
+    state: State
+
+    def __init__(
+        self,
+        scale: Mapping[str, float],
+        params: Mapping[str, float],
+        value: float,
+        state: State | str = "complete",
+    ) -> None:
+        object.__setattr__(self, "scale", scale if isinstance(scale, Scale) else Scale(scale))
+        if not isinstance(params, Mapping):
+            raise TransferSearchError(
+                f"`params` must be a mapping of name -> number, but got {params!r}. "
+                "Write params={'lr': 3e-3}."
+            )
+        checked: dict[str, float] = {}
+        for name, raw in params.items():
+            if not isinstance(name, str) or not name:
+                raise TransferSearchError(
+                    f"parameter names must be non-empty strings, but got {name!r}."
+                )
+            if isinstance(raw, bool) or not isinstance(raw, Real) or not math.isfinite(float(raw)):
+                raise TransferSearchError(
+                    f"`params.{name}` must be a finite number, but got {raw!r}. Record the "
+                    "coordinate the trial used; a diverged run is marked by its value, not its "
+                    "parameters."
+                )
+            checked[name] = float(raw)
+        object.__setattr__(self, "params", dict(checked))
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise TransferSearchError(
+                f"`value` must be a number (NaN or inf for a diverged run), but got "
+                f"{value!r} ({type(value).__name__})."
+            )
+        object.__setattr__(self, "value", float(value))
+        if state not in STATES:
+            raise TransferSearchError(
+                f"`state` must be one of {STATES}, but got state={state!r}."
+            )
+        object.__setattr__(self, "state", state)
+
+    def __hash__(self) -> int:
+        return hash((self.scale, tuple(sorted(self.params.items())), self.value, self.state))
+
+    @property
+    def diverged(self) -> bool:
+        """True for a failed run or a complete run whose value is NaN or infinite."""
+        return self.state == "failed" or (
+            self.state == "complete" and not math.isfinite(self.value)
+        )
+
+    @property
+    def usable(self) -> bool:
+        """True for a complete run with a finite value: one the local model can fit."""
+        return self.state == "complete" and math.isfinite(self.value)
+
+
+def as_observations(
+    source: Any,
+    *,
+    params: Sequence[str] | None = None,
+    scale_columns: Sequence[str] | None = None,
+    value_column: str = "value",
+) -> list[Observation]:
+    """Read trials from any supported source into a list of :class:`Observation`.
+
+    Args:
+        source: an iterable of Observation, a pandas DataFrame (see the module docstring for the
+            column convention), an Optuna Study or a Ray Tune ResultGrid.
+        params: the parameters wanted; for a DataFrame they choose the parameter columns.
+        scale_columns: DataFrame columns holding scale variables (default: ``scale.*`` columns).
+        value_column: DataFrame column holding the metric.
+
+    Returns:
+        The observations, in source order.
+
+    Raises:
+        TransferSearchError: the source is of an unsupported type, a DataFrame lacks a needed
+            column, or an element is not an Observation.
+    """
+    module = type(source).__module__ or ""
+    root = module.split(".", 1)[0]
+    if root == "pandas" and type(source).__name__ == "DataFrame":
+        return observations_from_frame(
+            source, params=params, scale_columns=scale_columns, value_column=value_column
+        )
+    if root == "optuna":
+        return _from_optuna(source)
+    if root == "ray":
+        return _from_ray(source)
+    if isinstance(source, (str, bytes, Mapping)) or not isinstance(source, Iterable):
+        raise TransferSearchError(
+            f"observations must be a list of Observation, a pandas DataFrame, an Optuna Study or a "
+            f"Ray Tune ResultGrid, but got {type(source).__name__}. Wrap trials as "
+            "Observation(scale=..., params=..., value=...)."
+        )
+    result: list[Observation] = []
+    for index, item in enumerate(source):
+        if not isinstance(item, Observation):
+            raise TransferSearchError(
+                f"observations[{index}] must be an Observation, but got {type(item).__name__} "
+                f"({item!r:.80}). Build it with Observation(scale=..., params=..., value=...)."
+            )
+        result.append(item)
+    return result
+
+
+def observations_from_frame(
+    frame: Any,
+    *,
+    params: Sequence[str] | None = None,
+    scale_columns: Sequence[str] | None = None,
+    value_column: str = "value",
+    state_column: str = "state",
+) -> list[Observation]:
+    """Read a pandas DataFrame, one row per trial, into observations.
+
+    Column convention: scale variables come from ``scale_columns`` (named as the columns) or, by
+    default, from every ``scale.<name>`` column; parameter ``p`` comes from ``params.<p>`` or, if
+    that is absent, from ``p`` (without ``params``, every ``params.*`` column is read); the metric
+    from ``value_column``; an optional ``state_column`` holds the trial state.
+
+    Args:
+        frame: the pandas DataFrame.
+        params: the parameters to read.
+        scale_columns: plain column names that hold scale variables.
+        value_column: the metric column.
+        state_column: the optional state column.
+
+    Returns:
+        One Observation per row.
+
+    Raises:
+        TransferSearchError: a needed column is missing or no scale column can be found.
+    """
+    columns = [str(c) for c in frame.columns]
+    if scale_columns is not None:
+        missing = [c for c in scale_columns if c not in columns]
+        if missing:
+            raise TransferSearchError(
+                f"scale_columns {missing} are not columns of the DataFrame (it has {columns}). "
+                "Pass the names of the columns that hold scale variables."
+            )
+        scale_map = {c: c for c in scale_columns}
+    else:
+        scale_map = {c[len("scale."):]: c for c in columns if c.startswith("scale.")}
+    if not scale_map:
+        raise TransferSearchError(
+            f"the DataFrame has no scale columns (columns: {columns}). Name them 'scale.<name>' "
+            "or pass scale_columns=['width', 'dataset_size']."
+        )
+    if params is None:
+        param_map = {c[len("params."):]: c for c in columns if c.startswith("params.")}
+    else:
+        param_map = {}
+        for name in params:
+            if f"params.{name}" in columns:
+                param_map[name] = f"params.{name}"
+            elif name in columns:
+                param_map[name] = name
+            else:
+                raise TransferSearchError(
+                    f"parameter {name!r} has no column in the DataFrame (looked for "
+                    f"'params.{name}' and '{name}'; columns: {columns}). Add the column or fix "
+                    "`params`."
+                )
+    if value_column not in columns:
+        raise TransferSearchError(
+            f"value_column={value_column!r} is not a column of the DataFrame (columns: "
+            f"{columns}). Pass value_column='<your metric column>'."
+        )
+    has_state = state_column in columns
+    result: list[Observation] = []
+    records = frame.to_dict("records")
+    for row in records:
+        state = str(row[state_column]) if has_state else "complete"
+        raw_value = row[value_column]
+        value = float("nan") if raw_value is None else raw_value
+        result.append(
+            Observation(
+                scale={k: _plain(row[c]) for k, c in scale_map.items()},
+                params={k: _plain(row[c]) for k, c in param_map.items()},
+                value=_plain(value),
+                state=state,
+            )
+        )
+    return result
+
+
+def _plain(value: Any) -> Any:
+    """Turn numpy scalars into Python numbers so the Real checks apply uniformly."""
+    item = getattr(value, "item", None)
+    if callable(item) and not isinstance(value, (int, float)):
+        return item()
+    return value
+
+
+def _from_optuna(study: Any) -> list[Observation]:
+    """Dispatch to ``transfersearch.integrations.optuna.observations_from_study``."""
+    return _dispatch("optuna", "observations_from_study", study)
+
+
+def _from_ray(result_grid: Any) -> list[Observation]:
+    """Dispatch to ``transfersearch.integrations.ray.observations_from_result_grid``."""
+    return _dispatch("ray", "observations_from_result_grid", result_grid)
+
+
+def _dispatch(framework: str, function: str, source: Any) -> list[Observation]:
+    try:
+        module = importlib.import_module(f"transfersearch.integrations.{framework}")
+    except ImportError as exc:
+        raise ImportError(
+            f"reading a {type(source).__name__} needs the {framework} integration: "
+            f"pip install 'transfersearch[{framework}]' ({exc})."
+        ) from exc
+    reader = getattr(module, function)
+    observations = list(reader(source))
+    return as_observations(observations)
