@@ -1,0 +1,461 @@
+"""The ``transfersearch`` command line: demo, extrapolate, validate, report.
+
+Bad input prints one line, ``error: <what is wrong and how to fix it>``, on stderr and exits with
+status 2 (argparse's own usage errors exit 2 as well). The Optuna storage reader and the demo
+import their frameworks only when used, so ``transfersearch --help`` needs neither.
+
+Observation files:
+
+- ``--csv FILE``: one row per trial. Scale columns are ``scale.<name>`` (or the plain columns named in
+  ``--scale-columns``), parameters ``params.<name>`` or ``<name>``, the metric ``value`` (or
+  ``--value-column``), and an optional ``state`` column (complete, failed, pruned). Empty or
+  ``nan`` values mark diverged runs.
+- ``--json FILE``: a list of ``{"scale": {...}, "params": {...}, "value": 2.31, "state": "complete"}``
+  objects, or ``{"observations": [...]}``.
+- ``--storage URL --study NAME``: an Optuna study (``pip install 'transfersearch[optuna]'``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.extrapolate import Extrapolation, Validation, extrapolate, validate
+from transfersearch.observations import Observation, observations_from_frame
+from transfersearch.report import format_table
+from transfersearch.scale import Scale
+
+__all__ = ["build_parser", "load_observations", "main", "parse_scale"]
+
+EXIT_BAD_INPUT = 2
+
+
+# ----------------------------------------------------------------------------------------------
+# Parsing helpers
+# ----------------------------------------------------------------------------------------------
+def parse_scale(text: str, *, option: str = "--target") -> Scale:
+    """Parse ``width=4096,dataset_size=1e7`` into a :class:`Scale`.
+
+    Raises:
+        TransferSearchError: an item is not ``name=number`` or a value is not positive.
+    """
+    values: dict[str, float] = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            raise TransferSearchError(
+                f"`{option}` items must look like name=number, but got {item!r}. "
+                "Write e.g. --target width=4096,dataset_size=1e7."
+            )
+        try:
+            number = float(raw)
+        except ValueError:
+            raise TransferSearchError(
+                f"`{option}` value for {name.strip()!r} must be a number, but got {raw!r}. "
+                "Write e.g. width=4096."
+            ) from None
+        values[name.strip()] = number
+    if not values:
+        raise TransferSearchError(
+            f"`{option}` is empty. Write e.g. --target width=4096,dataset_size=1e7."
+        )
+    return Scale(values)
+
+
+def _split_names(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise TransferSearchError(
+            f"`--params` must name at least one parameter, but got {text!r}. "
+            "Write e.g. --params base_lr,tau_epoch."
+        )
+    return names
+
+
+class _Rows:
+    """The two things :func:`observations_from_frame` reads from a DataFrame, over CSV rows."""
+
+    def __init__(self, columns: Sequence[str], records: list[dict[str, Any]]) -> None:
+        self.columns = list(columns)
+        self._records = records
+
+    def to_dict(self, orient: str) -> list[dict[str, Any]]:
+        return self._records
+
+
+def _number_or_text(raw: str | None) -> Any:
+    if raw is None:
+        return math.nan
+    text = raw.strip()
+    if text == "" or text.lower() in ("nan", "none", "null"):
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _read_csv(path: Path, scale_columns: Sequence[str] | None, value_column: str) -> list[Observation]:
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        columns = list(reader.fieldnames or [])
+        records = [{k: _number_or_text(v) for k, v in row.items()} for row in reader]
+    if not columns:
+        raise TransferSearchError(f"--csv {path}: the file is empty. Give a CSV with a header row.")
+    for record in records:
+        state = record.get("state")
+        if isinstance(state, float):  # an empty state cell means "complete"
+            record["state"] = "complete"
+    return observations_from_frame(
+        _Rows(columns, records), scale_columns=scale_columns, value_column=value_column
+    )
+
+
+def _read_json(path: Path) -> list[Observation]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TransferSearchError(f"--json {path}: not valid JSON ({exc}).") from None
+    if isinstance(data, Mapping):
+        data = data.get("observations")
+    if not isinstance(data, list):
+        raise TransferSearchError(
+            f"--json {path}: expected a list of observations or {{\"observations\": [...]}}, got "
+            f"{type(data).__name__}. Each item: {{\"scale\": {{...}}, \"params\": {{...}}, "
+            "\"value\": 2.31}."
+        )
+    result: list[Observation] = []
+    for index, item in enumerate(data):
+        if not isinstance(item, Mapping) or not {"scale", "params", "value"} <= set(item):
+            raise TransferSearchError(
+                f"--json {path}: item {index} must be an object with 'scale', 'params' and 'value', "
+                f"but got {item!r:.120}."
+            )
+        value = item["value"]
+        result.append(
+            Observation(
+                scale=item["scale"],
+                params=item["params"],
+                value=math.nan if value is None else value,
+                state=item.get("state", "complete"),
+            )
+        )
+    return result
+
+
+def _read_study(storage: str, study: str) -> Any:
+    try:
+        optuna = importlib.import_module("optuna")
+    except ImportError as exc:
+        raise TransferSearchError(
+            f"--storage needs Optuna: pip install 'transfersearch[optuna]' ({exc})."
+        ) from None
+    try:
+        return optuna.load_study(study_name=study, storage=storage)
+    except KeyError:
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage=storage)]
+        raise TransferSearchError(
+            f"--study {study!r} is not in storage {storage!r}; it holds {names}."
+        ) from None
+
+
+def load_observations(args: argparse.Namespace) -> Any:
+    """The observations named by ``--csv``, ``--json`` or ``--storage``/``--study``.
+
+    Returns:
+        A list of :class:`Observation` or an Optuna study (read by ``extrapolate`` itself).
+
+    Raises:
+        TransferSearchError: no source, several sources, a missing file or a malformed one.
+    """
+    given = [flag for flag, value in (("--csv", args.csv), ("--json", args.json_file),
+                                      ("--storage", args.storage)) if value]
+    if len(given) != 1:
+        raise TransferSearchError(
+            f"give exactly one source of observations: --csv FILE, --json FILE or --storage URL "
+            f"--study NAME (got {given or 'none'})."
+        )
+    if args.storage:
+        if not args.study:
+            raise TransferSearchError("--storage needs --study NAME (the Optuna study's name).")
+        return _read_study(args.storage, args.study)
+    path = Path(args.csv or args.json_file)
+    if not path.is_file():
+        raise TransferSearchError(f"{given[0]} {path}: no such file. Check the path.")
+    if args.csv:
+        scale_columns = _split_names(args.scale_columns) if args.scale_columns else None
+        return _read_csv(path, scale_columns, args.value_column)
+    return _read_json(path)
+
+
+def _default_params(source: Any) -> list[str]:
+    if isinstance(source, list):
+        names = sorted({n for o in source if isinstance(o, Observation) for n in o.params})
+        if names:
+            return names
+    raise TransferSearchError(
+        "name the swept parameters to fit with --params, e.g. --params base_lr,tau_epoch."
+    )
+
+
+def _params(args: argparse.Namespace, source: Any) -> list[str]:
+    names = _split_names(args.params)
+    return names if names is not None else _default_params(source)
+
+
+# ----------------------------------------------------------------------------------------------
+# Subcommands
+# ----------------------------------------------------------------------------------------------
+def _extrapolation_dict(result: Extrapolation, level: float) -> dict[str, Any]:
+    interval = result.interval(level)
+    return {
+        "target": result.target.to_dict(),
+        "params": dict(result.params),
+        "interval": {k: list(v) for k, v in interval.items()},
+        "level": level,
+        "model": result.model,
+        "laws": {
+            name: {
+                "coefficient": law.coefficient,
+                "exponents": dict(law.exponents),
+                "shrunk": list(law.shrunk),
+                "r_squared": law.r_squared,
+            }
+            for name, law in result.laws.items()
+        },
+        "optima": [
+            {"scale": o.scale.to_dict(), "params": dict(o.params), "method": o.method,
+             "n_trials": o.n_trials}
+            for o in result.optima
+        ],
+        "extrapolation_decades": result.extrapolation_decades,
+        "ladder_span_decades": result.ladder_span_decades,
+    }
+
+
+def _fit(args: argparse.Namespace) -> tuple[Any, list[str], Extrapolation]:
+    source = load_observations(args)
+    params = _params(args, source)
+    target = parse_scale(args.target)
+    result = extrapolate(
+        source, target=target, params=params, direction=args.direction,
+        n_bootstrap=args.n_bootstrap, seed=args.seed,
+    )
+    return source, params, result
+
+
+def _cmd_extrapolate(args: argparse.Namespace) -> int:
+    _, _, result = _fit(args)
+    if args.as_json:
+        print(json.dumps(_extrapolation_dict(result, args.level), indent=2, allow_nan=True))
+        return 0
+    interval = result.interval(args.level)
+    print(f"target: {result.target!r}  (model: {result.model}, "
+          f"{result.extrapolation_decades:.2g} decades beyond the ladder)")
+    rows = []
+    for name, value in result.params.items():
+        law = result.laws[name]
+        exps = ", ".join(f"{k}^{v:+.3f}" for k, v in sorted(law.exponents.items()))
+        rows.append([name, value, interval[name][0], interval[name][1], exps])
+    level = f"{round(args.level * 100)}%"
+    print(format_table(["param", "predicted", f"{level} low", f"{level} high", "law"], rows))
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    source = load_observations(args)
+    params = _params(args, source)
+    held = parse_scale(args.held_out, option="--held-out") if args.held_out else None
+    result: Validation = validate(
+        source, params=params, held_out=held, direction=args.direction,
+        n_bootstrap=args.n_bootstrap, seed=args.seed,
+    )
+    if args.as_json:
+        print(json.dumps({
+            "held_out": result.held_out.to_dict(),
+            "predicted": result.predicted,
+            "observed": result.observed,
+            "relative_error": result.relative_error,
+            "within_interval": result.within_interval,
+            "regret": result.regret,
+            "relative_regret": result.relative_regret,
+        }, indent=2))
+        return 0
+    print(f"held out: {result.held_out!r}")
+    rows = [
+        [n, result.predicted[n], result.observed[n], result.relative_error[n],
+         result.within_interval[n]]
+        for n in result.predicted
+    ]
+    print(format_table(["param", "predicted", "observed", "rel. error", "in 90% interval"], rows))
+    if result.regret is not None:
+        print(f"regret of the prediction at the held-out scale: {result.regret:.4g}"
+              + (f" ({100 * result.relative_regret:.3g}%)" if result.relative_regret is not None
+                 else ""))
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from transfersearch.report import plot_report
+
+    source, _, result = _fit(args)
+    observations = source if isinstance(source, list) else _study_observations(source)
+    out = plot_report(observations, result, args.out, level=args.level)
+    print(f"wrote {out}")
+    return 0
+
+
+def _study_observations(study: Any) -> list[Observation]:
+    from transfersearch.observations import as_observations
+
+    return as_observations(study)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    try:
+        demo = importlib.import_module("transfersearch.integrations.demo")
+    except ImportError as exc:
+        raise TransferSearchError(
+            f"the demo needs torch, optuna, matplotlib and tqdm: pip install "
+            f"'transfersearch[demo]' ({exc})."
+        ) from None
+    result = demo.run(
+        out=Path(args.out), full=args.full, quick=args.quick, device=args.device,
+        trials=args.trials, seed=args.seed,
+    )
+    return 0 if result is not None else 1
+
+
+# ----------------------------------------------------------------------------------------------
+# Parser
+# ----------------------------------------------------------------------------------------------
+class _JsonAction(argparse.Action):
+    """``--json FILE`` reads observations; a bare ``--json`` asks for JSON output."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        if values is None:
+            namespace.as_json = True
+        else:
+            namespace.json_file = values
+
+
+def _add_source(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("observations (give one source)")
+    group.add_argument("--csv", metavar="FILE", help="CSV, one row per trial (scale.*, params.*, value)")
+    group.add_argument("--json", dest="json_file", metavar="FILE", nargs="?", action=_JsonAction,
+                       help='with FILE: read a JSON list of {"scale": {...}, "params": {...}, '
+                       '"value": ...}; without: print the result as JSON')
+    group.add_argument("--storage", metavar="URL", help="Optuna storage, e.g. sqlite:///proxy.db")
+    group.add_argument("--study", metavar="NAME", help="Optuna study name (with --storage)")
+    group.add_argument("--scale-columns", metavar="A,B",
+                       help="CSV: plain columns holding scale variables (default: scale.* columns)")
+    group.add_argument("--value-column", default="value", metavar="NAME",
+                       help="CSV: the metric column (default: value)")
+    parser.set_defaults(as_json=False)
+    parser.add_argument("--params", metavar="A,B",
+                        help="swept parameters to fit, e.g. base_lr,tau_epoch (default: all)")
+    parser.add_argument("--direction", choices=("minimize", "maximize"), default="minimize",
+                        help="whether lower (default) or higher values are better")
+    parser.add_argument("--n-bootstrap", type=int, default=200, metavar="N",
+                        help="bootstrap resamples for the intervals (default: 200)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``transfersearch`` command."""
+    parser = argparse.ArgumentParser(
+        prog="transfersearch",
+        description="Tune AdamW on small proxy models, fit how the optimum moves with scale, and "
+        "carry it to the big run.",
+        epilog="Start with `transfersearch demo`. Bad input exits with status 2 and one line "
+        "'error: ...' on stderr.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    demo = sub.add_parser(
+        "demo", help="train a real proxy ladder and transfer it to a 4x larger target (~5 min CPU)",
+        description="Sweep base lr and tau_epoch with Optuna on a ladder of small character-level "
+        "models trained on Python's standard library, fit how the optimum moves with width and "
+        "data, extrapolate to a target 4x wider with 4x more data, and measure the regret there "
+        "of transfersearch, copying the best proxy, and muP with weight decay held fixed.",
+    )
+    demo.add_argument("--out", default="transfersearch-demo", metavar="DIR",
+                      help="output folder: study.db, summary.json, report.png "
+                      "(default: ./transfersearch-demo; re-running resumes the study)")
+    demo.add_argument("--full", action="store_true", help="a bigger ladder and target (longer)")
+    demo.add_argument("--quick", action="store_true",
+                      help="a tiny ladder for tests (seconds; the numbers mean little)")
+    demo.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
+                      help="where to train (default: auto = cuda if available)")
+    demo.add_argument("--trials", type=int, default=None, metavar="N",
+                      help="proxy trials in total (default depends on the mode)")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the sweep (default: 0)")
+    demo.set_defaults(handler=_cmd_demo)
+
+    ext = sub.add_parser(
+        "extrapolate", help="predict the optimal hyperparameters at a target scale",
+        description="Fit per-scale optima and optimum-vs-scale power laws to proxy trials, and "
+        "predict the optimum at --target with a bootstrap interval.",
+    )
+    _add_source(ext)
+    ext.add_argument("--target", required=True, metavar="NAME=V,...",
+                     help="the target scale, e.g. width=4096,dataset_size=1e7")
+    ext.add_argument("--level", type=float, default=0.9, help="interval coverage (default 0.9)")
+    ext.set_defaults(handler=_cmd_extrapolate)
+
+    val = sub.add_parser(
+        "validate", help="hold out the largest proxy scale, predict it from the others",
+        description="Fit the laws without the largest proxy scale, predict its optimum and compare "
+        "with its own trials: how far to trust the law before the big run.",
+    )
+    _add_source(val)
+    val.add_argument("--held-out", metavar="NAME=V,...", help="the scale to hold out (default: largest)")
+    val.set_defaults(handler=_cmd_validate)
+
+    rep = sub.add_parser(
+        "report", help="draw the proxy landscapes and the optimum-vs-scale laws to a PNG",
+        description="Extrapolate to --target and draw the metric vs each parameter per rung and "
+        "each optimum vs compute with the law, its interval and the target.",
+    )
+    _add_source(rep)
+    rep.add_argument("--target", required=True, metavar="NAME=V,...",
+                     help="the target scale, e.g. width=4096,dataset_size=1e7")
+    rep.add_argument("--level", type=float, default=0.9, help="interval coverage (default 0.9)")
+    rep.add_argument("--out", default="report.png", metavar="PNG", help="output file (report.png)")
+    rep.set_defaults(handler=_cmd_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 2 bad input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except (TransferSearchError, ImportError, OSError) as exc:
+        message = " ".join(str(exc).split())
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

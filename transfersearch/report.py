@@ -1,0 +1,261 @@
+"""Plots and tables of a transfer: the proxy landscapes, the optimum-vs-scale laws, the target.
+
+matplotlib is imported only inside :func:`plot_report` (``pip install 'transfersearch[plot]'``), so the
+core keeps needing numpy and scipy alone. :func:`format_table` is plain text and needs nothing.
+
+The picture has two rows and one column per swept parameter:
+
+- top: the metric against the parameter, one colour per rung (proxy scale), each rung's estimated
+  optimum as a dashed vertical line; diverged trials as crosses at the top edge;
+- bottom: the estimated optimum against relative compute (width² × dataset_size × epochs, see
+  :func:`transfersearch.ladder.default_cost`), with error bars, the fitted law drawn along the
+  geometric path from the smallest rung to the target, and the target's prediction with its interval.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.ladder import default_cost
+from transfersearch.observations import Observation
+from transfersearch.scale import Scale
+
+if TYPE_CHECKING:
+    from transfersearch.extrapolate import Extrapolation
+
+__all__ = ["format_table", "plot_report"]
+
+
+def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A plain-text table with aligned columns; floats are written with 4 significant digits.
+
+    Args:
+        headers: column titles.
+        rows: one sequence of cells per row, as long as ``headers``.
+
+    Returns:
+        The table, lines joined by newlines (no trailing newline).
+
+    Raises:
+        TransferSearchError: a row's length differs from the headers'.
+    """
+    cells: list[list[str]] = [[str(h) for h in headers]]
+    for index, row in enumerate(rows):
+        values = list(row)
+        if len(values) != len(headers):
+            raise TransferSearchError(
+                f"format_table: row {index} has {len(values)} cells but there are {len(headers)} "
+                "headers. Give one cell per header."
+            )
+        cells.append([_cell(v) for v in values])
+    widths = [max(len(line[i]) for line in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.4g}"
+    return str(value)
+
+
+def _pyplot() -> Any:
+    try:
+        matplotlib = importlib.import_module("matplotlib")
+    except ImportError as exc:
+        raise ImportError(
+            f"plotting needs matplotlib: pip install 'transfersearch[plot]' ({exc})."
+        ) from exc
+    matplotlib.use("Agg")
+    return importlib.import_module("matplotlib.pyplot")
+
+
+def _path_scales(start: Scale, end: Scale, names: Sequence[str], points: int) -> list[Scale]:
+    """Scales on the geometric path from ``start`` to ``end`` over ``names``."""
+    path = []
+    for i in range(points):
+        t = i / (points - 1)
+        path.append(
+            Scale({n: math.exp((1 - t) * math.log(start[n]) + t * math.log(end[n])) for n in names})
+        )
+    return path
+
+
+def plot_report(
+    observations: Sequence[Observation],
+    extrapolation: Extrapolation,
+    path: str | Path,
+    *,
+    level: float = 0.9,
+    title: str | None = None,
+    marks: Mapping[str, Mapping[str, float]] | None = None,
+) -> Path:
+    """Draw the proxy landscapes and the optimum-vs-scale laws into a PNG file.
+
+    Args:
+        observations: the proxy trials (any state; diverged ones are drawn as crosses).
+        extrapolation: the result of :func:`transfersearch.extrapolate` on those trials.
+        path: where to write the picture (``.png``).
+        level: coverage of the target's interval (default 0.9).
+        title: a title for the figure.
+        marks: other points to show at the target, label -> parameter values (e.g. the
+            baselines' settings expressed in the same coordinates).
+
+    Returns:
+        The path written.
+
+    Raises:
+        TransferSearchError: there are no observations or the extrapolation predicts no parameter.
+        ImportError: matplotlib is not installed.
+    """
+    params = list(extrapolation.params)
+    if not params:
+        raise TransferSearchError("plot_report: the extrapolation predicts no parameter.")
+    obs = list(observations)
+    if not obs:
+        raise TransferSearchError(
+            "plot_report needs the proxy observations, but got none. Pass the trials you fitted."
+        )
+    plt = _pyplot()
+    scales = sorted({o.scale for o in obs}, key=default_cost)
+    colors = plt.get_cmap("viridis")
+    color_of = {
+        s: colors(i / max(1, len(scales) - 1)) for i, s in enumerate(scales)
+    }
+    figure, axes = plt.subplots(
+        2, len(params), figsize=(5.2 * len(params), 8.4), squeeze=False
+    )
+    optimum_of = {o.scale: o for o in extrapolation.optima}
+    finite = [o.value for o in obs if o.usable]
+    low = min(finite) if finite else 0.0
+    spread = (sorted(finite)[len(finite) // 2] - low) if finite else 1.0
+    top = low + 2.5 * max(spread, 1e-12)
+    for column, name in enumerate(params):
+        ax = axes[0][column]
+        for scale in scales:
+            here = [o for o in obs if o.scale == scale and name in o.params]
+            good = [o for o in here if o.usable]
+            bad = [o for o in here if o.diverged]
+            label = ", ".join(f"{k}={_short(v)}" for k, v in scale.items())
+            ax.scatter(
+                [o.params[name] for o in good],
+                [min(o.value, top) for o in good],
+                s=14,
+                color=color_of[scale],
+                label=label,
+            )
+            if bad:
+                ax.scatter(
+                    [o.params[name] for o in bad], [top] * len(bad), marker="x", s=18,
+                    color=color_of[scale],
+                )
+            if scale in optimum_of:
+                ax.axvline(optimum_of[scale].params[name], color=color_of[scale], ls="--", lw=1)
+        if name in extrapolation.log_params:
+            ax.set_xscale("log")
+        ax.set_ylim(low - 0.05 * (top - low), top + 0.05 * (top - low))
+        ax.set_xlabel(name)
+        ax.set_ylabel("metric" if column else "metric (proxy trials)")
+        ax.set_title(f"{name} per rung (dashed: estimated optimum)", fontsize=9)
+        if column == 0:
+            ax.legend(fontsize=6, loc="upper right")
+        _law_panel(axes[1][column], name, extrapolation, scales, color_of, level, marks or {})
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=110)
+    plt.close(figure)
+    return out
+
+
+def _short(value: float) -> str:
+    return f"{value:g}" if value < 1e5 else f"{value:.2g}"
+
+
+def _law_panel(
+    ax: Any,
+    name: str,
+    extrapolation: Extrapolation,
+    scales: Sequence[Scale],
+    color_of: Mapping[Scale, Any],
+    level: float,
+    marks: Mapping[str, Mapping[str, float]],
+) -> None:
+    """Bottom row: optimum vs compute, the law along the path to the target, the target interval."""
+    target = extrapolation.target
+    law = extrapolation.laws[name]
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    log_space = name in extrapolation.log_params
+    base_cost = default_cost(scales[0])
+    for optimum in extrapolation.optima:
+        point = optimum.params[name]
+        err = optimum.stderr.get(name, math.inf)
+        if math.isfinite(err):
+            if log_space:
+                yerr = [[point - point * math.exp(-z * err)], [point * math.exp(z * err) - point]]
+            else:
+                yerr = [[z * err], [z * err]]
+        else:
+            yerr = None
+        ax.errorbar(
+            default_cost(optimum.scale) / base_cost,
+            point,
+            yerr=yerr,
+            fmt="o",
+            color=color_of.get(optimum.scale, "black"),
+            capsize=3,
+        )
+    names = sorted(law.exponents)
+    start = scales[0]
+    shared = [n for n in target if n in start]
+    if all(n in shared for n in names):
+        path = _path_scales(start, target, shared, 40)
+        xs = [default_cost(s) / base_cost for s in path]
+        ax.plot(xs, [law.predict(s) for s in path], color="tab:red", lw=1.5, label="fitted law")
+        for optimum in extrapolation.optima:
+            if all(n in optimum.scale for n in names):
+                ax.scatter(
+                    default_cost(optimum.scale) / base_cost,
+                    law.predict(optimum.scale),
+                    marker="_",
+                    s=120,
+                    color="tab:red",
+                )
+    interval = extrapolation.interval(level)[name]
+    predicted = extrapolation.params[name]
+    target_x = default_cost(target) / base_cost
+    ax.errorbar(
+        target_x,
+        predicted,
+        yerr=[[predicted - interval[0]], [interval[1] - predicted]],
+        fmt="*",
+        ms=12,
+        color="tab:red",
+        capsize=4,
+        label=f"target {int(level * 100)}% interval",
+    )
+    ax.axvline(target_x, color="grey", ls=":", lw=1)
+    for index, (label, values) in enumerate(marks.items()):
+        if name in values:
+            ax.scatter(
+                target_x * (1.15 + 0.15 * index), values[name], marker="D", s=30, label=label,
+            )
+    ax.set_xscale("log")
+    if log_space:
+        ax.set_yscale("log")
+    exponents = ", ".join(f"{k}^{v:+.2f}" for k, v in sorted(law.exponents.items()))
+    ax.set_title(f"optimal {name} ∝ {exponents or 'const'}", fontsize=9)
+    ax.set_xlabel("relative compute (width² × dataset_size × epochs)")
+    ax.set_ylabel(f"optimal {name}")
+    ax.legend(fontsize=7, loc="best")
