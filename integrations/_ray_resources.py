@@ -1,0 +1,156 @@
+"""Per-rung resource requests for Ray Tune: pack small proxies onto shared GPUs.
+
+The rule (:func:`gpu_shares`): a rung whose cost is ``c`` and the largest rung's ``c_max`` asks for
+``max_gpu · c / c_max`` GPUs, never less than ``min_gpu``; shares below one GPU are rounded *up* to
+a unit fraction 1/k (so k trials fill one GPU exactly), shares of one or more to whole GPUs. A share
+is the GPU compute a trial's cost deserves: every rung then runs for a similar wall time, and a
+proxy too small to saturate a GPU shares it. Ray only accounts for the fraction; it does not cap a
+trial's GPU memory, so a packed trainable should stay within its share (e.g.
+``torch.cuda.set_per_process_memory_fraction(gpu_fraction(config))``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from transfersearch.errors import TransferSearchError, check_positive
+from transfersearch.scale import Scale
+
+__all__ = ["RungResources", "gpu_shares", "snap_share"]
+
+
+def snap_share(share: float) -> float:
+    """Round a GPU share up to 1/k below one GPU (k trials fill a GPU) and to a whole number above."""
+    if share <= 0:
+        return 0.0
+    if share >= 1.0:
+        return float(math.ceil(share - 1e-9))
+    per_gpu = math.floor(1.0 / share + 1e-9)
+    return 1.0 / per_gpu
+
+
+def gpu_shares(costs: Sequence[float], *, min_gpu: float, max_gpu: float = 1.0) -> list[float]:
+    """GPUs per trial for each rung from its cost relative to the largest rung (see module doc)."""
+    top = max(costs)
+    return [snap_share(max(min_gpu, max_gpu * cost / top)) for cost in costs]
+
+
+class RungResources:
+    """A picklable function of a trial config giving its rung's resource request (for Tune).
+
+    Built by :meth:`TransferSearch.resources`; call it with a trial config (one made by the
+    searcher: it carries ``"scale"``) to get a ``PlacementGroupFactory``. With no GPU in the Ray
+    cluster (``ray.cluster_resources().get("GPU", 0) == 0``) every rung runs on CPUs only.
+
+    Attributes:
+        ladder: the rungs in cost order.
+        gpu: GPUs per trial for each rung (in cost order) when the cluster has GPUs.
+        cpu: CPUs per trial for each rung.
+    """
+
+    def __init__(
+        self,
+        ladder: Sequence[Scale],
+        costs: Sequence[float],
+        *,
+        gpu: float | None = None,
+        cpu: float = 1.0,
+        max_gpu: float = 1.0,
+        gpu_per_rung: Mapping[Any, float] | None = None,
+        cpu_per_rung: Mapping[Any, float] | None = None,
+    ) -> None:
+        self.ladder = tuple(ladder)
+        min_gpu = 0.25 if gpu is None else gpu
+        if isinstance(min_gpu, bool) or not isinstance(min_gpu, (int, float)) or min_gpu < 0:
+            raise TransferSearchError(
+                f"`gpu` must be None (pack up to 4 small proxies per GPU), 0 (CPU only) or a "
+                f"positive GPU share such as 0.25 or 1, but got gpu={gpu!r}."
+            )
+        check_positive("max_gpu", max_gpu)
+        check_positive("cpu", cpu, fix="Give the CPUs each trial needs, e.g. cpu=1.")
+        if min_gpu == 0:
+            shares = [0.0] * len(self.ladder)
+        else:
+            shares = gpu_shares(costs, min_gpu=float(min_gpu), max_gpu=float(max_gpu))
+        for key, value in (gpu_per_rung or {}).items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise TransferSearchError(
+                    f"`gpu_per_rung[{key!r}]` must be a GPU share >= 0, but got {value!r}."
+                )
+            shares[self._index(key, "gpu_per_rung")] = float(value)
+        cpus = [float(cpu)] * len(self.ladder)
+        for key, value in (cpu_per_rung or {}).items():
+            cpus[self._index(key, "cpu_per_rung")] = check_positive(f"cpu_per_rung[{key!r}]", value)
+        self.gpu: tuple[float, ...] = tuple(shares)
+        self.cpu: tuple[float, ...] = tuple(cpus)
+        self._cluster_gpus: float | None = None
+
+    def __repr__(self) -> str:
+        rows = ", ".join(f"{s!r}: gpu={g:g} cpu={c:g}" for s, g, c in zip(self.ladder, self.gpu, self.cpu))
+        return f"RungResources({rows})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"ladder": self.ladder, "gpu": self.gpu, "cpu": self.cpu}
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        self.ladder = tuple(state["ladder"])
+        self.gpu = tuple(state["gpu"])
+        self.cpu = tuple(state["cpu"])
+        self._cluster_gpus = None
+
+    def _index(self, key: Any, field: str) -> int:
+        if isinstance(key, int) and not isinstance(key, bool):
+            if 0 <= key < len(self.ladder):
+                return key
+            raise TransferSearchError(
+                f"`{field}` names rung {key}, but the ladder has rungs 0..{len(self.ladder) - 1} "
+                "(in cost order)."
+            )
+        scale = key if isinstance(key, Scale) else Scale(key) if isinstance(key, Mapping) else None
+        if scale is None or scale not in self.ladder:
+            raise TransferSearchError(
+                f"`{field}` key {key!r} is neither a rung index nor a scale of the ladder "
+                f"{list(self.ladder)}. Use an index in cost order or one of the ladder's scales."
+            )
+        return self.ladder.index(scale)
+
+    def rung_of(self, config: Mapping[str, Any]) -> int:
+        """The rung of a trial config made by the searcher (from its ``"scale"``)."""
+        raw = config.get("scale") if isinstance(config, Mapping) else None
+        if not isinstance(raw, Mapping):
+            raise TransferSearchError(
+                f"the trial config has no 'scale' mapping (keys: {sorted(config)}); per-rung "
+                "resources need configs made by TransferSearch. Pass search_alg=TransferSearch(...)."
+            )
+        return self._index(Scale(raw), "config['scale']")
+
+    def cluster_gpus(self) -> float:
+        """GPUs in the connected Ray cluster (0 when none); read once per process."""
+        if self._cluster_gpus is None:
+            import ray
+
+            self._cluster_gpus = float(ray.cluster_resources().get("GPU", 0)) if ray.is_initialized() else 0.0
+        return self._cluster_gpus
+
+    def request(self, config: Mapping[str, Any]) -> dict[str, float]:
+        """The resource dict for ``config``'s rung: ``{"CPU": c}`` or ``{"CPU": c, "GPU": g}``."""
+        rung = self.rung_of(config)
+        gpus = self.cluster_gpus()
+        share = self.gpu[rung] if gpus > 0 else 0.0
+        if share > gpus > 0:
+            raise TransferSearchError(
+                f"rung {rung} ({self.ladder[rung]!r}) asks for gpu={share:g} but the cluster has "
+                f"{gpus:g} GPUs. Lower `max_gpu` or set gpu_per_rung={{{rung}: {gpus:g}}}."
+            )
+        request = {"CPU": self.cpu[rung]}
+        if share > 0:
+            request["GPU"] = share
+        return request
+
+    def __call__(self, config: Mapping[str, Any]) -> Any:
+        """A ``PlacementGroupFactory`` with :meth:`request` as its one bundle."""
+        from ray.tune import PlacementGroupFactory
+
+        return PlacementGroupFactory([self.request(config)])

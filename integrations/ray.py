@@ -1,0 +1,605 @@
+"""Ray Tune adapter: a search algorithm over a proxy ladder, per-rung GPU packing, result readers.
+
+::
+
+    from ray import tune
+    from transfersearch.integrations.ray import TransferSearch
+
+    search = TransferSearch(space, ladder, metric="loss", mode="min")
+
+    def train_fn(config):
+        scale, hp = search.hyperparameters(config)   # works in the trial process: reads config only
+        ...
+        tune.report({"loss": loss})
+
+    tuner = tune.Tuner(
+        tune.with_resources(train_fn, resources=search.resources(gpu=0.25)),
+        tune_config=tune.TuneConfig(search_alg=search, num_samples=200, max_concurrent_trials=8),
+    )
+    results = tuner.fit()
+    res = ts.extrapolate(results, target=ts.Scale(width=4096, dataset_size=1e7, batch_size=256))
+
+Each trial config carries ``"scale"`` (the rung's scale), ``"rung"`` (its index in cost order), the
+swept coordinates under their own names, ``"hparams"`` (:meth:`Hyperparameters.to_dict` at the rung)
+and ``"transfersearch"`` (metric, mode, where the point came from). The rung policy and the
+law-guided proposals are :class:`transfersearch.ladder.TransferPlanner`'s, shared with the Optuna
+sampler; this module only adapts them to Ray's Searcher hooks.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+try:
+    from ray.tune.search import Searcher
+except ImportError as exc:  # pragma: no cover - exercised only without ray
+    raise ImportError(
+        "transfersearch.integrations.ray needs Ray Tune: pip install 'transfersearch[ray]' "
+        f"({exc})."
+    ) from exc
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.ladder import TransferPlanner
+from transfersearch.observations import Observation
+from transfersearch.scale import Scale
+from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
+
+from ._ray_resources import RungResources, gpu_shares
+from ._ray_results import TrialOutcome, classify
+
+__all__ = [
+    "STATE_VERSION",
+    "RungResources",
+    "TransferSearch",
+    "gpu_shares",
+    "hyperparameters",
+    "observations_from_result_grid",
+]
+
+#: Version of the JSON state written by :meth:`TransferSearch.save`.
+STATE_VERSION = 1
+_STATE_FORMAT = "transfersearch.integrations.ray.TransferSearch"
+_META = "transfersearch"
+
+
+# ----------------------------------------------------------------------------------------------
+# Inside the trial
+# ----------------------------------------------------------------------------------------------
+def hyperparameters(config: Mapping[str, Any]) -> tuple[Scale, Hyperparameters]:
+    """The rung's scale and the concrete hyperparameters of a trial, from its config alone.
+
+    Usable inside the trainable (a separate process) without the searcher.
+
+    Args:
+        config: the trial config made by :class:`TransferSearch`.
+
+    Returns:
+        ``(scale, hp)``: the rung's :class:`Scale` and :class:`Hyperparameters` (per param group,
+        PyTorch's coupled weight-decay convention; see :class:`Hyperparameters`).
+
+    Raises:
+        TransferSearchError: the config lacks ``"scale"`` or ``"hparams"``.
+    """
+    if not isinstance(config, Mapping) or "scale" not in config or "hparams" not in config:
+        keys = sorted(config) if isinstance(config, Mapping) else type(config).__name__
+        raise TransferSearchError(
+            f"the trial config lacks 'scale' and/or 'hparams' (it has {keys}). Run the trainable "
+            "with search_alg=TransferSearch(...) so each config carries them."
+        )
+    return Scale(config["scale"]), Hyperparameters.from_dict(config["hparams"])
+
+
+# ----------------------------------------------------------------------------------------------
+# The searcher
+# ----------------------------------------------------------------------------------------------
+def _tune_domain(dist: Float | Int | Choice) -> Any:
+    """The Ray Tune domain sampling ``dist`` (for a base searcher's search space)."""
+    from ray import tune
+
+    if isinstance(dist, Float):
+        return tune.loguniform(dist.low, dist.high) if dist.log else tune.uniform(dist.low, dist.high)
+    if isinstance(dist, Int):
+        if dist.log:
+            return tune.lograndint(dist.low, dist.high + 1)
+        if dist.step > 1 and dist.low % dist.step == 0:
+            return tune.qrandint(dist.low, dist.high, dist.step)
+        return tune.randint(dist.low, dist.high + 1)
+    return tune.choice(list(dist.choices))
+
+
+def _snap(dist: Float | Int | Choice, value: Any) -> Any:
+    """``value`` inside ``dist``: Int coordinates become ints on their step, clipped to the bounds."""
+    if isinstance(dist, Int):
+        clipped = min(max(float(value), dist.low), dist.high)
+        return int(dist.low + dist.step * round((clipped - dist.low) / dist.step))
+    if isinstance(dist, Float):
+        return float(min(max(float(value), dist.low), dist.high))
+    return value
+
+
+class TransferSearch(Searcher):  # type: ignore[misc]
+    """A Ray Tune Searcher that sweeps a :class:`TransferSpace` over a ladder of proxy scales.
+
+    Each suggestion picks a rung with :meth:`TransferPlanner.assign_rung` (cheapest rung with budget
+    left first) and its coordinates with :meth:`TransferPlanner.propose` (the fitted law's
+    prediction once two rungs have enough finished trials), else from the base searcher (one copy
+    per rung, so it sees only its rung's history) or, by default, by random sampling from the
+    space's distributions. Errored trials enter the fit as failed (diverged) observations, a NaN or
+    infinite metric as diverged, and trials stopped early by a scheduler (ASHA) as pruned.
+
+    Concurrency is handled here: under ``ConcurrencyLimiter`` or ``max_concurrent_trials`` the
+    limit is passed in by :meth:`set_max_concurrency` and :meth:`suggest` returns None while that
+    many trials are live.
+
+    Args:
+        space: the coordinates to sweep.
+        ladder: the proxy scales (or a ready :class:`TransferPlanner` via ``planner=``).
+        metric: the reported metric to optimise.
+        mode: ``"min"`` or ``"max"``.
+        base_searcher: an optional Ray Searcher (e.g. ``OptunaSearch()`` *without* a space: it is
+            given the space's coordinates) used for the points the law does not propose.
+        planner: a TransferPlanner to use instead of building one from ``ladder`` and
+            ``planner_options``.
+        max_t: the full length of a trial in ``time_attr`` units; trials that stop before it are
+            pruned. Default: the longest any trial of the same rung ran.
+        time_attr: the result field that measures progress.
+        max_concurrent: a limit on live trials (0: none; Tune's limit overrides it).
+        seed: seed of the default random sampling.
+        **planner_options: forwarded to :class:`TransferPlanner` (``trials_per_rung``, ``focus``, …).
+
+    Raises:
+        TransferSearchError: bad metric/mode, a ladder the planner rejects, a base searcher that is
+            not a Ray Searcher.
+    """
+
+    def __init__(
+        self,
+        space: TransferSpace,
+        ladder: Sequence[Scale | Mapping[str, float]] | None = None,
+        *,
+        metric: str | None = None,
+        mode: str | None = None,
+        base_searcher: Searcher | None = None,
+        planner: TransferPlanner | None = None,
+        max_t: float | None = None,
+        time_attr: str = "training_iteration",
+        max_concurrent: int = 0,
+        seed: int | None = 0,
+        **planner_options: Any,
+    ) -> None:
+        if mode not in (None, "min", "max"):
+            raise TransferSearchError(f"`mode` must be 'min' or 'max', but got mode={mode!r}.")
+        if metric is not None and not isinstance(metric, str):
+            raise TransferSearchError(f"`metric` must be a result key (str), but got {metric!r}.")
+        if base_searcher is not None and not isinstance(base_searcher, Searcher):
+            raise TransferSearchError(
+                f"`base_searcher` must be a ray.tune.search.Searcher such as OptunaSearch(), but "
+                f"got {type(base_searcher).__name__}."
+            )
+        if planner is None:
+            if ladder is None:
+                raise TransferSearchError("give `ladder` (the proxy scales) or `planner`.")
+            planner = TransferPlanner(space, ladder, **planner_options)
+        elif planner.space is not space:
+            raise TransferSearchError("`planner.space` must be the `space` given to TransferSearch.")
+        self._check_concurrency(max_concurrent)
+        super().__init__(metric=metric, mode=mode)
+        self.space = space
+        self.planner = planner
+        self.max_t = max_t
+        self.time_attr = time_attr
+        self.max_concurrent = int(max_concurrent)
+        self._seed = seed
+        self._rng = np.random.default_rng(seed)
+        self._base_template = base_searcher
+        self._bases: dict[int, Searcher] = {}
+        self._config: dict[str, Any] = {}
+        # trial_id -> record: rung, params, source, status (live|ended), value, progress, errored,
+        # by_base. Ended records stay: they are the observations, and a restarted trial reuses its id.
+        self._trials: dict[str, dict[str, Any]] = {}
+
+    # Properties and Tune plumbing -------------------------------------------------------------
+    @staticmethod
+    def hyperparameters(config: Mapping[str, Any]) -> tuple[Scale, Hyperparameters]:
+        """See :func:`transfersearch.integrations.ray.hyperparameters`."""
+        return hyperparameters(config)
+
+    @property
+    def ladder(self) -> tuple[Scale, ...]:
+        """The rungs, in cost order (the index is the config's ``"rung"``)."""
+        return self.planner.ladder
+
+    @staticmethod
+    def _check_concurrency(value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise TransferSearchError(
+                f"`max_concurrent` must be an int >= 0 (0: no limit), but got {value!r}."
+            )
+
+    def set_search_properties(
+        self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any
+    ) -> bool:
+        """Take metric and mode from ``TuneConfig`` when not given; keep the rest of param_space.
+
+        ``param_space`` entries are merged into every trial config by Tune (constants only: the
+        searched coordinates come from the TransferSpace).
+        """
+        if metric is not None and self._metric is not None and metric != self._metric:
+            return False
+        if mode is not None and self._mode is not None and mode != self._mode:
+            return False
+        if mode not in (None, "min", "max"):
+            raise TransferSearchError(f"`mode` must be 'min' or 'max', but got mode={mode!r}.")
+        self._metric = self._metric or metric
+        self._mode = self._mode or mode
+        self._config = dict(config or {})
+        return True
+
+    def set_max_concurrency(self, max_concurrent: int) -> bool:
+        """Adopt the ConcurrencyLimiter's limit and enforce it in :meth:`suggest` (returns True)."""
+        self._check_concurrency(max_concurrent)
+        self.max_concurrent = int(max_concurrent)
+        return True
+
+    @property
+    def live_trials(self) -> list[str]:
+        """Ids of trials suggested (or restarted) and not yet ended."""
+        return [t for t, r in self._trials.items() if r["status"] == "live"]
+
+    def _started(self) -> dict[int, int]:
+        counts: dict[int, int] = {}
+        for record in self._trials.values():
+            counts[record["rung"]] = counts.get(record["rung"], 0) + 1
+        return counts
+
+    # Suggesting -------------------------------------------------------------------------------
+    def _base_for(self, rung: int) -> Searcher | None:
+        if self._base_template is None:
+            return None
+        if rung not in self._bases:
+            base = copy.deepcopy(self._base_template)
+            space = {n: _tune_domain(d) for n, d in self.space.distributions.items()}
+            accepted = base.set_search_properties(self._metric, self._mode, space)
+            if not accepted and getattr(base, "metric", None) is None:
+                raise TransferSearchError(
+                    f"the base searcher {type(base).__name__} refused the search space (it already "
+                    "has one) and has no metric. Build it without a space, e.g. OptunaSearch(); "
+                    "TransferSearch gives it the space's coordinates."
+                )
+            if self.max_concurrent:
+                base.set_max_concurrency(self.max_concurrent)
+            self._bases[rung] = base
+        return self._bases[rung]
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        """The next trial's config, or None while the concurrency limit is reached."""
+        if self._metric is None or self._mode is None:
+            raise TransferSearchError(
+                "TransferSearch has no metric/mode. Pass metric='loss', mode='min' to "
+                "TransferSearch(...) or to tune.TuneConfig(...)."
+            )
+        if self.max_concurrent and len(self.live_trials) >= self.max_concurrent:
+            return None
+        started = self._started()
+        rung = self.planner.assign_rung(started)
+        proposal = self.planner.propose(rung, self.observations(), started.get(rung, 0))
+        coords: dict[str, Any] = dict(proposal.params)
+        by_base = False
+        if not coords:
+            base = self._base_for(rung)
+            if base is not None:
+                suggested = base.suggest(trial_id)
+                if suggested is None or suggested == Searcher.FINISHED:
+                    return None
+                coords = {n: suggested[n] for n in self.space.distributions if n in suggested}
+                by_base = True
+        for name, dist in self.space.distributions.items():
+            coords[name] = _snap(dist, coords[name]) if name in coords else dist.sample(self._rng)
+        coords = {n: coords[n] for n in self.space.distributions}
+        scale = self.ladder[rung]
+        hp = self.space.concretize(coords, scale)
+        self._trials[trial_id] = {
+            "rung": rung,
+            "params": coords,
+            "source": proposal.source,
+            "status": "live",
+            "value": None,
+            "progress": None,
+            "errored": False,
+            "by_base": by_base,
+        }
+        return {
+            "rung": rung,
+            "scale": scale.to_dict(),
+            **coords,
+            "hparams": hp.to_dict(),
+            _META: {"metric": self._metric, "mode": self._mode, "source": proposal.source},
+        }
+
+    # Results ----------------------------------------------------------------------------------
+    def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
+        """Track progress (and mark a restarted trial live again); forward to its base searcher."""
+        record = self._trials.get(trial_id)
+        if record is None:
+            return
+        record["status"] = "live"
+        self._absorb(record, result, errored=False)
+        if record["by_base"] and record["rung"] in self._bases:
+            self._bases[record["rung"]].on_trial_result(trial_id, result)
+
+    def _absorb(self, record: dict[str, Any], result: Mapping[str, Any] | None, errored: bool) -> None:
+        record["errored"] = errored
+        if result:
+            if self._metric in result and result[self._metric] is not None:
+                record["value"] = float(result[self._metric])
+            progress = result.get(self.time_attr)
+            if isinstance(progress, (int, float)) and not isinstance(progress, bool):
+                record["progress"] = float(progress)
+
+    def on_trial_complete(
+        self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
+    ) -> None:
+        """Record the ended trial (errored → failed, NaN → diverged, stopped early → pruned)."""
+        record = self._trials.get(trial_id)
+        if record is None:
+            return
+        record["status"] = "ended"
+        self._absorb(record, result, errored=error)
+        base = self._bases.get(record["rung"])
+        if base is None:
+            return
+        if record["by_base"]:
+            base.on_trial_complete(trial_id, result=result, error=error)
+        elif record["value"] is not None and not error:
+            try:
+                base.add_evaluated_point(dict(record["params"]), record["value"])
+            except NotImplementedError:
+                pass
+
+    def observations(self, *, ended_only: bool = True) -> list[Observation]:
+        """The trials so far as observations (values negated for mode='max': minimised).
+
+        Live trials are left out unless ``ended_only=False`` (then as pruned, by their latest
+        value, if they reported one).
+        """
+        outcomes = []
+        for record in self._trials.values():
+            if ended_only and record["status"] != "ended":
+                continue
+            outcomes.append(
+                TrialOutcome(
+                    scale=self.ladder[record["rung"]],
+                    params=record["params"],
+                    value=record["value"],
+                    errored=record["errored"],
+                    progress=record["progress"],
+                )
+            )
+        sign = -1.0 if self._mode == "max" else 1.0
+        return classify(outcomes, max_t=self.max_t, sign=sign)
+
+    # Resources --------------------------------------------------------------------------------
+    def resources(
+        self,
+        gpu: float | None = None,
+        cpu: float = 1.0,
+        gpu_per_rung: Mapping[Any, float] | None = None,
+        *,
+        max_gpu: float = 1.0,
+        cpu_per_rung: Mapping[Any, float] | None = None,
+    ) -> RungResources:
+        """Per-rung resource requests, for ``tune.with_resources(train_fn, resources=...)``.
+
+        A rung gets ``max_gpu · cost / cost_of_largest_rung`` GPUs, at least ``gpu``, rounded up to
+        1/k below one GPU (k trials share a GPU) and to whole GPUs above; with no GPU in the
+        cluster every rung runs on CPUs only. Ray sets ``CUDA_VISIBLE_DEVICES`` in each trial.
+
+        Args:
+            gpu: the smallest share a trial gets (0.25: up to four small proxies per GPU; 1: one
+                trial per GPU, no packing; 0: CPU only). None: 0.25.
+            cpu: CPUs per trial.
+            gpu_per_rung: overrides, rung index (cost order) or scale -> GPUs per trial.
+            max_gpu: GPUs per trial of the largest rung.
+            cpu_per_rung: overrides, rung index or scale -> CPUs per trial.
+
+        Returns:
+            A picklable callable ``config -> PlacementGroupFactory`` (see :class:`RungResources`).
+        """
+        return RungResources(
+            self.ladder,
+            self.planner.costs,
+            gpu=gpu,
+            cpu=cpu,
+            max_gpu=max_gpu,
+            gpu_per_rung=gpu_per_rung,
+            cpu_per_rung=cpu_per_rung,
+        )
+
+    # State ------------------------------------------------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        """Explicit, versioned, JSON-friendly state (see :meth:`save`)."""
+        return {
+            "format": _STATE_FORMAT,
+            "version": STATE_VERSION,
+            "metric": self._metric,
+            "mode": self._mode,
+            "max_concurrent": self.max_concurrent,
+            "ladder": [s.to_dict() for s in self.ladder],
+            "trials": copy.deepcopy(self._trials),
+            "rng": self._rng.bit_generator.state,
+            "planner": self.planner.state_dict(),
+            "base_searchers": {str(r): _save_base(b) for r, b in self._bases.items()},
+        }
+
+    def set_state(self, state: Mapping[str, Any]) -> None:
+        """Load :meth:`get_state`'s output.
+
+        Raises:
+            TransferSearchError: another format or version, or a state saved for another ladder.
+        """
+        if state.get("format") != _STATE_FORMAT or state.get("version") != STATE_VERSION:
+            raise TransferSearchError(
+                f"cannot restore TransferSearch from state format={state.get('format')!r} "
+                f"version={state.get('version')!r}; this version reads format={_STATE_FORMAT!r} "
+                f"version={STATE_VERSION}."
+            )
+        ladder = [Scale(s) for s in state["ladder"]]
+        if tuple(ladder) != self.ladder:
+            raise TransferSearchError(
+                f"the saved state is for the ladder {ladder}, but this searcher's is "
+                f"{list(self.ladder)}. Restore with the same space and ladder."
+            )
+        self._metric = state["metric"]
+        self._mode = state["mode"]
+        self.max_concurrent = int(state["max_concurrent"])
+        self._trials = {str(t): dict(r) for t, r in state["trials"].items()}
+        self._rng.bit_generator.state = state["rng"]
+        self.planner.load_state_dict(state["planner"])
+        self._bases = {}
+        for rung, saved in state.get("base_searchers", {}).items():
+            base = self._base_for(int(rung))
+            if base is not None and saved is not None:
+                _restore_base(base, saved)
+
+    def save(self, checkpoint_path: str) -> None:
+        """Write :meth:`get_state` as JSON to ``checkpoint_path`` (atomic: write, then rename).
+
+        A base searcher's own ``save`` output is embedded (base64) rather than put in a sibling
+        file: Tune saves to a temporary name and renames only that one file.
+        """
+        directory = os.path.dirname(os.path.abspath(checkpoint_path))
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".ts-state-", suffix=".json")
+        with os.fdopen(fd, "w") as handle:
+            json.dump(self.get_state(), handle)
+        os.replace(tmp, checkpoint_path)
+
+    def restore(self, checkpoint_path: str) -> None:
+        """Load a state written by :meth:`save`.
+
+        Raises:
+            TransferSearchError: the file is not a TransferSearch state, or is for another ladder.
+        """
+        try:
+            with open(checkpoint_path) as handle:
+                state = json.load(handle)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise TransferSearchError(
+                f"{checkpoint_path!r} is not a TransferSearch state (JSON written by save()): "
+                f"{exc}."
+            ) from exc
+        self.set_state(state)
+
+
+def _save_base(base: Searcher) -> dict[str, str] | None:
+    """The base searcher's own save() output, base64-encoded (None if it cannot save)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "base-searcher.pkl")
+        try:
+            base.save(path)
+        except NotImplementedError:
+            return None
+        with open(path, "rb") as handle:
+            data = handle.read()
+    return {"class": type(base).__qualname__, "data": base64.b64encode(data).decode("ascii")}
+
+
+def _restore_base(base: Searcher, saved: Mapping[str, str]) -> None:
+    if saved.get("class") != type(base).__qualname__:
+        raise TransferSearchError(
+            f"the saved base searcher is a {saved.get('class')}, but this TransferSearch has a "
+            f"{type(base).__qualname__}. Restore with the same base_searcher."
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "base-searcher.pkl")
+        with open(path, "wb") as handle:
+            handle.write(base64.b64decode(saved["data"]))
+        base.restore(path)
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading results
+# ----------------------------------------------------------------------------------------------
+def _result_grid(source: Any) -> Any:
+    from ray.tune import ExperimentAnalysis, ResultGrid
+
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not os.path.isdir(path):
+            raise TransferSearchError(
+                f"{path!r} is not an experiment directory. Pass the Tune experiment folder "
+                "(storage_path/name) or a ResultGrid."
+            )
+        return ResultGrid(ExperimentAnalysis(path))
+    if isinstance(source, ExperimentAnalysis):
+        return ResultGrid(source)
+    if isinstance(source, ResultGrid):
+        return source
+    raise TransferSearchError(
+        f"expected a ResultGrid, an ExperimentAnalysis or an experiment path, but got "
+        f"{type(source).__name__}."
+    )
+
+
+def observations_from_result_grid(
+    source: Any,
+    *,
+    metric: str | None = None,
+    max_t: float | None = None,
+    time_attr: str = "training_iteration",
+) -> list[Observation]:
+    """Read a Tune experiment made with :class:`TransferSearch` into observations.
+
+    Args:
+        source: a ``ResultGrid`` (``tuner.fit()`` or ``Tuner.restore(path, fn).get_results()``),
+            an ``ExperimentAnalysis``, or the experiment directory as a path.
+        metric: the metric; default: the one the searcher recorded in each config.
+        max_t, time_attr: the full trial length, for telling pruned trials from complete ones
+            (default: per rung, the longest any of its trials ran).
+
+    Returns:
+        One Observation per trial with the raw metric (pass ``direction="maximize"`` to the fit
+        for a maximised metric); errored trials are failed, NaN/inf values diverged, trials stopped
+        before the full length pruned.
+
+    Raises:
+        TransferSearchError: a trial's config was not made by TransferSearch, or no metric is known.
+    """
+    grid = _result_grid(source)
+    outcomes: list[TrialOutcome] = []
+    for result in grid:
+        config = result.config or {}
+        if "scale" not in config or "hparams" not in config:
+            raise TransferSearchError(
+                f"trial at {result.path!r} has no 'scale'/'hparams' in its config: it was not "
+                "suggested by TransferSearch. Read only experiments run with search_alg="
+                "TransferSearch(...)."
+            )
+        meta = config.get(_META) or {}
+        name = metric or meta.get("metric")
+        if not name:
+            raise TransferSearchError(
+                "no metric known for the experiment; pass metric='<your metric>'."
+            )
+        metrics = result.metrics or {}
+        raw = metrics.get(name)
+        value = None if raw is None else float(raw)
+        progress = metrics.get(time_attr)
+        outcomes.append(
+            TrialOutcome(
+                scale=Scale(config["scale"]),
+                params=dict(config["hparams"].get("coordinates", {})),
+                value=value,
+                errored=result.error is not None,
+                progress=None if progress is None else float(progress),
+            )
+        )
+    return classify(outcomes, max_t=max_t)
+
