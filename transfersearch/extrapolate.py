@@ -49,6 +49,7 @@ from transfersearch.fit import (
     _to_arrays,
     _to_optimum,
     _unpack,
+    bootstrap_optima,
     fit_law_arrays,
     identifiable_variables,
     resolve_log_params,
@@ -396,6 +397,8 @@ def _joint_laws(
     setup: _Setup,
     data: Sequence[tuple[FloatArray, FloatArray]],
     subset: Sequence[int],
+    *,
+    with_covariance: bool = True,
 ) -> dict[str, PowerLaw] | None:
     """Fit one drifting quadratic valley over rungs ``subset``; None when it has no minimum."""
     dims = len(setup.names)
@@ -459,9 +462,6 @@ def _joint_laws(
     if a_w.shape[0] <= a_w.shape[1]:
         return None
     theta = np.asarray(np.linalg.lstsq(a_w, target, rcond=None)[0], dtype=np.float64)
-    residual = target - a_w @ theta
-    sigma2 = float(residual @ residual) / (a_w.shape[0] - a_w.shape[1])
-    cov_theta = sigma2 * np.linalg.pinv(a_w.T @ a_w)
     n_drift = len(drift)
     start = n_scales
 
@@ -484,7 +484,7 @@ def _joint_laws(
     if point is None:
         return None
     # Delta method by central differences over the valley's coefficients.
-    active = np.arange(start, len(theta))
+    active = np.arange(start, len(theta)) if with_covariance else np.arange(0)
     jac = np.zeros((len(point), len(theta)))
     for index in active:
         step = 1e-6 * max(1.0, abs(float(theta[index])))
@@ -495,7 +495,12 @@ def _joint_laws(
         if high is None or low is None:
             return None
         jac[:, index] = (high - low) / (2.0 * step)
-    cov = jac @ cov_theta @ jac.T
+    if with_covariance:
+        residual = target - a_w @ theta
+        sigma2 = float(residual @ residual) / (a_w.shape[0] - a_w.shape[1])
+        cov = jac @ (sigma2 * np.linalg.pinv(a_w.T @ a_w)) @ jac.T
+    else:
+        cov = np.zeros((len(point), len(point)))
     laws: dict[str, PowerLaw] = {}
     drift_names = [setup.variables[k] for k in drift]
     for j, name in enumerate(setup.names):
@@ -725,28 +730,68 @@ def _bootstrap(
     n_bootstrap: int,
     seed: int | None,
 ) -> FloatArray:
-    """Predictions at ``target`` refitted on trials resampled with replacement within each scale."""
+    """Predictions at ``target`` refitted on trials resampled with replacement within each scale.
+
+    Independent model: every scale's optimum is refitted on each resample (batched), and the laws
+    keep the point fit's structure (fitted, fixed and shrunk exponents) and weights, so the
+    prediction is a fixed linear function of the resampled optima. Joint model: the pooled
+    valley is refitted on each resample.
+    """
+    dims = len(setup.names)
     if n_bootstrap == 0:
-        return np.zeros((0, len(setup.names)))
+        return np.zeros((0, dims))
     rng = np.random.default_rng(seed)
+    if chosen == "independent":
+        optima = np.stack(
+            [bootstrap_optima(r.coords, r.values, n_bootstrap, rng) for r in setup.rungs], axis=1
+        )  # (B, S, d)
+        samples = np.empty((n_bootstrap, dims))
+        for j, name in enumerate(setup.names):
+            weights, constant = _law_predictor(setup, laws[name], j, target)
+            samples[:, j] = optima[:, :, j] @ weights + constant
+        return samples
     all_index = list(range(len(setup.rungs)))
-    samples = np.full((n_bootstrap, len(setup.names)), np.nan)
+    samples = np.full((n_bootstrap, dims), np.nan)
     for b in range(n_bootstrap):
         data: list[tuple[FloatArray, FloatArray]] = []
         for rung in setup.rungs:
             pick = rng.integers(0, len(rung.values), len(rung.values))
             data.append((rung.coords[pick], rung.values[pick]))
-        try:
-            if chosen == "joint":
-                refit = _joint_laws(setup, data, all_index)
-            else:
-                locals_ = [_fit_local(coords, values) for coords, values in data]
-                refit = _independent_laws(setup, locals_, all_index, False, structure=laws)
-        except TransferSearchError:
-            continue  # a resample with every trial of one scale diverged
+        refit = _joint_laws(setup, data, all_index, with_covariance=False)
         if refit is not None:
             samples[b] = _predict(refit, setup.names, target)
     return samples
+
+
+def _law_predictor(
+    setup: _Setup, law: PowerLaw, column: int, target: Scale
+) -> tuple[FloatArray, float]:
+    """(h, c) with prediction at ``target`` = h·z + c for optima z, the law's structure and weights.
+
+    Weighted least squares is linear in the data: β = (AᵀWA)⁻¹AᵀW(z − F), where F holds the fixed
+    (and shrunk) exponents' drift, so prediction = x_tᵀβ + f_t.
+    """
+    free = [setup.variables.index(v) for v in law.names[1:]]
+    variance = np.array([r.local.covariance[column, column] for r in setup.rungs])
+    var = np.where(np.isfinite(variance) & (variance > 0), variance, np.nan)
+    if np.all(np.isnan(var)):
+        var = np.ones(len(variance))
+    else:
+        var = np.where(np.isnan(var), np.nanmax(var) * 1e6, var)
+    weights = 1.0 / var
+    design = np.column_stack([np.ones(len(var)), setup.log_scales[:, free]])
+    target_logs = np.array([math.log(target[v]) for v in setup.variables])
+    row = np.concatenate([[1.0], target_logs[free]])
+    projector = np.linalg.pinv(design.T @ (design * weights[:, None])) @ (design.T * weights)
+    h = row @ projector
+    not_free = [k for k in range(len(setup.variables)) if k not in free]
+    drift = np.zeros(len(var))
+    drift_target = 0.0
+    for k in not_free:
+        exponent = law.exponents[setup.variables[k]]
+        drift = drift + exponent * setup.log_scales[:, k]
+        drift_target += exponent * float(target_logs[k])
+    return h, drift_target - float(h @ drift)
 
 
 def validate(

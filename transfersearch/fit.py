@@ -913,3 +913,112 @@ def _check_fixed(
             )
         checked[name] = float(value)
     return checked
+
+
+# ------------------------------------------------------------------------------------------------
+# Batched bootstrap of one scale's optimum (the hot path of extrapolate's intervals)
+# ------------------------------------------------------------------------------------------------
+def bootstrap_optima(
+    coords: FloatArray, values: FloatArray, n_resamples: int, rng: np.random.Generator
+) -> FloatArray:
+    """Optimum coordinates refitted on ``n_resamples`` resamples (with replacement) of the trials.
+
+    Same model as :func:`estimate_optimum` (local quadratic with diagonal cubic terms fitted to the
+    best region), solved for all resamples at once. A resample is a multinomial count per trial, so
+    its best region is the best-ranked trials up to ``size`` draws, and its fit is the weighted fit
+    with those counts as frequency weights: stacked normal equations and a batched Newton step,
+    in coordinates centred on the best trial and scaled by the full swept range (the model is
+    invariant to both). Resamples the batch cannot settle (no interior minimum inside the trials'
+    box) are refitted one by one with the full method; one with no finite trial gives NaN.
+
+    Args:
+        coords: (n, d) fitted coordinates of one scale's trials.
+        values: (n,) minimisation-sign values, NaN for diverged trials.
+        n_resamples: how many resamples.
+        rng: the random generator.
+
+    Returns:
+        (n_resamples, d) optimum coordinates.
+    """
+    n, dims = coords.shape
+    out = np.full((n_resamples, dims), np.nan)
+    finite_all = np.isfinite(values)
+    n_finite = int(finite_all.sum())
+    size = _region_size(n_finite, dims)
+    n_cols = _n_coef(dims) + dims
+    # Draw counts for the best-ranked trials only; the rest are lumped into one category (exact).
+    order = np.argsort(np.where(finite_all, values, np.inf), kind="stable")
+    span_rows = min(n_finite, 3 * size + 40)
+    top = order[:span_rows]
+    probabilities = np.full(span_rows + 1, 1.0 / n)
+    probabilities[-1] = max(0.0, 1.0 - span_rows / n)
+    drawn = rng.multinomial(n, probabilities, size=n_resamples)
+    todo = np.ones(n_resamples, dtype=bool)
+    extent = np.ptp(coords[finite_all], axis=0) if n_finite else np.zeros(dims)
+    if n_finite >= 2 * n_cols + 2 and size >= 2 * n_cols + 2 and np.all(extent > 0):
+        ranked = order[:n_finite]
+        picked = drawn[:, :span_rows].astype(np.float64)  # (B, M)
+        before = np.cumsum(picked, axis=1) - picked
+        freq = np.clip(np.minimum(picked, size - before), 0.0, None)
+        complete = freq.sum(axis=1) >= size
+        y = values[top]
+        present = freq > 0
+        y_best = np.where(present, y[None, :], np.inf).min(axis=1)
+        y_last = np.where(present, y[None, :], -np.inf).max(axis=1)
+        span = y_last - y_best
+        safe = np.where(span > 0, span, 1.0)
+        t = np.clip((y[None, :] - y_best[:, None]) / safe[:, None], 0.0, 1.0)
+        weights = freq * (1.0 - 0.75 * t * t)
+        low = coords[finite_all].min(axis=0)
+        high = coords[finite_all].max(axis=0)
+        center = coords[ranked[0]]
+        u = (coords[top] - center) / extent
+        design = np.column_stack([_design(u), u**3])  # (M, p)
+        gram = np.matmul((weights[:, :, None] * design[None]).transpose(0, 2, 1), design)
+        rhs = weights @ (design * (y - y[0])[:, None])
+        ok = complete & np.all(np.isfinite(rhs), axis=1)
+        gram[~ok] = np.eye(gram.shape[1])
+        rhs[~ok] = 0.0
+        low_u = (low - center) / extent
+        high_u = (high - center) / extent
+        with np.errstate(all="ignore"):
+            try:
+                theta = np.linalg.solve(gram, rhs[:, :, None])[:, :, 0]
+                grad = theta[:, 1 : 1 + dims]
+                hess = np.empty((n_resamples, dims, dims))
+                pos = 1 + dims
+                for j in range(dims):
+                    for k in range(j, dims):
+                        if j == k:
+                            hess[:, j, j] = 2.0 * theta[:, pos]
+                        else:
+                            hess[:, j, k] = hess[:, k, j] = theta[:, pos]
+                        pos += 1
+                kappa = theta[:, pos : pos + dims]
+                eye = np.eye(dims)
+                u_star = -np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
+                for _ in range(12):
+                    hess_u = hess + eye * (6.0 * kappa * u_star)[:, None, :]
+                    g_u = grad + np.einsum("bjk,bk->bj", hess, u_star) + 3 * kappa * u_star**2
+                    u_star = u_star - np.linalg.solve(hess_u, g_u[:, :, None])[:, :, 0]
+                hess_u = hess + eye * (6.0 * kappa * u_star)[:, None, :]
+                g_u = grad + np.einsum("bjk,bk->bj", hess, u_star) + 3 * kappa * u_star**2
+                positive = np.linalg.eigvalsh(hess_u).min(axis=1) > 0
+                inside = np.all((u_star >= low_u) & (u_star <= high_u), axis=1)
+                settled = np.max(np.abs(g_u), axis=1) < 1e-8 * np.maximum(
+                    1.0, np.max(np.abs(grad), axis=1)
+                )
+                good = ok & positive & inside & settled & np.all(np.isfinite(u_star), axis=1)
+                out[good] = center + extent * u_star[good]
+                todo = ~good
+            except np.linalg.LinAlgError:
+                todo = np.ones(n_resamples, dtype=bool)
+    others = order[span_rows:]
+    for b in np.flatnonzero(todo):
+        rest = rng.choice(others, int(drawn[b, -1])) if len(others) else np.zeros(0, np.intp)
+        sample = np.concatenate([np.repeat(top, drawn[b, :span_rows]), rest]).astype(np.intp)
+        sample_values = values[sample]
+        if not np.isfinite(sample_values).any():
+            continue
+        out[b] = _fit_local(coords[sample], sample_values).coords
+    return out
