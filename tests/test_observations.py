@@ -1,0 +1,106 @@
+"""Observation validation and the readers for lists and DataFrames."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.observations import (
+    Observation,
+    TransferSearchWarning,
+    as_observations,
+    observations_from_frame,
+)
+from transfersearch.scale import Scale
+
+
+def test_observation_converts_scale_and_marks_divergence() -> None:
+    obs = Observation({"width": 64}, {"lr": 1e-3}, float("nan"))
+    assert isinstance(obs.scale, Scale)
+    assert obs.diverged and not obs.usable
+    assert Observation({"width": 64}, {"lr": 1e-3}, math.inf).diverged
+    assert Observation({"width": 64}, {"lr": 1e-3}, 2.0, state="failed").diverged
+    pruned = Observation({"width": 64}, {"lr": 1e-3}, 2.0, state="pruned")
+    assert not pruned.diverged and not pruned.usable
+    fine = Observation({"width": 64}, {"lr": 1e-3}, 2.0)
+    assert fine.usable and not fine.diverged
+    assert hash(fine) == hash(Observation(Scale(width=64), {"lr": 1e-3}, 2.0))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"scale": {"width": -1}, "params": {"lr": 1e-3}, "value": 1.0}, "scale.width"),
+        ({"scale": {"width": 8}, "params": {"lr": math.nan}, "value": 1.0}, "params.lr"),
+        ({"scale": {"width": 8}, "params": {"lr": 1e-3}, "value": "low"}, "value"),
+        ({"scale": {"width": 8}, "params": {"lr": 1e-3}, "value": 1.0, "state": "ok"}, "state"),
+        ({"scale": {"width": 8}, "params": [("lr", 1e-3)], "value": 1.0}, "params"),
+    ],
+)
+def test_observation_rejects_bad_fields(kwargs: dict[str, object], fragment: str) -> None:
+    with pytest.raises(TransferSearchError, match=fragment):
+        Observation(**kwargs)  # type: ignore[arg-type]
+
+
+def test_as_observations_rejects_other_sources() -> None:
+    with pytest.raises(TransferSearchError, match="Observation"):
+        as_observations([{"width": 1}])
+    with pytest.raises(TransferSearchError, match="list of Observation"):
+        as_observations(42)
+    assert TransferSearchWarning.__name__ == "TransferSearchWarning"
+
+
+def test_frame_convention_prefixes_and_plain_columns() -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(
+        {
+            "scale.width": [64, 128],
+            "params.lr": [1e-3, 2e-3],
+            "bs": [32, 64],
+            "value": [2.0, float("nan")],
+            "state": ["complete", "failed"],
+        }
+    )
+    obs = as_observations(frame, params=["lr", "bs"])
+    assert obs[0].scale == Scale(width=64)
+    assert obs[0].params == {"lr": 1e-3, "bs": 32.0}
+    assert obs[1].state == "failed" and obs[1].diverged
+    plain = pd.DataFrame({"N": [1e6], "lr": [1e-3], "loss": [3.0]})
+    read = observations_from_frame(plain, params=["lr"], scale_columns=["N"], value_column="loss")
+    assert read[0].scale == Scale(N=1e6) and read[0].value == 3.0
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"params": ["wd"]}, "'wd'"),
+        ({"params": ["lr"], "value_column": "loss"}, "value_column"),
+        ({"params": ["lr"], "scale_columns": ["depth"]}, "scale_columns"),
+    ],
+)
+def test_frame_missing_columns_are_named(options: dict[str, object], fragment: str) -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"scale.width": [64], "params.lr": [1e-3], "value": [2.0]})
+    with pytest.raises(TransferSearchError, match=fragment):
+        as_observations(frame, **options)  # type: ignore[arg-type]
+
+
+def test_frame_without_scale_columns_says_how_to_name_them() -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"lr": [1e-3], "value": [2.0]})
+    with pytest.raises(TransferSearchError, match="scale_columns"):
+        as_observations(frame, params=["lr"])
+
+
+def test_core_import_does_not_pull_pandas_or_frameworks() -> None:
+    import subprocess
+
+    code = (
+        "import sys, transfersearch.extrapolate, transfersearch.observations;"
+        "print(any(m in sys.modules for m in ('pandas', 'optuna', 'ray', 'torch')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
