@@ -1,0 +1,465 @@
+"""Parameter classification and torch.optim param groups (private; see ``integrations/torch.py``).
+
+Every trainable parameter goes to exactly one of :data:`transfersearch.rules.GROUPS`:
+
+- ``"hidden"``: a matrix whose fan-in and fan-out both grow with width (µP's hidden weights).
+- ``"input"``: only the fan-out grows (first layer, embedding tables), or nothing grows (a
+  fixed-size matrix; µP gives it the same Θ(1) learning rate as the input layer).
+- ``"output"``: only the fan-in grows (the readout).
+- ``"vector"``: at most one dimension (biases, LayerNorm/RMSNorm gains, MHA ``bias_k``/``bias_v``).
+
+Axes: ``nn.Linear``/``nn.ConvNd``/``nn.MultiheadAttention`` projections and unknown parameters
+(torch's convention) have fan-out on axis 0 and fan-in on axis 1; ``nn.ConvTransposeNd`` has them
+swapped (its weight is ``(in, out/groups, *kernel)``); an ``nn.Embedding``/``nn.EmbeddingBag`` table
+``(vocab, d)`` has fan-out ``d`` on axis 1 (a one-hot input of size vocab on axis 0).
+Nothing is stored on the tensors: the classification lives in the returned dicts.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Union
+
+import torch
+from torch import nn
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.rules import GROUPS
+from transfersearch.space import Hyperparameters
+
+__all__ = ["ParameterRole", "classify", "named_parameters", "param_groups", "unwrap"]
+
+Pattern = Union[str, "re.Pattern[str]"]
+Convention = Literal["coupled", "independent"]
+
+#: Name components that wrappers insert and that we drop: torch.compile, FSDP, activation
+#: checkpointing. (DDP's and DataParallel's ``module.`` prefix is removed by unwrapping the object.)
+_WRAPPER_COMPONENTS = frozenset({"_orig_mod", "_fsdp_wrapped_module", "_checkpoint_wrapped_module"})
+
+
+@dataclass(frozen=True)
+class ParameterRole:
+    """Why one parameter landed in its group.
+
+    Attributes:
+        name: the parameter's name with wrapper prefixes removed (``_orig_mod.``, DDP's ``module.``,
+            ``_fsdp_wrapped_module.``), as used by ``overrides``.
+        group: one of "input", "hidden", "output", "vector".
+        shape: the parameter's (unsharded) shape.
+        base_shape: the same parameter's shape in ``base_model``, or None without one.
+        fan_out_axis, fan_in_axis: the axes read as fan-out and fan-in (None for vectors).
+        reason: a short human-readable explanation.
+    """
+
+    name: str
+    group: str
+    shape: tuple[int, ...]
+    base_shape: tuple[int, ...] | None
+    fan_out_axis: int | None
+    fan_in_axis: int | None
+    reason: str
+
+    @property
+    def fan_in(self) -> int | None:
+        """Fan-in = size of the fan-in axis times the receptive field (conv kernels)."""
+        if self.fan_in_axis is None:
+            return None
+        receptive = 1
+        for axis, size in enumerate(self.shape):
+            if axis not in (self.fan_in_axis, self.fan_out_axis):
+                receptive *= size
+        return self.shape[self.fan_in_axis] * receptive
+
+
+# ----------------------------------------------------------------------------------------------
+# Names and wrappers
+# ----------------------------------------------------------------------------------------------
+def unwrap(model: nn.Module) -> nn.Module:
+    """Strip DistributedDataParallel / DataParallel (``.module``) and torch.compile (``._orig_mod``).
+
+    FSDP is not stripped: with ``use_orig_params=True`` its parameters are the ones to optimize.
+    """
+    while True:
+        if isinstance(model, (nn.parallel.DistributedDataParallel, nn.DataParallel)):
+            model = model.module
+            continue
+        inner = getattr(model, "_orig_mod", None)
+        if isinstance(inner, nn.Module):
+            model = inner
+            continue
+        return model
+
+
+def clean_name(name: str) -> str:
+    """Drop wrapper components (``_orig_mod``, ``_fsdp_wrapped_module``, …) from a dotted name."""
+    return ".".join(part for part in name.split(".") if part not in _WRAPPER_COMPONENTS)
+
+
+def named_parameters(model: nn.Module) -> Iterator[tuple[str, nn.Parameter]]:
+    """``(clean name, parameter)`` for each distinct parameter (tied ones once, first name)."""
+    for name, param in unwrap(model).named_parameters():
+        yield clean_name(name), param
+
+
+def _fsdp_full_shapes(model: nn.Module) -> dict[str, tuple[int, ...]] | None:
+    """Unsharded shapes under FSDP (``use_orig_params=True``), or None when no FSDP is present.
+
+    FSDP's original parameters are flat 1-D shards outside forward/backward; the full shapes are
+    read inside ``FSDP.summon_full_params`` — a collective, so every rank must call param_groups.
+    """
+    try:
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    except ImportError:  # pragma: no cover - torch built without distributed
+        return None
+    root = unwrap(model)
+    if not any(isinstance(m, FSDP) for m in root.modules()):
+        return None
+    names = [n for n, _ in root.named_parameters()]
+    if any(n.split(".")[-1] == "_flat_param" for n in names):
+        raise TransferSearchError(
+            "FSDP with use_orig_params=False exposes only flattened parameters, so their roles "
+            "cannot be told. Wrap the model with FullyShardedDataParallel(..., use_orig_params=True)."
+        )
+    with FSDP.summon_full_params(root, writeback=False, recurse=True):
+        return {clean_name(n): tuple(p.shape) for n, p in root.named_parameters()}
+
+
+# ----------------------------------------------------------------------------------------------
+# Layouts
+# ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Layout:
+    kind: str  # "embedding", "matrix", "vector", "generic"
+    fan_out_axis: int | None
+    fan_in_axis: int | None
+
+
+_ATTENTION_MATRICES = ("in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight")
+
+
+def _layout_of(module: nn.Module, local: str) -> _Layout:
+    if isinstance(module, (nn.Embedding, nn.EmbeddingBag)) and local == "weight":
+        return _Layout("embedding", 1, 0)
+    if isinstance(module, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
+        return _Layout("matrix", 1, 0) if local == "weight" else _Layout("vector", None, None)
+    if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)):
+        return _Layout("matrix", 0, 1) if local == "weight" else _Layout("vector", None, None)
+    if isinstance(module, nn.MultiheadAttention):
+        if local in _ATTENTION_MATRICES:
+            return _Layout("matrix", 0, 1)
+        return _Layout("vector", None, None)  # in_proj_bias, bias_k, bias_v
+    return _Layout("generic", 0, 1)
+
+
+def _owners(model: nn.Module) -> dict[int, list[tuple[nn.Module, str]]]:
+    found: dict[int, list[tuple[nn.Module, str]]] = {}
+    for module in model.modules():
+        for local, param in module.named_parameters(recurse=False, remove_duplicate=False):
+            found.setdefault(id(param), []).append((module, local))
+    return found
+
+
+def _layout_for(owners: list[tuple[nn.Module, str]]) -> tuple[_Layout, bool]:
+    """The layout of a (possibly tied) parameter and whether it is a tied embedding.
+
+    A table shared by an Embedding and a Linear readout is read as the embedding ("input"): one
+    tensor can have only one learning rate, and µP keeps the shared table at the input's Θ(1) rate
+    (the readout then needs its own 1/width output multiplier in the forward pass).
+    """
+    layouts = [_layout_of(module, local) for module, local in owners] or [_Layout("generic", 0, 1)]
+    embedding = [lay for lay in layouts if lay.kind == "embedding"]
+    if embedding:
+        return embedding[0], len(layouts) > 1
+    known = [lay for lay in layouts if lay.kind != "generic"]
+    return (known or layouts)[0], False
+
+
+# ----------------------------------------------------------------------------------------------
+# Overrides
+# ----------------------------------------------------------------------------------------------
+def _check_overrides(overrides: Mapping[Pattern, str] | None) -> list[tuple[Pattern, str]]:
+    if overrides is None:
+        return []
+    if not isinstance(overrides, Mapping):
+        raise TransferSearchError(
+            f"`overrides` must map name patterns to groups, e.g. {{'lm_head.*': 'output'}}, but got "
+            f"{overrides!r}."
+        )
+    checked: list[tuple[Pattern, str]] = []
+    for pattern, group in overrides.items():
+        if not isinstance(pattern, (str, re.Pattern)):
+            raise TransferSearchError(
+                f"override pattern {pattern!r} must be a glob string or a compiled re.Pattern."
+            )
+        if group not in GROUPS:
+            raise TransferSearchError(
+                f"override {pattern!r} -> {group!r}: the group must be one of {GROUPS}."
+            )
+        checked.append((pattern, group))
+    return checked
+
+
+def _matches(pattern: Pattern, name: str) -> bool:
+    if isinstance(pattern, str):
+        return fnmatch.fnmatchcase(name, pattern)
+    return pattern.search(name) is not None
+
+
+def _show(pattern: Pattern) -> str:
+    return repr(pattern) if isinstance(pattern, str) else f"re.compile({pattern.pattern!r})"
+
+
+# ----------------------------------------------------------------------------------------------
+# Classification
+# ----------------------------------------------------------------------------------------------
+def _by_shapes(
+    name: str, shape: tuple[int, ...], base_shape: tuple[int, ...], layout: _Layout, tied: bool
+) -> tuple[str, str]:
+    """(group, reason) by comparing a matrix's shape with the base-width shape."""
+    if len(shape) != len(base_shape):
+        raise TransferSearchError(
+            f"parameter {name!r} has shape {shape} but {base_shape} in base_model: the number of "
+            "dimensions differs. Build base_model with the same architecture at another width."
+        )
+    grown = {axis for axis, (a, b) in enumerate(zip(shape, base_shape)) if a != b}
+    if layout.kind == "generic" and sum(size > 1 for size in shape) <= 1 and len(grown) <= 1:
+        return "vector", "a vector stored with singleton axes"
+    out_axis, in_axis = layout.fan_out_axis, layout.fan_in_axis
+    stray = sorted(grown - {out_axis, in_axis})
+    if stray:
+        raise TransferSearchError(
+            f"cannot tell the role of parameter {name!r}: shape {shape} vs {base_shape} in "
+            f"base_model grows on axis {stray}, which is neither its fan-out axis ({out_axis}) nor "
+            f"its fan-in axis ({in_axis}). Pass overrides={{{name!r}: 'input'}} (or the right "
+            "group) to param_groups."
+        )
+    fan_out, fan_in = out_axis in grown, in_axis in grown
+    if fan_out and fan_in:
+        return "hidden", "fan-in and fan-out grow with width"
+    if fan_out:
+        why = "tied embedding/readout: width grows" if tied else "only fan-out grows with width"
+        return "input", why
+    if fan_in:
+        return "output", "only fan-in grows with width"
+    return "input", "no dimension grows with width (Θ(1) lr, like the input layer)"
+
+
+def classify(
+    model: nn.Module,
+    base_model: nn.Module | None = None,
+    overrides: Mapping[Pattern, str] | None = None,
+) -> dict[str, ParameterRole]:
+    """Assign each parameter of ``model`` to "input", "hidden", "output" or "vector".
+
+    With ``base_model`` (the same architecture at any *other* width; build it on the meta device,
+    ``with torch.device("meta"): make_model(width=...)``, to allocate nothing), a parameter's group
+    follows from which of its axes differ in size: fan-in and fan-out → hidden, only fan-out →
+    input, only fan-in → output, none → input (a fixed-size matrix), ≤1 dimension → vector.
+
+    Without ``base_model``, a documented heuristic by module type and registration order: ≤1-D
+    parameters and norm/bias parameters are vectors; Embedding tables are inputs; of the remaining
+    Linear/Conv/MultiheadAttention weights, in ``named_parameters()`` order, the first is the input
+    (only when the model has no Embedding) and the last is the output (unless the model ties a
+    readout to its embedding), the rest hidden. Parameters of other modules (raw ``nn.Parameter``
+    matrices) need ``overrides`` or a base_model.
+
+    ``overrides`` maps name patterns to groups and wins over both: a ``str`` is a glob matched
+    against the whole clean name (``fnmatch.fnmatchcase``), a compiled ``re.Pattern`` is searched in
+    it. The first matching pattern applies; a pattern that matches nothing is an error (a typo).
+
+    Returns:
+        clean parameter name → :class:`ParameterRole`, in ``named_parameters()`` order; tied
+        parameters appear once, under their first name.
+
+    Raises:
+        TransferSearchError: an ambiguous role (naming the parameter and the override to add), a
+            base_model whose parameters or dimensions do not match, a base_model with the same
+            shapes as the model, or a bad override.
+    """
+    rules = _check_overrides(overrides)
+    root = unwrap(model)
+    owners = _owners(root)
+    full_shapes = _fsdp_full_shapes(model)
+    params = list(named_parameters(model))
+    shapes = {
+        name: full_shapes.get(name, tuple(p.shape)) if full_shapes else tuple(p.shape)
+        for name, p in params
+    }
+    layouts = {name: _layout_for(owners.get(id(p), [])) for name, p in params}
+    base_shapes: dict[str, tuple[int, ...]] | None = None
+    if base_model is not None:
+        base_full = _fsdp_full_shapes(base_model)
+        base_shapes = {
+            name: (base_full or {}).get(name, tuple(p.shape))
+            for name, p in named_parameters(base_model)
+        }
+        missing = [name for name, _ in params if name not in base_shapes]
+        if missing:
+            raise TransferSearchError(
+                f"base_model has no parameters named {missing[:5]}; it must be the same "
+                "architecture as `model` (built by the same function at another width)."
+            )
+    overridden = {name for name, _ in params if any(_matches(p, name) for p, _ in rules)}
+    groups: dict[str, tuple[str, str]] = {}
+    if base_shapes is not None:
+        for name, _ in params:
+            layout, tied = layouts[name]
+            if name in overridden:
+                groups[name] = ("hidden", "placeholder, overridden")
+            elif layout.kind == "vector" or len(shapes[name]) <= 1:
+                groups[name] = ("vector", "at most one dimension (bias, gain)")
+            else:
+                groups[name] = _by_shapes(name, shapes[name], base_shapes[name], layout, tied)
+        matrices = [n for n, _ in params if len(shapes[n]) > 1]
+        if matrices and all(shapes[n] == base_shapes[n] for n in matrices):
+            raise TransferSearchError(
+                "every parameter of base_model has the same shape as in `model`, so no dimension "
+                "can be seen to grow with width. Build base_model at a different width (e.g. half "
+                "or twice the model's); hp already carries the learning-rate scaling."
+            )
+    else:
+        groups = _by_position(params, shapes, layouts, overridden)
+    used: set[int] = set()
+    roles: dict[str, ParameterRole] = {}
+    for name, _ in params:
+        group, reason = groups[name]
+        for index, (pattern, target) in enumerate(rules):
+            if _matches(pattern, name):
+                group, reason = target, f"override {_show(pattern)}"
+                used.add(index)
+                break
+        layout, _ = layouts[name]
+        vector = group == "vector" or len(shapes[name]) <= 1
+        roles[name] = ParameterRole(
+            name=name,
+            group=group,
+            shape=shapes[name],
+            base_shape=None if base_shapes is None else base_shapes[name],
+            fan_out_axis=None if vector else layout.fan_out_axis,
+            fan_in_axis=None if vector else layout.fan_in_axis,
+            reason=reason,
+        )
+    unused = [_show(pattern) for index, (pattern, _) in enumerate(rules) if index not in used]
+    if unused:
+        raise TransferSearchError(
+            f"overrides {unused} match no parameter. Names look like {[n for n, _ in params][:4]} "
+            "(wrapper prefixes such as '_orig_mod.' and 'module.' removed)."
+        )
+    return roles
+
+
+def _by_position(
+    params: list[tuple[str, nn.Parameter]],
+    shapes: Mapping[str, tuple[int, ...]],
+    layouts: Mapping[str, tuple[_Layout, bool]],
+    overridden: set[str],
+) -> dict[str, tuple[str, str]]:
+    """The no-base_model heuristic (see :func:`classify`)."""
+    groups: dict[str, tuple[str, str]] = {}
+    matrices: list[str] = []
+    has_embedding = has_tied = False
+    for name, _ in params:
+        layout, tied = layouts[name]
+        if layout.kind == "vector" or len(shapes[name]) <= 1:
+            groups[name] = ("vector", "at most one dimension (bias, gain)")
+        elif layout.kind == "embedding":
+            groups[name] = ("input", "embedding table (no base_model)")
+            has_embedding, has_tied = True, has_tied or tied
+        elif layout.kind == "generic" and sum(size > 1 for size in shapes[name]) <= 1:
+            groups[name] = ("vector", "a vector stored with singleton axes")
+        elif layout.kind == "generic":
+            if name not in overridden:
+                raise TransferSearchError(
+                    f"cannot tell the role of parameter {name!r} (shape {shapes[name]}): it is not "
+                    "a Linear, Conv, Embedding or MultiheadAttention weight and no base_model was "
+                    f"given. Pass base_model=make_model(width=...) or overrides={{{name!r}: ...}}."
+                )
+            groups[name] = ("hidden", "placeholder, overridden")
+        else:
+            matrices.append(name)
+    for name in matrices:
+        groups[name] = ("hidden", "a middle Linear/Conv/attention weight (no base_model)")
+    if not has_embedding and matrices:
+        groups[matrices[0]] = ("input", "the first registered matrix (no base_model)")
+    if not has_tied and matrices:
+        last = matrices[-1]
+        if groups[last][0] == "input" and last not in overridden:
+            raise TransferSearchError(
+                f"the model has a single matrix {last!r}, both first and last layer: its role is "
+                f"ambiguous without base_model. Pass overrides={{{last!r}: 'input'}} or a base_model."
+            )
+        groups[last] = ("output", "the last registered matrix (no base_model)")
+    return groups
+
+
+# ----------------------------------------------------------------------------------------------
+# Param groups
+# ----------------------------------------------------------------------------------------------
+def param_groups(
+    model: nn.Module,
+    hp: Hyperparameters,
+    base_model: nn.Module | None = None,
+    overrides: Mapping[Pattern, str] | None = None,
+    convention: Convention = "coupled",
+) -> list[dict[str, Any]]:
+    """torch.optim param groups carrying ``hp``'s per-group learning rate and weight decay.
+
+    Parameters are classified by :func:`classify` (shapes against ``base_model``, else the
+    documented heuristic, with ``overrides`` on top). Only parameters with ``requires_grad`` are
+    included; tied parameters appear once.
+
+    Args:
+        model: the model to train, possibly wrapped by torch.compile, DDP or FSDP
+            (``use_orig_params=True``; under FSDP call this on every rank: reading unsharded shapes
+            is a collective).
+        hp: concrete hyperparameters from ``TransferSpace.concretize``.
+        base_model: the same architecture at another width (shape reference only).
+        overrides: name pattern → group (see :func:`classify`).
+        convention: ``"coupled"`` (default) puts PyTorch's λ, ``hp.groups[g]["weight_decay"]``, in
+            ``weight_decay`` — torch.optim.AdamW decays ``w ← (1 − ηλ)w − ηu``, so the decay is
+            multiplied by the learning rate (and follows its schedule). ``"independent"`` puts
+            λ' = ηλ, ``hp.groups[g]["independent_wd"]``, there, for optimizers that decay
+            ``w ← (1 − λ')w − ηu`` (decay *not* multiplied by the learning rate).
+
+    Returns:
+        One plain dict per non-empty group, in the order input, hidden, output, vector:
+        ``{"params", "lr", "weight_decay", "name", "param_names"}`` (``param_names`` is torch.optim's
+        own optional key; it is saved in the optimizer's state_dict).
+
+    Raises:
+        TransferSearchError: see :func:`classify`; a bad ``convention`` or a model without
+            trainable parameters.
+    """
+    if convention not in ("coupled", "independent"):
+        raise TransferSearchError(
+            f"`convention` must be 'coupled' (torch.optim.AdamW) or 'independent', but got "
+            f"convention={convention!r}."
+        )
+    if not isinstance(hp, Hyperparameters):
+        raise TransferSearchError(
+            f"`hp` must be transfersearch.Hyperparameters (from TransferSpace.concretize), but got "
+            f"{type(hp).__name__}."
+        )
+    roles = classify(model, base_model, overrides)
+    members: dict[str, list[tuple[str, torch.nn.Parameter]]] = {g: [] for g in GROUPS}
+    for name, param in named_parameters(model):
+        if param.requires_grad:
+            members[roles[name].group].append((name, param))
+    key = "weight_decay" if convention == "coupled" else "independent_wd"
+    groups = [
+        {
+            "params": [p for _, p in members[g]],
+            "lr": float(hp.groups[g]["lr"]),
+            "weight_decay": float(hp.groups[g][key]),
+            "name": g,
+            "param_names": [n for n, _ in members[g]],
+        }
+        for g in GROUPS
+        if members[g]
+    ]
+    if not groups:
+        raise TransferSearchError("`model` has no parameters with requires_grad=True to optimize.")
+    return groups

@@ -1,0 +1,480 @@
+"""Tests of transfersearch.integrations.torch on a small MLP, a tiny transformer and a CNN."""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+from transfersearch.integrations.torch import (  # noqa: E402
+    ModelEMA,
+    WeightDecaySchedule,
+    classify,
+    coord_check,
+    diagnostics,
+    param_groups,
+    schedule,
+)
+
+import transfersearch as ts  # noqa: E402
+from transfersearch.rules import exp_warmup_factor, su_proportional_lr_wd  # noqa: E402
+
+BASE_WIDTH, WIDTH = 32, 128
+N, B = 50_000, 128
+
+# Hand-computed for base_lr=3e-3, tau_epoch=1 at s = 128/32 = 4 under MuP(wd_width_exponent=1):
+# ηλ = B/(τN) = 128/50000 = 2.56e-3, λ_base = 2.56e-3/3e-3; hidden/output η = 3e-3/4, λ = 4·λ_base.
+ETA_LAMBDA = 128 / 50_000
+EXPECTED = {
+    "input": (3e-3, ETA_LAMBDA / 3e-3),
+    "hidden": (3e-3 / 4, 4 * ETA_LAMBDA / 3e-3),
+    "output": (3e-3 / 4, 4 * ETA_LAMBDA / 3e-3),
+    "vector": (3e-3, 0.0),
+}
+
+
+def make_space() -> ts.TransferSpace:
+    return ts.TransferSpace(
+        base=ts.Scale(width=BASE_WIDTH, dataset_size=N, batch_size=B),
+        coords={
+            "base_lr": ts.Float(1e-4, 1e-1, log=True),
+            "tau_epoch": ts.Float(0.05, 20.0, log=True),
+        },
+        rule=ts.rules.MuP(wd_width_exponent=1.0),
+        ema_momentum=0.999,
+    )
+
+
+def make_hp(width: int = WIDTH) -> ts.Hyperparameters:
+    return make_space().concretize({"base_lr": 3e-3, "tau_epoch": 1.0}, scale=ts.Scale(width=width))
+
+
+class MLP(nn.Module):
+    def __init__(self, width: int, d_in: int = 12, d_out: int = 5) -> None:
+        super().__init__()
+        self.inp = nn.Linear(d_in, width)
+        self.hid = nn.Linear(width, width)
+        self.norm = nn.LayerNorm(width)
+        self.out = nn.Linear(width, d_out)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.norm(torch.relu(self.hid(torch.relu(self.inp(x))))))
+
+
+class TinyTransformer(nn.Module):
+    def __init__(self, width: int, vocab: int = 37, seq: int = 8, tie: bool = True) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.pos = nn.Parameter(torch.zeros(1, seq, width))  # raw parameter: needs an override
+        self.block = nn.TransformerEncoderLayer(
+            width, nhead=2, dim_feedforward=2 * width, dropout=0.0, batch_first=True
+        )
+        self.norm = nn.RMSNorm(width)
+        self.head = nn.Linear(width, vocab, bias=False)
+        if tie:
+            self.head.weight = self.embed.weight
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.norm(self.block(self.embed(tokens) + self.pos)))
+
+
+class CNN(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, width, 3, padding=1)
+        self.conv = nn.Conv2d(width, width, 3, padding=1)
+        self.up = nn.ConvTranspose2d(width, width, 2, stride=2)
+        self.bn = nn.BatchNorm2d(width)
+        self.fc = nn.Linear(width, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.bn(self.up(torch.relu(self.conv(torch.relu(self.stem(x))))))
+        return self.fc(h.mean(dim=(2, 3)))
+
+
+def meta(factory, *args, **kwargs):  # type: ignore[no-untyped-def]
+    with torch.device("meta"):
+        return factory(*args, **kwargs)
+
+
+def by_group(groups: list[dict]) -> dict[str, list[str]]:  # type: ignore[type-arg]
+    return {g["name"]: g["param_names"] for g in groups}
+
+
+POS = {"pos": "input"}
+
+# ----------------------------------------------------------------------------------------------
+# param_groups
+# ----------------------------------------------------------------------------------------------
+
+
+def test_mlp_groups_have_hand_computed_lr_and_weight_decay() -> None:
+    groups = param_groups(MLP(WIDTH), make_hp(), base_model=meta(MLP, BASE_WIDTH))
+    assert by_group(groups) == {
+        "input": ["inp.weight"],
+        "hidden": ["hid.weight"],
+        "output": ["out.weight"],
+        "vector": ["inp.bias", "hid.bias", "norm.weight", "norm.bias", "out.bias"],
+    }
+    for group in groups:
+        lr, wd = EXPECTED[group["name"]]
+        assert group["lr"] == pytest.approx(lr, rel=1e-12)
+        assert group["weight_decay"] == pytest.approx(wd, rel=1e-12)
+    torch.optim.AdamW(groups)  # plain dicts that torch.optim accepts
+
+
+@pytest.mark.parametrize("width", [64, 128])
+def test_tau_epoch_recomputed_from_groups_equals_the_coordinate(width: int) -> None:
+    groups = param_groups(MLP(width), make_hp(width), base_model=meta(MLP, BASE_WIDTH))
+    for group in groups:
+        if group["name"] != "vector":
+            tau_epoch = B / (group["lr"] * group["weight_decay"] * N)  # Wang & Aitchison Eq. 10
+            assert tau_epoch == pytest.approx(1.0, rel=1e-12)
+
+
+def test_independent_convention_puts_lr_times_weight_decay() -> None:
+    groups = param_groups(
+        MLP(WIDTH), make_hp(), base_model=meta(MLP, BASE_WIDTH), convention="independent"
+    )
+    for group in groups:
+        lr, wd = EXPECTED[group["name"]]
+        assert group["weight_decay"] == pytest.approx(lr * wd, rel=1e-12)
+    with pytest.raises(ts.TransferSearchError, match="convention"):
+        param_groups(MLP(WIDTH), make_hp(), meta(MLP, BASE_WIDTH), convention="decoupled")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("tie", [True, False])
+def test_transformer_groups(tie: bool) -> None:
+    model = TinyTransformer(WIDTH, tie=tie)
+    groups = param_groups(model, make_hp(), meta(TinyTransformer, BASE_WIDTH, tie=tie), POS)
+    names = by_group(groups)
+    assert names["input"] == ["embed.weight", "pos"] or names["input"] == ["pos", "embed.weight"]
+    assert names["hidden"] == [
+        "block.self_attn.in_proj_weight",  # (3d, d): both dims grow
+        "block.self_attn.out_proj.weight",
+        "block.linear1.weight",
+        "block.linear2.weight",
+    ]
+    # A tied readout shares the embedding's tensor: it appears once, as "input".
+    assert names.get("output") == (None if tie else ["head.weight"])
+    assert "block.self_attn.in_proj_bias" in names["vector"] and "norm.weight" in names["vector"]
+    every = [p for g in groups for p in g["params"]]
+    assert len(every) == len({id(p) for p in every}) == len(list(model.parameters()))
+
+
+def test_raw_parameter_growing_on_another_axis_needs_an_override() -> None:
+    with pytest.raises(ts.TransferSearchError, match=r"overrides=\{'pos': 'input'\}"):
+        classify(TinyTransformer(WIDTH), meta(TinyTransformer, BASE_WIDTH))
+
+
+def test_heuristic_without_base_model_matches_shapes() -> None:
+    for model, base, over in [
+        (MLP(WIDTH), MLP(BASE_WIDTH), None),
+        (TinyTransformer(WIDTH, tie=False), TinyTransformer(BASE_WIDTH, tie=False), POS),
+        (TinyTransformer(WIDTH), TinyTransformer(BASE_WIDTH), POS),
+    ]:
+        with_base = {n: r.group for n, r in classify(model, base, over).items()}
+        heuristic = {n: r.group for n, r in classify(model, None, over).items()}
+        assert heuristic == with_base
+
+
+def test_heuristic_refuses_a_single_matrix() -> None:
+    with pytest.raises(ts.TransferSearchError, match="single matrix"):
+        classify(nn.Sequential(nn.Linear(4, 4)))
+    roles = classify(nn.Sequential(nn.Linear(4, 4)), overrides={"0.weight": "input"})
+    assert roles["0.weight"].group == "input"
+
+
+def test_cnn_groups_read_conv_axes() -> None:
+    roles = classify(CNN(WIDTH), meta(CNN, BASE_WIDTH))
+    assert {n: r.group for n, r in roles.items() if r.group != "vector"} == {
+        "stem.weight": "input",
+        "conv.weight": "hidden",
+        "up.weight": "hidden",
+        "fc.weight": "output",
+    }
+    assert roles["conv.weight"].fan_in == WIDTH * 9
+    narrow = nn.Sequential(nn.ConvTranspose2d(WIDTH, 4, 2), nn.ConvTranspose2d(4, WIDTH, 2))
+    narrow_base = nn.Sequential(nn.ConvTranspose2d(8, 4, 2), nn.ConvTranspose2d(4, 8, 2))
+    roles = classify(narrow, narrow_base)  # ConvTranspose weight is (in, out, k, k)
+    assert (roles["0.weight"].group, roles["1.weight"].group) == ("output", "input")
+
+
+def test_overrides_glob_and_regex_win_and_typos_raise() -> None:
+    model, base = MLP(WIDTH), meta(MLP, BASE_WIDTH)
+    roles = classify(model, base, {"out.*": "hidden", re.compile(r"^inp\.w"): "vector"})
+    assert roles["out.weight"].group == "hidden" and roles["out.bias"].group == "hidden"
+    assert roles["inp.weight"].group == "vector"
+    with pytest.raises(ts.TransferSearchError, match="match no parameter"):
+        classify(model, base, {"outt.*": "output"})
+    with pytest.raises(ts.TransferSearchError, match="must be one of"):
+        classify(model, base, {"out.*": "readout"})
+
+
+def test_base_model_errors_name_the_fix() -> None:
+    with pytest.raises(ts.TransferSearchError, match="different width"):
+        classify(MLP(WIDTH), MLP(WIDTH))
+    with pytest.raises(ts.TransferSearchError, match="same architecture"):
+        classify(MLP(WIDTH), nn.Sequential(nn.Linear(12, 32)))
+
+
+def test_wrapped_models_have_clean_names() -> None:
+    model = MLP(WIDTH)
+    expected = by_group(param_groups(model, make_hp(), meta(MLP, BASE_WIDTH)))
+    wrapped = nn.DataParallel(model)  # same "module." prefix as DDP; runs on CPU
+    assert by_group(param_groups(wrapped, make_hp(), meta(MLP, BASE_WIDTH))) == expected
+    compiled = torch.compile(model, backend="eager")
+    assert next(n for n, _ in compiled.named_parameters()).startswith("_orig_mod.")
+    assert by_group(param_groups(compiled, make_hp(), meta(MLP, BASE_WIDTH))) == expected
+    model.hid = torch.compile(model.hid, backend="eager")  # compiled submodule: inner _orig_mod
+    assert by_group(param_groups(model, make_hp(), meta(MLP, BASE_WIDTH))) == expected
+
+
+def test_compiled_model_trains_with_groups() -> None:
+    torch.manual_seed(0)
+    model = MLP(WIDTH)
+    try:  # aot_eager traces forward and backward without needing a C compiler
+        compiled = torch.compile(model, backend="aot_eager")
+        compiled(torch.randn(2, 12))
+    except Exception as exc:  # pragma: no cover - depends on the machine
+        pytest.skip(f"torch.compile is unavailable here: {exc!r}")
+    opt = torch.optim.AdamW(param_groups(compiled, make_hp(), meta(MLP, BASE_WIDTH)))
+    before = model.hid.weight.detach().clone()
+    for _ in range(2):
+        opt.zero_grad()
+        compiled(torch.randn(16, 12)).pow(2).mean().backward()
+        opt.step()
+    assert not torch.equal(before, model.hid.weight)
+    ema = ModelEMA(compiled, 0.9)  # names without _orig_mod: copies into the plain model
+    ema.copy_to(MLP(WIDTH))
+
+
+# ----------------------------------------------------------------------------------------------
+# schedules
+# ----------------------------------------------------------------------------------------------
+
+
+def test_exp_warmup_applies_to_hidden_and_output_only() -> None:
+    hp = make_hp()
+    groups = param_groups(MLP(WIDTH), hp, meta(MLP, BASE_WIDTH))
+    opt = torch.optim.AdamW(groups)
+    mults = schedule(hp, 100, "constant", warmup="exp", warmup_steps=10, width_mult=4, groups=opt)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, mults)
+    for step in range(12):
+        factor = float(exp_warmup_factor(step, 4.0, 10))
+        for group in opt.param_groups:
+            lr, _ = EXPECTED[group["name"]]
+            want = lr * factor if group["name"] in ("hidden", "output") else lr
+            assert group["lr"] == pytest.approx(want, rel=1e-12)
+        opt.step()
+        sched.step()
+    assert opt.param_groups[1]["lr"] == pytest.approx(EXPECTED["hidden"][0])
+
+
+def test_schedule_shapes() -> None:
+    hp = make_hp()
+    cosine = schedule(hp, 110, "cosine", warmup="linear", warmup_steps=10, final_fraction=0.1)
+    assert cosine(0) == pytest.approx(0.1)  # (t + 1)/T_w
+    assert cosine(10) == pytest.approx(1.0)
+    assert cosine(60) == pytest.approx(0.1 + 0.9 * 0.5)
+    assert cosine(110) == pytest.approx(0.1)
+    wsd = schedule(hp, 100, "wsd", decay_fraction=0.2)
+    assert [wsd(t) for t in (0, 80, 90, 100)] == pytest.approx([1.0, 1.0, 0.5, 0.0])
+    linear = schedule(hp, 100, "linear")
+    assert linear(25) == pytest.approx(0.75)
+
+
+def test_schedule_errors() -> None:
+    hp = make_hp()
+    with pytest.raises(ts.TransferSearchError, match="width_mult"):
+        schedule(hp, 100, warmup="exp", warmup_steps=10)
+    with pytest.raises(ts.TransferSearchError, match="groups="):
+        schedule(hp, 100, warmup="exp", warmup_steps=10, width_mult=4)
+    with pytest.raises(ts.TransferSearchError, match="kind"):
+        schedule(hp, 100, "step")
+    with pytest.raises(ts.TransferSearchError, match="warmup_steps"):
+        schedule(hp, 100, warmup="linear")
+    with pytest.raises(ts.TransferSearchError, match="weight_decay=0"):
+        schedule(
+            hp,
+            100,
+            warmup="decay_away",
+            width_mult=4,
+            groups=[{"name": "vector"}],
+            warmup_groups=("vector",),
+        )
+
+
+def test_su_proportional_schedules_lr_and_weight_decay() -> None:
+    hp = make_hp()
+    opt = torch.optim.AdamW(param_groups(MLP(WIDTH), hp, meta(MLP, BASE_WIDTH)))
+    mults = schedule(hp, 50, "su_proportional", groups=opt)
+    lr_sched = torch.optim.lr_scheduler.LambdaLR(opt, mults)
+    wd_sched = WeightDecaySchedule(opt, mults)
+    for _ in range(7):
+        opt.step()
+        lr_sched.step()
+        wd_sched.step()
+    for group in opt.param_groups:
+        lr, wd = EXPECTED[group["name"]]
+        if wd == 0.0:
+            assert (group["lr"], group["weight_decay"]) == (pytest.approx(lr), 0.0)
+            continue
+        lr_s, wd_s = su_proportional_lr_wd(7, lr, wd)  # Su: both ÷ √(2λη s + 1)
+        assert group["lr"] == pytest.approx(float(lr_s), rel=1e-12)
+        assert group["weight_decay"] == pytest.approx(float(wd_s), rel=1e-12)
+
+
+def test_independent_weight_decay_schedule_follows_the_lr() -> None:
+    hp = make_hp()
+    opt = torch.optim.AdamW(
+        param_groups(MLP(WIDTH), hp, meta(MLP, BASE_WIDTH), convention="independent")
+    )
+    mults = schedule(hp, 20, "linear", groups=opt)
+    wd_sched = WeightDecaySchedule(opt, mults, convention="independent")
+    for _ in range(5):
+        wd_sched.step()
+    hidden = opt.param_groups[1]
+    assert hidden["weight_decay"] == pytest.approx(ETA_LAMBDA * 0.75, rel=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# EMA and checkpoints
+# ----------------------------------------------------------------------------------------------
+
+
+def test_ema_update_is_the_exact_average() -> None:
+    model = MLP(8)
+    ema = ModelEMA(model, momentum=make_hp().ema_momentum)
+    assert ema.momentum == pytest.approx(0.999)
+    start = model.hid.weight.detach().clone()
+    with torch.no_grad():
+        model.hid.weight.add_(1.0)
+    ema.update(model)
+    assert torch.allclose(ema.shadow["hid.weight"], start + 0.001, atol=1e-6)
+    target = MLP(8)
+    ema.copy_to(target)
+    assert torch.equal(target.hid.weight, ema.shadow["hid.weight"])
+    with pytest.raises(ts.TransferSearchError, match="ema_momentum"):
+        ModelEMA(model, None)
+    with pytest.raises(ts.TransferSearchError, match=r"\[0, 1\)"):
+        ModelEMA(model, 1.5)
+
+
+def _training_state(seed: int):  # type: ignore[no-untyped-def]
+    torch.manual_seed(seed)
+    hp = make_hp()
+    model = TinyTransformer(WIDTH)
+    opt = torch.optim.AdamW(
+        param_groups(model, hp, meta(TinyTransformer, BASE_WIDTH), POS), betas=hp.betas, eps=hp.eps
+    )
+    mults = schedule(
+        hp, 40, "su_proportional", warmup="exp", warmup_steps=5, width_mult=4, groups=opt
+    )
+    return (
+        model,
+        opt,
+        torch.optim.lr_scheduler.LambdaLR(opt, mults),
+        WeightDecaySchedule(opt, mults),
+        ModelEMA(model, hp.ema_momentum),
+    )
+
+
+def _train(parts, steps: int, seed: int) -> None:  # type: ignore[no-untyped-def]
+    model, opt, lr_sched, wd_sched, ema = parts
+    gen = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        tokens = torch.randint(0, 37, (4, 8), generator=gen)
+        opt.zero_grad()
+        logits = model(tokens)
+        nn.functional.cross_entropy(logits.reshape(-1, 37), tokens.reshape(-1)).backward()
+        opt.step()
+        lr_sched.step()
+        wd_sched.step()
+        ema.update(model)
+
+
+def test_checkpoint_round_trip_resumes_exactly() -> None:
+    first = _training_state(0)
+    _train(first, 3, seed=1)
+    buffer = io.BytesIO()
+    model, opt, lr_sched, wd_sched, ema = first
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "opt": opt.state_dict(),
+            "lr": lr_sched.state_dict(),
+            "wd": wd_sched.state_dict(),
+            "ema": ema.state_dict(),
+        },
+        buffer,
+    )
+    buffer.seek(0)
+    saved = torch.load(buffer, weights_only=True)
+    second = _training_state(123)  # different init: everything must come from the checkpoint
+    model2, opt2, lr2, wd2, ema2 = second
+    model2.load_state_dict(saved["model"])
+    opt2.load_state_dict(saved["opt"])
+    lr2.load_state_dict(saved["lr"])
+    wd2.load_state_dict(saved["wd"])
+    ema2.load_state_dict(saved["ema"])
+    assert [g["weight_decay"] for g in opt2.param_groups] == [
+        g["weight_decay"] for g in opt.param_groups
+    ]
+    _train(first, 2, seed=2)
+    _train(second, 2, seed=2)
+    for (name, p1), p2 in zip(model.named_parameters(), model2.parameters()):
+        assert torch.equal(p1, p2), name
+    for name in ema.shadow:
+        assert torch.equal(ema.shadow[name], ema2.shadow[name]), name
+    assert ema2.num_updates == 5
+    with pytest.raises(ts.TransferSearchError, match="same architecture"):
+        ModelEMA(MLP(8), 0.9).load_state_dict(ema.state_dict())
+
+
+# ----------------------------------------------------------------------------------------------
+# diagnostics
+# ----------------------------------------------------------------------------------------------
+
+
+def test_diagnostics_expectations() -> None:
+    hp = make_hp()
+    model = MLP(WIDTH)
+    report = diagnostics(model, hp, base_model=meta(MLP, BASE_WIDTH))
+    rows = {m.name: m for m in report}
+    assert set(rows) == {"inp.weight", "hid.weight", "out.weight"}
+    hidden = rows["hid.weight"]
+    lr, wd = EXPECTED["hidden"]
+    assert hidden.expected_top_singular_value == pytest.approx(math.sqrt(lr / wd) * WIDTH**0.75)
+    assert hidden.expected_weight_rms == pytest.approx(math.sqrt(lr / (2 * wd)))
+    assert hidden.expected_relative_update == pytest.approx(math.sqrt(2 * ETA_LAMBDA))
+    assert hidden.tau_iter == pytest.approx(1 / ETA_LAMBDA)
+    sigma = torch.linalg.matrix_norm(model.hid.weight.detach(), ord=2).item()
+    assert hidden.top_singular_value == pytest.approx(sigma, rel=1e-5)
+    assert hidden.weight_rms == pytest.approx(model.hid.weight.detach().pow(2).mean().sqrt().item())
+    assert "hid.weight" in str(report)
+
+
+def test_coord_check_reports_rms_per_layer_and_width() -> None:
+    torch.manual_seed(0)
+    inputs, targets = torch.randn(32, 12), torch.randn(32, 5)
+    space = make_space()
+
+    def make_optimizer(model: nn.Module, width: int) -> torch.optim.Optimizer:
+        hp = space.concretize({"base_lr": 3e-3, "tau_epoch": 1.0}, ts.Scale(width=width))
+        # base_model is a shape reference at any *other* width; hp carries the scaling.
+        return torch.optim.AdamW(param_groups(model, hp, meta(MLP, 16)))
+
+    check = coord_check(
+        MLP, [32, 64, 128], (inputs, targets), steps=2, make_optimizer=make_optimizer
+    )
+    assert set(check.rms) >= {"inp", "hid", "norm", "out", "<output>"}
+    assert all(len(check.rms["hid"][w]) == 3 for w in (32, 64, 128))
+    slopes = check.slopes()
+    assert abs(slopes["norm"]) < 0.05  # LayerNorm output has RMS ≈ 1 at every width
+    with pytest.raises(ts.TransferSearchError, match="make_optimizer"):
+        coord_check(MLP, [32, 64], (inputs, targets), steps=1)
