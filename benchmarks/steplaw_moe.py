@@ -54,7 +54,9 @@ def regret(grid: pd.DataFrame, lr: float, bs: float) -> float:
     return value / float(losses.min()) - 1.0
 
 
-def steplaw(train: pd.DataFrame, variables: list[str], target: dict[str, float]) -> dict[str, float]:
+def steplaw(
+    train: pd.DataFrame, variables: list[str], target: dict[str, float]
+) -> dict[str, float]:
     """Per-configuration grid argmin, then OLS of log optimum on log scale variables."""
     best = train.loc[train.groupby(variables)[LOSS].idxmin()]
     design = np.column_stack([np.ones(len(best))] + [np.log(best[v]) for v in variables])
@@ -66,7 +68,9 @@ def steplaw(train: pd.DataFrame, variables: list[str], target: dict[str, float])
     return out
 
 
-def nearest(train: pd.DataFrame, variables: list[str], target: dict[str, float]) -> dict[str, float]:
+def nearest(
+    train: pd.DataFrame, variables: list[str], target: dict[str, float]
+) -> dict[str, float]:
     """The grid best of the proxy configuration nearest to the target in log scale."""
     configs = train[variables].drop_duplicates()
     distance = sum((np.log(configs[v]) - math.log(target[v])) ** 2 for v in variables)
@@ -156,7 +160,11 @@ def main() -> None:
             f"{row['interval_lr'][0]:.2e}–{row['interval_lr'][1]:.2e} | "
             f"{row['interval_bs'][0]:.0f}–{row['interval_bs'][1]:.0f} |"
         )
-    lines += ["", "| pool | mean regret: transfersearch | Step Law | nearest proxy |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "| pool | mean regret: transfersearch | Step Law | nearest proxy |",
+        "|---|---|---|---|",
+    ]
     for pool, group in table.groupby("pool", sort=False):
         lines.append(
             f"| {pool} | {100 * group['transfersearch'].mean():.3f}% | "

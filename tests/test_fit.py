@@ -182,10 +182,12 @@ def _optimum(scale: Scale, lr: float, stderr: float = 0.05) -> ScaleOptimum:
 
 
 def test_power_law_recovers_exponents_and_predicts() -> None:
-    scales = [Scale(width=w, dataset_size=n) for w, n in [(64, 1e5), (128, 4e5), (256, 2e5),
-                                                          (512, 8e5)]]
-    optima = [_optimum(s, 0.5 * s["width"] ** -1.0 * s["dataset_size"] ** 0.2, 0.01)
-              for s in scales]
+    scales = [
+        Scale(width=w, dataset_size=n) for w, n in [(64, 1e5), (128, 4e5), (256, 2e5), (512, 8e5)]
+    ]
+    optima = [
+        _optimum(s, 0.5 * s["width"] ** -1.0 * s["dataset_size"] ** 0.2, 0.01) for s in scales
+    ]
     law = fit_power_law(optima, "lr")
     assert law.exponents["width"] == pytest.approx(-1.0, abs=1e-6)
     assert law.exponents["dataset_size"] == pytest.approx(0.2, abs=1e-6)
@@ -198,10 +200,11 @@ def test_power_law_recovers_exponents_and_predicts() -> None:
 
 def test_power_law_shrinks_unsupported_exponent_and_honours_fixed() -> None:
     rng = np.random.default_rng(1)
-    scales = [Scale(width=w, dataset_size=n) for w, n in [(64, 1e5), (128, 4e5), (256, 2e5),
-                                                          (512, 8e5), (128, 1e5)]]
-    optima = [_optimum(s, 0.5 * s["width"] ** -1.0 * math.exp(rng.normal(0, 0.05)))
-              for s in scales]
+    scales = [
+        Scale(width=w, dataset_size=n)
+        for w, n in [(64, 1e5), (128, 4e5), (256, 2e5), (512, 8e5), (128, 1e5)]
+    ]
+    optima = [_optimum(s, 0.5 * s["width"] ** -1.0 * math.exp(rng.normal(0, 0.05))) for s in scales]
     law = fit_power_law(optima, "lr")
     assert law.shrunk == ("dataset_size",)
     assert law.exponents["dataset_size"] == 0.0

@@ -276,8 +276,10 @@ def _prepare(
         if k in kept or variable in any_fixed:
             continue
         note = next((n for n in notes if n.startswith(repr(variable))), repr(variable))
-        moves = target is not None and variable in target and not np.allclose(
-            math.log(target[variable]), log_scales[:, k]
+        moves = (
+            target is not None
+            and variable in target
+            and not np.allclose(math.log(target[variable]), log_scales[:, k])
         )
         explicit = scale_variables is not None
         if moves or explicit:

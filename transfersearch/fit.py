@@ -299,9 +299,7 @@ def _n_coef(dims: int) -> int:
 
 def _region_size(n_finite: int, dims: int) -> int:
     """How many of the best trials the local model is fitted to (room for the cubic terms)."""
-    return min(
-        n_finite, max(2 * (_n_coef(dims) + dims) + 2, math.ceil(2.5 * math.sqrt(n_finite)))
-    )
+    return min(n_finite, max(2 * (_n_coef(dims) + dims) + 2, math.ceil(2.5 * math.sqrt(n_finite))))
 
 
 def _select(values: FloatArray, size: int) -> tuple[NDArray[np.intp], FloatArray]:
@@ -466,7 +464,6 @@ def _fit_local(coords: FloatArray, values: FloatArray) -> _Local:
         method="quadratic",
         at_boundary=at_boundary,
     )
-
 
 
 _Solved = tuple[FloatArray, float, FloatArray, FloatArray, FloatArray | None, bool]
@@ -904,12 +901,13 @@ def _check_fixed(
                 f"trial's scale has (common variables: {list(variables)}). Fix the name or add "
                 "it to every Scale."
             )
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
-            value
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
         ):
             raise TransferSearchError(
-                f"fixed_exponents[{param!r}][{name!r}] must be a finite number, but got "
-                f"{value!r}."
+                f"fixed_exponents[{param!r}][{name!r}] must be a finite number, but got {value!r}."
             )
         checked[name] = float(value)
     return checked

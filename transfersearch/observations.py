@@ -108,9 +108,7 @@ class Observation:
             )
         object.__setattr__(self, "value", float(value))
         if state not in STATES:
-            raise TransferSearchError(
-                f"`state` must be one of {STATES}, but got state={state!r}."
-            )
+            raise TransferSearchError(f"`state` must be one of {STATES}, but got state={state!r}.")
         object.__setattr__(self, "state", state)
 
     def __hash__(self) -> int:
@@ -217,14 +215,14 @@ def observations_from_frame(
             )
         scale_map = {c: c for c in scale_columns}
     else:
-        scale_map = {c[len("scale."):]: c for c in columns if c.startswith("scale.")}
+        scale_map = {c[len("scale.") :]: c for c in columns if c.startswith("scale.")}
     if not scale_map:
         raise TransferSearchError(
             f"the DataFrame has no scale columns (columns: {columns}). Name them 'scale.<name>' "
             "or pass scale_columns=['width', 'dataset_size']."
         )
     if params is None:
-        param_map = {c[len("params."):]: c for c in columns if c.startswith("params.")}
+        param_map = {c[len("params.") :]: c for c in columns if c.startswith("params.")}
     else:
         param_map = {}
         for name in params:
