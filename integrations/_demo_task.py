@@ -163,6 +163,7 @@ class CharMLP(nn.Module):
 
     def __init__(self, width: int, vocab: int = VOCAB_SIZE, context: int = CONTEXT) -> None:
         super().__init__()
+        self.width = width
         self.embed = nn.Embedding(vocab, width)
         self.mix = nn.Linear(context * width, width)
         self.norm = nn.LayerNorm(width)
@@ -195,29 +196,16 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-def _param_groups(model: CharMLP, hp: Hyperparameters, base_width: int) -> list[dict[str, Any]]:
-    """Per-group AdamW settings; uses the torch integration's classifier when it is installed."""
-    try:
-        from transfersearch.integrations.torch import param_groups
-    except ImportError:
-        param_groups = None
-    if param_groups is not None:
-        return list(param_groups(model, hp, base_model=make_model(base_width)))
-    by_name = {
-        "embed.weight": "input",
-        "mix.weight": "hidden",
-        "mlp.weight": "hidden",
-        "readout.weight": "output",
-    }
-    members: dict[str, list[nn.Parameter]] = {g: [] for g in hp.groups}
-    for name, param in model.named_parameters():
-        members[by_name.get(name, "vector")].append(param)
-    return [
-        {"params": members[g], "lr": hp.groups[g]["lr"], "weight_decay": hp.groups[g]["weight_decay"],
-         "name": g}
-        for g in hp.groups
-        if members[g]
-    ]
+def _param_groups(model: CharMLP, hp: Hyperparameters) -> list[dict[str, Any]]:
+    """Per-group AdamW settings from :func:`transfersearch.integrations.torch.param_groups`.
+
+    Parameters are classified by comparing shapes with the same model at half the width (a shape
+    reference only: ``hp`` already carries the width scaling).
+    """
+    from transfersearch.integrations.torch import param_groups
+
+    reference = make_model(max(1, model.width // 2) if model.width > 1 else 2)
+    return list(param_groups(model, hp, base_model=reference))
 
 
 @dataclass(frozen=True)
@@ -247,7 +235,6 @@ def train(
     hp: Hyperparameters,
     *,
     epochs: float,
-    base_width: int,
     device: str | torch.device = "cpu",
     seed: int = 0,
     corpus: Corpus | None = None,
@@ -259,7 +246,6 @@ def train(
         scale: needs ``width``, ``dataset_size`` and ``batch_size`` (samples).
         hp: concrete hyperparameters (per-group lr and coupled weight decay, betas, eps).
         epochs: passes over the training windows; steps = epochs × N / B.
-        base_width: the space's base width (to classify parameters by shape).
         device: torch device.
         seed: initialisation and data-order seed (the same seed gives common random numbers
             across hyperparameters, which sharpens comparisons at one scale).
@@ -281,7 +267,7 @@ def train(
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     model = make_model(int(scale["width"])).to(dev)
-    groups = _param_groups(model, hp, base_width)
+    groups = _param_groups(model, hp)
     optimizer = torch.optim.AdamW(
         groups, betas=hp.betas, eps=hp.eps, foreach=dev.type == "cuda" or None
     )

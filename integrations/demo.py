@@ -1,0 +1,457 @@
+"""``transfersearch demo``: a real proxy ladder transferred to a 4× wider target with 4× more data.
+
+What it does, end to end, on Python's own standard-library source text (see
+:mod:`transfersearch.integrations._demo_task`):
+
+1. Sweeps the invariant coordinates ``base_lr`` (µP base learning rate) and ``tau_epoch``
+   (τ_epoch = B/(ηλN), Wang & Aitchison 2025 Eq. 10) with Optuna and
+   :class:`~transfersearch.integrations.optuna.TransferSampler` over a ladder of widths × dataset
+   sizes. The study lives in ``DIR/study.db`` (SQLite); re-running resumes it.
+2. Fits per-rung optima and optimum-vs-scale laws (:func:`transfersearch.extrapolate`) and predicts
+   the optimum at the target.
+3. Trains at the target with three settings, each a different answer to "what do I use at scale?":
+
+   - ``transfersearch``: the extrapolated coordinates, concretised by µP with weight decay ∝ width
+     and constant τ_epoch across dataset size (``rules.MuP()``);
+   - ``copy_best_proxy``: the best trial of the largest proxy, its hidden-group (lr, weight_decay)
+     copied unchanged to every parameter group (standard parametrisation, PyTorch's coupled
+     weight decay, decay on all parameters as ``AdamW(model.parameters())`` does);
+   - ``mup_fixed_wd``: the same best proxy trial under µP learning rates with weight decay held
+     fixed across width and dataset size (``MuP(wd_width_exponent=0, dataset=None)``).
+
+4. Runs a small grid at the target (in the same coordinates; it does not depend on any method) and
+   reports each method's regret: its loss minus the best loss found at the target, counting the
+   three methods' own runs.
+
+Outputs in ``DIR``: ``study.db``, ``target_runs.json`` (a cache, so a re-run resumes),
+``summary.json`` and ``report.png``. The numbers are measured, never edited: if another method
+wins, the table says so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+import torch
+from tqdm.auto import tqdm
+from transfersearch.integrations import _demo_task as task
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.extrapolate import Extrapolation, extrapolate
+from transfersearch.observations import Observation
+from transfersearch.report import format_table, plot_report
+from transfersearch.rules import MuP, Standard
+from transfersearch.scale import Scale
+from transfersearch.space import Float, Hyperparameters, TransferSpace
+
+__all__ = ["MODES", "DemoConfig", "build_space", "run"]
+
+PARAMS = ("base_lr", "tau_epoch")
+METHODS = ("transfersearch", "copy_best_proxy", "mup_fixed_wd")
+
+
+@dataclass(frozen=True)
+class DemoConfig:
+    """One demo size: the proxy ladder, the target, the budget and the target grid.
+
+    Attributes:
+        name: the mode ("quick", "default", "full"); also the Optuna study's name suffix.
+        widths, dataset_sizes: the ladder is their product (every width at every size).
+        batch_size: samples per step (the same on every rung and at the target).
+        epochs: passes over the data; several, so the run overfits and weight decay matters.
+        target_width, target_dataset_size: the scale transferred to.
+        trials: proxy trials in total (split over the rungs by :func:`rung_budgets`).
+        grid_lr, grid_tau: the target grid, in base_lr × tau_epoch.
+        lr_range, tau_range: the swept ranges (log-uniform).
+    """
+
+    name: str
+    widths: tuple[int, ...]
+    dataset_sizes: tuple[int, ...]
+    batch_size: int
+    epochs: float
+    target_width: int
+    target_dataset_size: int
+    trials: int
+    grid_lr: tuple[float, ...]
+    grid_tau: tuple[float, ...]
+    lr_range: tuple[float, float] = (1e-3, 3e-1)
+    tau_range: tuple[float, float] = (0.03, 10.0)
+
+    @property
+    def ladder(self) -> list[Scale]:
+        """Every width at every dataset size."""
+        return [
+            Scale(width=w, dataset_size=n, batch_size=self.batch_size)
+            for w in self.widths
+            for n in self.dataset_sizes
+        ]
+
+    @property
+    def target(self) -> Scale:
+        """The scale the sweep is transferred to."""
+        return Scale(
+            width=self.target_width,
+            dataset_size=self.target_dataset_size,
+            batch_size=self.batch_size,
+        )
+
+
+MODES: dict[str, DemoConfig] = {
+    "quick": DemoConfig(
+        name="quick",
+        widths=(8, 16),
+        dataset_sizes=(512, 1024),
+        batch_size=64,
+        epochs=2,
+        target_width=64,
+        target_dataset_size=4096,
+        trials=20,
+        grid_lr=(0.01, 0.05),
+        grid_tau=(0.3, 2.0),
+    ),
+    "default": DemoConfig(
+        name="default",
+        widths=(16, 32, 64),
+        dataset_sizes=(1024, 4096),
+        batch_size=64,
+        epochs=4,
+        target_width=256,
+        target_dataset_size=16384,
+        trials=60,
+        grid_lr=(0.004, 0.015, 0.06),
+        grid_tau=(0.3, 1.0, 3.0),
+    ),
+    "full": DemoConfig(
+        name="full",
+        widths=(32, 64, 128),
+        dataset_sizes=(2048, 4096, 8192),
+        batch_size=64,
+        epochs=4,
+        target_width=512,
+        target_dataset_size=32768,
+        trials=120,
+        grid_lr=(0.002, 0.005, 0.012, 0.03, 0.08),
+        grid_tau=(0.3, 1.0, 3.0),
+    ),
+}
+
+
+def build_space(config: DemoConfig) -> TransferSpace:
+    """The swept space: base_lr and tau_epoch at the smallest rung, scaled by ``MuP()``."""
+    base = min(config.ladder, key=lambda s: (s["width"], s["dataset_size"]))
+    return TransferSpace(
+        base,
+        {
+            "base_lr": Float(*config.lr_range, log=True),
+            "tau_epoch": Float(*config.tau_range, log=True),
+        },
+        MuP(),
+    )
+
+
+def rung_budgets(rungs: int, trials: int) -> list[int]:
+    """Trials per rung, cheapest first: the two cheapest rungs get twice the share of the others.
+
+    The cheap rungs explore (no law exists yet); later rungs start from the law's prediction and
+    need fewer trials. Every rung gets at least two; the budgets sum to ``max(trials, 2·rungs)``.
+    """
+    weights = [2.0 if i < 2 else 1.0 for i in range(rungs)]
+    budgets = [max(2, int(trials * w / sum(weights))) for w in weights]
+    i = 0
+    while sum(budgets) < trials:
+        budgets[i % rungs] += 1
+        i += 1
+    return budgets
+
+
+def _threads(device: torch.device) -> None:
+    if device.type == "cpu":
+        torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+
+
+# ----------------------------------------------------------------------------------------------
+# The proxy sweep
+# ----------------------------------------------------------------------------------------------
+def _sweep(
+    config: DemoConfig,
+    space: TransferSpace,
+    out: Path,
+    device: torch.device,
+    trials: int,
+    seed: int,
+) -> optuna.Study:
+    from transfersearch.integrations.optuna import TransferSampler
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    budgets = rung_budgets(len(config.ladder), trials)
+    sampler = TransferSampler(
+        space,
+        config.ladder,
+        base_sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=4),
+        trials_per_rung=budgets,
+        min_trials=min(6, min(budgets)),
+        seed=seed,
+    )
+    study = optuna.create_study(
+        storage=f"sqlite:///{out / 'study.db'}",
+        study_name=f"demo-{config.name}",
+        sampler=sampler,
+        direction="minimize",
+        load_if_exists=True,
+    )
+    corpus = task.load_corpus()
+
+    def objective(trial: optuna.Trial) -> float:
+        scale, hp = sampler.suggest(trial)
+        trial.set_user_attr("demo_scale", scale.to_dict())
+        result = task.train(
+            scale, hp, epochs=config.epochs, device=device, corpus=corpus
+        )
+        trial.set_user_attr("seconds", result.seconds)
+        return result.val_loss
+
+    done = sum(1 for t in study.trials if t.state.is_finished())
+    remaining = max(0, trials - done)
+    if remaining:
+        print(f"proxy sweep: {remaining} trials over {len(config.ladder)} rungs "
+              f"({done} already in {out / 'study.db'})")
+        study.optimize(objective, n_trials=remaining, show_progress_bar=True,
+                       catch=(RuntimeError,))
+    else:
+        print(f"proxy sweep: {done} trials already in {out / 'study.db'}; resuming from them")
+    return study
+
+
+def _observations(study: optuna.Study) -> list[Observation]:
+    """The study's finished trials as observations (for the report's scatter)."""
+    result = []
+    for trial in study.trials:
+        if not trial.state.is_finished() or "demo_scale" not in trial.user_attrs:
+            continue
+        if not all(p in trial.params for p in PARAMS):
+            continue
+        value = trial.value if trial.value is not None else math.nan
+        state = {"COMPLETE": "complete", "PRUNED": "pruned"}.get(trial.state.name, "failed")
+        result.append(
+            Observation(
+                scale=trial.user_attrs["demo_scale"],
+                params={p: trial.params[p] for p in PARAMS},
+                value=value,
+                state=state,
+            )
+        )
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# The three methods at the target
+# ----------------------------------------------------------------------------------------------
+def _best_proxy(observations: list[Observation]) -> Observation:
+    """The best trial at the largest (most expensive) rung."""
+    usable = [o for o in observations if o.usable]
+    if not usable:
+        raise TransferSearchError("the proxy sweep finished no trial; nothing to transfer.")
+    largest = max({o.scale for o in usable}, key=lambda s: s["width"] ** 2 * s["dataset_size"])
+    return min((o for o in usable if o.scale == largest), key=lambda o: o.value)
+
+
+def method_hyperparameters(
+    config: DemoConfig, space: TransferSpace, result: Extrapolation, best: Observation
+) -> dict[str, Hyperparameters]:
+    """The target hyperparameters of each method (see the module docstring)."""
+    target = config.target
+    proxy_hp = space.concretize(dict(best.params), best.scale)
+    copy_space = TransferSpace(
+        best.scale,
+        {"lr": proxy_hp.lr, "weight_decay": proxy_hp.weight_decay},
+        Standard(dataset=None, batch=None, vector_weight_decay=True),
+    )
+    fixed_space = TransferSpace(
+        space.base,
+        {"lr": best.params["base_lr"], "weight_decay": proxy_hp.weight_decay},
+        MuP(wd_width_exponent=0.0, dataset=None, batch=None),
+    )
+    return {
+        "transfersearch": result.hyperparameters(space),
+        "copy_best_proxy": copy_space.concretize({}, target),
+        "mup_fixed_wd": fixed_space.concretize({}, target),
+    }
+
+
+def _key(hp: Hyperparameters) -> str:
+    groups = {g: (round(v["lr"], 12), round(v["weight_decay"], 12)) for g, v in hp.groups.items()}
+    return json.dumps([hp.scale.to_dict(), groups], sort_keys=True)
+
+
+def _train_target(
+    label: str,
+    hp: Hyperparameters,
+    config: DemoConfig,
+    space: TransferSpace,
+    device: torch.device,
+    cache: dict[str, Any],
+    cache_path: Path,
+) -> float:
+    key = f"{config.name}|{device.type}|{_key(hp)}"
+    if key in cache:
+        return float(cache[key]["val_loss"])
+    outcome = task.train(
+        config.target, hp, epochs=config.epochs, device=device
+    )
+    cache[key] = {"label": label, "val_loss": outcome.val_loss, "seconds": outcome.seconds}
+    cache_path.write_text(json.dumps(cache, indent=1))
+    return outcome.val_loss
+
+
+def _coords_at_target(space: TransferSpace, hp: Hyperparameters) -> dict[str, float]:
+    """A method's hidden-group (lr, weight decay) expressed as base_lr and tau_epoch."""
+    return {k: float(v) for k, v in space.coordinates(hp).items()}
+
+
+# ----------------------------------------------------------------------------------------------
+# The whole demo
+# ----------------------------------------------------------------------------------------------
+def run(
+    out: Path | str = "transfersearch-demo",
+    *,
+    full: bool = False,
+    quick: bool = False,
+    device: str = "auto",
+    trials: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Run the demo and return the summary written to ``out/summary.json``.
+
+    Args:
+        out: the output folder (created; re-running resumes the study and the target runs).
+        full: the bigger ladder and target.
+        quick: a tiny ladder for tests (seconds).
+        device: "cpu", "cuda" or "auto".
+        trials: proxy trials in total (default: the mode's).
+        seed: seed of the sweep's samplers.
+
+    Raises:
+        TransferSearchError: conflicting modes, a bad trial count or an unusable device.
+    """
+    if full and quick:
+        raise TransferSearchError("--full and --quick exclude each other; pick one.")
+    config = MODES["full" if full else "quick" if quick else "default"]
+    if trials is not None:
+        if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2 * len(config.ladder):
+            raise TransferSearchError(
+                f"`--trials` must be an integer >= {2 * len(config.ladder)} (two per rung of the "
+                f"{len(config.ladder)}-rung ladder), but got trials={trials!r}."
+            )
+        config = DemoConfig(**{**asdict(config), "trials": trials})
+    started = time.perf_counter()
+    dev = task.resolve_device(device)
+    _threads(dev)
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    space = build_space(config)
+    target = config.target
+    print(f"transfersearch demo ({config.name}) on {dev.type}: ladder widths {config.widths} x "
+          f"dataset sizes {config.dataset_sizes}, target {target!r}")
+
+    study = _sweep(config, space, folder, dev, config.trials, seed)
+    sweep_seconds = time.perf_counter() - started
+    observations = _observations(study)
+    result = extrapolate(study, target=target, params=list(PARAMS), n_bootstrap=200, seed=seed)
+    best = _best_proxy(observations)
+    hps = method_hyperparameters(config, space, result, best)
+
+    cache_path = folder / "target_runs.json"
+    cache: dict[str, Any] = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
+    runs: list[tuple[str, Hyperparameters]] = list(hps.items())
+    for lr in config.grid_lr:
+        for tau in config.grid_tau:
+            runs.append((f"grid base_lr={lr:g} tau_epoch={tau:g}",
+                         space.concretize({"base_lr": lr, "tau_epoch": tau}, target)))
+    losses: dict[str, float] = {}
+    bar = tqdm(runs, desc="target runs", unit="run")
+    for label, hp in bar:
+        bar.set_postfix_str(label)
+        losses[label] = _train_target(label, hp, config, space, dev, cache, cache_path)
+    bar.close()
+    finite = [v for v in losses.values() if math.isfinite(v)]
+    best_loss = min(finite) if finite else math.nan
+    best_label = min((k for k in losses if math.isfinite(losses[k])), key=losses.__getitem__,
+                     default="none")
+    regret = {m: losses[m] - best_loss if math.isfinite(losses[m]) else math.inf for m in METHODS}
+
+    marks = {m: _coords_at_target(space, hps[m]) for m in METHODS[1:]}
+    plot_report(
+        observations, result, folder / "report.png",
+        title=f"transfersearch demo ({config.name}): char-MLP on the stdlib, target {target!r}",
+        marks=marks,
+    )
+    interval = result.interval(0.9)
+    summary: dict[str, Any] = {
+        "mode": config.name,
+        "device": dev.type,
+        "target": target.to_dict(),
+        "ladder": [s.to_dict() for s in config.ladder],
+        "epochs": config.epochs,
+        "proxy_trials": len(observations),
+        "extrapolated": {
+            **hps["transfersearch"].to_dict(),
+            "predicted": dict(result.params),
+            "interval_90": {k: list(v) for k, v in interval.items()},
+            "exponents": {k: dict(law.exponents) for k, law in result.laws.items()},
+            "model": result.model,
+        },
+        "best_proxy": {"scale": best.scale.to_dict(), "params": dict(best.params),
+                       "value": best.value},
+        "methods": {
+            m: {"val_loss": losses[m], "regret": regret[m],
+                "lr": hps[m].lr, "weight_decay": hps[m].weight_decay,
+                "coordinates": _coords_at_target(space, hps[m])}
+            for m in METHODS
+        },
+        "target_grid": {k: v for k, v in losses.items() if k not in METHODS},
+        "best_at_target": {"label": best_label, "val_loss": best_loss},
+        "regret": regret,
+        "seconds": {"sweep": sweep_seconds, "total": time.perf_counter() - started},
+    }
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=True))
+    _print_summary(summary, result, interval)
+    print(f"wrote {folder / 'summary.json'} and {folder / 'report.png'} "
+          f"in {summary['seconds']['total']:.0f} s")
+    return summary
+
+
+def _print_summary(
+    summary: Mapping[str, Any], result: Extrapolation, interval: Mapping[str, tuple[float, float]]
+) -> None:
+    print()
+    print(format_table(
+        ["param", "predicted at target", "90% low", "90% high", "law"],
+        [
+            [name, value, interval[name][0], interval[name][1],
+             ", ".join(f"{k}^{v:+.2f}" for k, v in sorted(result.laws[name].exponents.items()))]
+            for name, value in result.params.items()
+        ],
+    ))
+    print()
+    methods = summary["methods"]
+    print(format_table(
+        ["method", "val loss (nats/char)", "regret", "hidden lr", "hidden wd", "base_lr", "tau_epoch"],
+        [
+            [m, methods[m]["val_loss"], methods[m]["regret"], methods[m]["lr"],
+             methods[m]["weight_decay"], methods[m]["coordinates"]["base_lr"],
+             methods[m]["coordinates"]["tau_epoch"]]
+            for m in METHODS
+        ],
+    ))
+    best = summary["best_at_target"]
+    print(f"best loss at the target: {best['val_loss']:.4f} ({best['label']}); "
+          f"{len(summary['target_grid'])} grid runs + 3 methods")
