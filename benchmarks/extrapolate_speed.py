@@ -1,0 +1,105 @@
+"""Speed of extrapolate(): 10,000 observations over 6 scales, 200 bootstrap resamples.
+
+Synthetic trials (two log-scale parameters, an asymmetric valley with noise and a divergence
+cliff) at 6 scales varying width and dataset size; times ``extrapolate(..., n_bootstrap=200)``
+after one warm-up call, best and median of several repeats, and writes
+``benchmarks/results/extrapolate_speed.md``.
+
+Usage: ``python benchmarks/extrapolate_speed.py [--repeats 7]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from transfersearch.extrapolate import extrapolate
+from transfersearch.observations import Observation
+from transfersearch.scale import Scale
+
+RESULTS = Path(__file__).resolve().parent / "results" / "extrapolate_speed.md"
+LADDER = [(64, 1e5), (128, 4e5), (256, 2e5), (512, 8e5), (128, 1e5), (256, 8e5)]
+
+
+def trials(n_total: int, seed: int = 0) -> list[Observation]:
+    """``n_total`` observations spread evenly over the 6-scale ladder."""
+    rng = np.random.default_rng(seed)
+    per_scale = math.ceil(n_total / len(LADDER))
+    out: list[Observation] = []
+    for width, size in LADDER:
+        lr_opt = 2.0 * width**-0.8 * size**0.15
+        tau_opt = 0.5 * width**0.2
+        for _ in range(per_scale):
+            if len(out) == n_total:
+                break
+            d1 = rng.uniform(math.log(1 / 8), math.log(4))
+            d2 = rng.uniform(math.log(1 / 4), math.log(4))
+            up = (math.exp(1.5 * d1) - 1 - 1.5 * d1) / 1.5**2
+            value = 3.0 + 0.2 * up + 0.2 * (math.exp(-d2) - 1 + d2) + rng.normal(0, 0.002)
+            out.append(
+                Observation(
+                    {"width": width, "dataset_size": size},
+                    {"lr": lr_opt * math.exp(d1), "tau": tau_opt * math.exp(d2)},
+                    math.nan if d1 > math.log(3) else value,
+                )
+            )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args()
+    target = Scale(width=4096, dataset_size=6.4e6)
+    rows = []
+    for n_obs, n_boot, model in [
+        (10_000, 200, "auto"),
+        (10_000, 200, "joint"),
+        (10_000, 50, "auto"),
+        (1_000, 50, "auto"),
+    ]:
+        obs = trials(n_obs)
+        extrapolate(obs, target=target, params=["lr", "tau"], n_bootstrap=n_boot, model=model)
+        times = []
+        for repeat in range(args.repeats):
+            start = time.perf_counter()
+            res = extrapolate(
+                obs,
+                target=target,
+                params=["lr", "tau"],
+                n_bootstrap=n_boot,
+                model=model,
+                seed=repeat,
+            )
+            times.append(time.perf_counter() - start)
+        rows.append((n_obs, n_boot, model, min(times), statistics.median(times), res.model))
+    lines = [
+        "# extrapolate() speed",
+        "",
+        "Command: `python benchmarks/extrapolate_speed.py`",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, numpy {np.__version__}.",
+        "",
+        "Two log-scale parameters, 6 scales, `params=['lr', 'tau']`, default `model='auto'`",
+        "(both models fitted and scored by leave-one-scale-out, then the bootstrap of the kept one).",
+        "",
+        "| observations | bootstrap resamples | model= | best (s) | median (s) | model kept |",
+        "|---|---|---|---|---|---|",
+    ]
+    for n_obs, n_boot, asked, best, median, kept in rows:
+        lines.append(f"| {n_obs:,} | {n_boot} | {asked} | {best:.3f} | {median:.3f} | {kept} |")
+    lines.append("")
+    Path(args.out).write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
