@@ -76,6 +76,8 @@ class TransferPlanner:
             the range otherwise) of the neighbourhood, so it never collapses to a point.
         n_bootstrap: bootstrap resamples for the law's uncertainty.
         seed: seed of the planner's random draws.
+        transfer: False turns the law off: every proposal defers to the base sampler, so each rung
+            is searched independently (the baseline that transfer is measured against).
 
     Raises:
         TransferSearchError: an empty ladder, duplicate scales, a bad budget or probability.
@@ -95,6 +97,7 @@ class TransferPlanner:
         min_spread: float = 0.15,
         n_bootstrap: int = 40,
         seed: int | None = 0,
+        transfer: bool = True,
     ) -> None:
         if not isinstance(space, TransferSpace):
             raise TransferSearchError(f"`space` must be a TransferSpace, but got {space!r}.")
@@ -126,6 +129,7 @@ class TransferPlanner:
         self.min_spread = min_spread
         self.n_bootstrap = n_bootstrap
         self.seed = seed
+        self.transfer = bool(transfer)
         self._rng = np.random.default_rng(seed)
         self._cache: dict[tuple[int, int], tuple[dict[str, float], dict[str, float]] | None] = {}
 
@@ -199,14 +203,14 @@ class TransferPlanner:
         finished: dict[Scale, int] = {}
         usable: list[Observation] = []
         for obs in observations:
-            scale = Scale(obs.scale)
+            scale = obs.scale  # Observation stores a Scale already
             if scale == target or obs.state != "complete":
                 continue
             finished[scale] = finished.get(scale, 0) + 1
         rungs = {s for s, n in finished.items() if n >= self.min_trials}
         if len(rungs) < 2:
             return None
-        usable = [o for o in observations if Scale(o.scale) in rungs]
+        usable = [o for o in observations if o.scale in rungs]
         key = (rung, len(usable))
         if key in self._cache:
             return self._cache[key]
@@ -260,7 +264,7 @@ class TransferPlanner:
             observations: every trial so far (any rung; failed and diverged included).
             started_at_rung: trials already started at this rung before this one.
         """
-        predicted = self.prediction(rung, observations)
+        predicted = self.prediction(rung, observations) if self.transfer else None
         if predicted is None:
             return Proposal(rung, {}, "base")
         center, spread = predicted
@@ -278,6 +282,31 @@ class TransferPlanner:
                 draw = value + self._rng.normal(0.0, spread[name])
             params[name] = self._clip(name, draw)
         return Proposal(rung, params, "law-neighbourhood")
+
+    def gpu_packing(self, max_per_gpu: int = 4) -> tuple[int, ...]:
+        """How many trials of each rung (cost order) may share one GPU.
+
+        Rule: the most expensive rung runs alone; a rung costing at most 1/k of it packs k per GPU,
+        ``k = clamp(floor(cost_top / cost_rung), 1, max_per_gpu)``. Memory and FLOPs both grow with
+        the cost model, so this keeps a packed GPU no busier than one top-rung trial.
+
+        Raises:
+            TransferSearchError: ``max_per_gpu`` is below 1.
+        """
+        if isinstance(max_per_gpu, bool) or not isinstance(max_per_gpu, int) or max_per_gpu < 1:
+            raise TransferSearchError(
+                f"`max_per_gpu` must be an int >= 1, but got max_per_gpu={max_per_gpu!r}."
+            )
+        top = self.costs[-1]
+        return tuple(min(max_per_gpu, max(1, int(top / cost))) for cost in self.costs)
+
+    def reseed(self, seed: int | None = None) -> None:
+        """Restart the planner's random draws from ``seed`` (None: fresh OS entropy).
+
+        Parallel workers that each hold a copy of one planner call this so that their
+        neighbourhood draws differ.
+        """
+        self._rng = np.random.default_rng(seed)
 
     # ------------------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
