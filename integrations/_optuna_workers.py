@@ -1,0 +1,555 @@
+"""Worker processes for one Optuna study: one per GPU slot, small rungs packed, CPU fallback.
+
+``launch_workers`` (and ``python -m transfersearch.integrations.optuna workers``) starts one
+process per *slot*. A GPU gets as many slots as the most packable rung allows (``trials_per_gpu``;
+default :meth:`TransferPlanner.gpu_packing`: the most expensive rung alone, a rung costing at most
+1/k of it k per GPU, at most ``max_per_gpu``). Every process sees exactly one GPU through
+``CUDA_VISIBLE_DEVICES``. Before its objective runs, a trial takes ``capacity / k_rung`` units of
+its GPU from a file-lock semaphore shared by the processes on that GPU, so k small-rung trials
+share a GPU while a top-rung trial waits until it has the GPU to itself. Without GPUs the
+launcher starts ``cpu_workers`` plain processes.
+
+All workers share the study through its storage: each counts finished and running trials there
+and stops when the study holds ``n_trials`` (complete, pruned, or failed by the objective), after
+waiting for running trials whose worker might have died so their retries are run. Machines join
+the same study by running the launcher against the same PostgreSQL URL, e.g. on every node::
+
+    python -m transfersearch.integrations.optuna workers \\
+        --storage postgresql://tuner:secret@db-host:5432/proxy --study-name proxy \\
+        --objective train_proxy:objective --n-trials 400 --gpus auto
+
+The objective module (``module:function`` or ``path/to/file.py:function``) must be importable
+without side effects; the launcher and every worker import it. Its module-level ``sampler``
+(a :class:`TransferSampler`) and optional ``pruner`` are used for the study, and the objective
+calls ``sampler.suggest(trial)``. Each worker reseeds the sampler so workers do not repeat one
+another's draws.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import importlib
+import importlib.util
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
+
+from transfersearch.errors import TransferSearchError
+
+if TYPE_CHECKING:
+    import optuna
+
+__all__ = ["WorkerResult", "WorkerSlot", "detect_gpus", "launch_workers", "main", "plan_slots"]
+
+
+@dataclass(frozen=True)
+class WorkerSlot:
+    """One worker process: its index, the GPU it sees (None: CPU) and its slot on that GPU."""
+
+    index: int
+    gpu: str | None
+    slot: int
+
+    @property
+    def cuda_visible_devices(self) -> str:
+        """The value of ``CUDA_VISIBLE_DEVICES`` for this worker ("" hides every GPU)."""
+        return "" if self.gpu is None else self.gpu
+
+
+@dataclass(frozen=True)
+class WorkerResult:
+    """How one worker process ended."""
+
+    slot: WorkerSlot
+    returncode: int
+    log: Path | None
+
+
+# ----------------------------------------------------------------------------------------------
+# GPUs and slots
+# ----------------------------------------------------------------------------------------------
+def detect_gpus() -> list[str]:
+    """The GPU ids this machine offers: ``CUDA_VISIBLE_DEVICES`` if set, else ``nvidia-smi -L``,
+    else ``torch.cuda`` when torch is installed, else none."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [g.strip() for g in visible.split(",") if g.strip() and g.strip() != "-1"]
+    smi = shutil.which("nvidia-smi")
+    if smi is not None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+            if out.returncode == 0:
+                lines = [ln for ln in out.stdout.splitlines() if ln.startswith("GPU ")]
+                return [str(i) for i in range(len(lines))]
+    if importlib.util.find_spec("torch") is not None:
+        with contextlib.suppress(Exception):
+            import torch
+
+            return [str(i) for i in range(torch.cuda.device_count())]
+    return []
+
+
+def _resolve_gpus(gpus: str | int | Sequence[int | str] | None) -> list[str]:
+    if gpus is None or gpus == "auto":
+        return detect_gpus()
+    if isinstance(gpus, bool):
+        raise TransferSearchError(f"`gpus` must be None, 'auto', an int or a list, got {gpus!r}.")
+    if isinstance(gpus, int):
+        if gpus < 0:
+            raise TransferSearchError(f"`gpus` must be >= 0, but got gpus={gpus}.")
+        return [str(i) for i in range(gpus)]
+    if isinstance(gpus, str):
+        return [g.strip() for g in gpus.split(",") if g.strip()]
+    return [str(g) for g in gpus]
+
+
+def _packing(
+    trials_per_gpu: int | Mapping[int, int] | None,
+    n_rungs: int,
+    default: Sequence[int] | None,
+) -> tuple[int, ...]:
+    """Trials per GPU for each rung (cost order)."""
+    if trials_per_gpu is None:
+        return tuple(default) if default is not None else (1,) * max(n_rungs, 1)
+    if isinstance(trials_per_gpu, int) and not isinstance(trials_per_gpu, bool):
+        packing = (trials_per_gpu,) * max(n_rungs, 1)
+    elif isinstance(trials_per_gpu, Mapping):
+        unknown = [r for r in trials_per_gpu if not 0 <= int(r) < max(n_rungs, 1)]
+        if unknown:
+            raise TransferSearchError(
+                f"`trials_per_gpu` names rungs {unknown}, but the ladder has {n_rungs} rungs "
+                f"(0..{n_rungs - 1}, cheapest first)."
+            )
+        packing = tuple(int(trials_per_gpu.get(r, 1)) for r in range(max(n_rungs, 1)))
+    else:
+        raise TransferSearchError(
+            f"`trials_per_gpu` must be None, an int or a dict rung -> int, got {trials_per_gpu!r}."
+        )
+    if any(k < 1 for k in packing):
+        raise TransferSearchError(f"`trials_per_gpu` must be >= 1, but got {packing}.")
+    return packing
+
+
+def _units(packing: Sequence[int]) -> tuple[int, dict[int, int]]:
+    """Semaphore capacity per GPU and the units a trial of each rung takes (capacity / k)."""
+    capacity = math.lcm(*packing)
+    return capacity, {rung: capacity // k for rung, k in enumerate(packing)}
+
+
+def plan_slots(gpus: Sequence[str], packing: Sequence[int], cpu_workers: int) -> list[WorkerSlot]:
+    """One slot per packable trial on every GPU (``max(packing)`` each), or ``cpu_workers`` CPU
+    slots when there is no GPU."""
+    if gpus:
+        per_gpu = max(packing)
+        return [
+            WorkerSlot(index=g * per_gpu + s, gpu=gpu, slot=s)
+            for g, gpu in enumerate(gpus)
+            for s in range(per_gpu)
+        ]
+    if cpu_workers < 1:
+        raise TransferSearchError(f"`cpu_workers` must be >= 1, but got {cpu_workers}.")
+    return [WorkerSlot(index=i, gpu=None, slot=i) for i in range(cpu_workers)]
+
+
+class _GpuLease:
+    """A counting semaphore of ``capacity`` units per GPU, shared by processes through file locks.
+
+    A trial takes the GPU-wide mutex, then its units: free slot files first, then blocking on
+    held ones in order. Holders release without the mutex, so nothing waits in a cycle, and a
+    trial that needs the whole GPU stops smaller ones from slipping in while it waits.
+    """
+
+    def __init__(self, lock_dir: Path, gpu: str, capacity: int) -> None:
+        safe = "".join(c if c.isalnum() else "_" for c in gpu)
+        self._mutex = lock_dir / f"gpu-{safe}.mutex"
+        self._slots = [lock_dir / f"gpu-{safe}.slot{i}" for i in range(capacity)]
+
+    @contextlib.contextmanager
+    def hold(self, units: int) -> Iterator[None]:
+        held: dict[int, int] = {}
+        mutex = os.open(self._mutex, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(mutex, fcntl.LOCK_EX)
+            for blocking in (False, True):
+                for i, path in enumerate(self._slots):
+                    if len(held) == units:
+                        break
+                    if i in held:
+                        continue
+                    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+                    try:
+                        fcntl.flock(
+                            fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB
+                        )
+                    except BlockingIOError:
+                        os.close(fd)
+                        continue
+                    held[i] = fd
+        finally:
+            fcntl.flock(mutex, fcntl.LOCK_UN)
+            os.close(mutex)
+        try:
+            yield
+        finally:
+            for fd in held.values():
+                os.close(fd)
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading the user's objective
+# ----------------------------------------------------------------------------------------------
+def _load_module(objective: str) -> tuple[ModuleType, str]:
+    module_part, sep, function = objective.rpartition(":")
+    if not sep or not module_part or not function:
+        raise TransferSearchError(
+            f"`objective` must be 'module:function' or 'path/to/file.py:function', but got "
+            f"{objective!r}."
+        )
+    if module_part.endswith(".py"):
+        path = Path(module_part).resolve()
+        if not path.is_file():
+            raise TransferSearchError(f"objective file {str(path)!r} does not exist.")
+        name = f"_transfersearch_objective_{path.stem}"
+        if name in sys.modules:
+            return sys.modules[name], function
+        sys.path.insert(0, str(path.parent))
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module, function
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    return importlib.import_module(module_part), function
+
+
+def _load(objective: str, sampler_attr: str) -> tuple[Callable[..., Any], Any, Any]:
+    """The objective function, the module's sampler (or None) and pruner (or None)."""
+    module, function = _load_module(objective)
+    func = getattr(module, function, None)
+    if not callable(func):
+        raise TransferSearchError(
+            f"{module.__name__!r} has no callable {function!r} (from objective={objective!r})."
+        )
+    return func, getattr(module, sampler_attr, None), getattr(module, "pruner", None)
+
+
+# ----------------------------------------------------------------------------------------------
+# One worker
+# ----------------------------------------------------------------------------------------------
+def _progress(study: optuna.Study) -> tuple[int, int, int]:
+    """(done, running, waiting): done = complete, pruned, or failed by the objective."""
+    from optuna.trial import TrialState
+    from transfersearch.integrations.optuna import _died
+
+    trials = study.get_trials(deepcopy=False)
+    retried = {n for t in trials for n in t.system_attrs.get("retry_history", ())}
+    done = running = waiting = 0
+    for trial in trials:
+        if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
+            done += 1
+        elif trial.state == TrialState.FAIL:
+            done += not (_died(trial) or trial.number in retried)
+        elif trial.state == TrialState.RUNNING:
+            running += 1
+        elif trial.state == TrialState.WAITING:
+            waiting += 1
+    return done, running, waiting
+
+
+def run_worker(
+    storage: str,
+    study_name: str,
+    objective: str,
+    n_trials: int,
+    *,
+    gpu: str | None = None,
+    units: Mapping[int, int] | None = None,
+    capacity: int = 1,
+    lock_dir: str | None = None,
+    sampler_attr: str = "sampler",
+    heartbeat_interval: int | None = 10,
+    grace_period: int | None = None,
+    max_retry: int | None = 3,
+) -> int:
+    """Run trials of one study in this process until the study holds ``n_trials``.
+
+    Returns:
+        The number of trials this worker ran.
+    """
+    import optuna
+    from transfersearch.integrations.optuna import RUNG_ATTR, _system_attrs, make_storage
+
+    func, sampler, pruner = _load(objective, sampler_attr)
+    if sampler is not None:
+        sampler.reseed_rng()
+    study = optuna.load_study(
+        study_name=study_name,
+        storage=make_storage(
+            storage,
+            heartbeat_interval=heartbeat_interval,
+            grace_period=grace_period,
+            max_retry=max_retry,
+        ),
+        sampler=sampler,
+        pruner=pruner,
+    )
+    lease = _GpuLease(Path(lock_dir), gpu, capacity) if gpu is not None and lock_dir else None
+    host, pid = socket.gethostname(), os.getpid()
+
+    def leased(trial: optuna.Trial) -> Any:
+        rung = _system_attrs(trial).get(RUNG_ATTR)
+        need = capacity if units is None or rung is None else units.get(int(rung), capacity)
+        trial.set_user_attr("worker.host", host)
+        trial.set_user_attr("worker.pid", pid)
+        trial.set_user_attr("worker.cuda_visible_devices", os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if lease is None:
+            return func(trial)
+        with lease.hold(need):
+            return func(trial)
+
+    poll = min(1.0, float(heartbeat_interval or 1))
+    ran = 0
+    while True:
+        optuna.storages.fail_stale_trials(study)
+        done, running, waiting = _progress(study)
+        if waiting or done + running < n_trials:
+            study.optimize(leased, n_trials=1, catch=(Exception,), gc_after_trial=False)
+            ran += 1
+        elif running and heartbeat_interval is not None:
+            time.sleep(poll)  # a running trial may belong to a dead worker: wait for its retry
+        else:
+            return ran
+
+
+# ----------------------------------------------------------------------------------------------
+# The launcher
+# ----------------------------------------------------------------------------------------------
+def launch_workers(
+    storage: str,
+    study_name: str,
+    objective: str,
+    n_trials: int,
+    *,
+    gpus: str | int | Sequence[int | str] | None = None,
+    trials_per_gpu: int | Mapping[int, int] | None = None,
+    max_per_gpu: int = 4,
+    cpu_workers: int | None = None,
+    sampler_attr: str = "sampler",
+    direction: Literal["minimize", "maximize"] = "minimize",
+    heartbeat_interval: int | None = 10,
+    grace_period: int | None = None,
+    max_retry: int | None = 3,
+    env: Mapping[str, str] | None = None,
+    log_dir: str | os.PathLike[str] | None = None,
+    timeout: float | None = None,
+) -> list[WorkerResult]:
+    """Run worker processes on one study until it holds ``n_trials`` finished trials.
+
+    Args:
+        storage: the storage URL every worker opens (see :func:`make_storage`): SQLite for one
+            machine, PostgreSQL for several (run the launcher on each), ``journal:///file.log``.
+        study_name: the study; created (with ``direction``) if it does not exist.
+        objective: ``"module:function"`` or ``"path/to/file.py:function"``; the module's
+            ``sampler`` (``sampler_attr``) and ``pruner`` attributes configure the study.
+        n_trials: finished trials the study should hold (complete, pruned or failed by the
+            objective; a dead worker's trial is retried, not counted).
+        gpus: None or "auto" (detect: ``CUDA_VISIBLE_DEVICES``, ``nvidia-smi -L``, torch), an
+            int (GPUs 0..n-1), or a list / comma-separated string of ids. No GPU: CPU workers.
+        trials_per_gpu: trials of a rung that share one GPU: a dict rung -> k (missing rungs 1),
+            an int for all rungs, or None for the sampler's :meth:`TransferPlanner.gpu_packing`.
+        max_per_gpu: the cap of the default packing rule.
+        cpu_workers: processes without GPUs (default ``min(4, os.cpu_count())``).
+        sampler_attr: the module attribute holding the sampler.
+        direction: the study's direction if it must be created.
+        heartbeat_interval, grace_period, max_retry: dead-worker handling (:func:`make_storage`).
+        env: extra environment variables for the workers.
+        log_dir: write each worker's output to ``worker-<i>.log`` there (default: inherit).
+        timeout: seconds to wait for the workers before terminating them (None: no limit).
+
+    Returns:
+        One :class:`WorkerResult` per worker process.
+
+    Raises:
+        TransferSearchError: a bad argument, or a worker did not exit cleanly.
+    """
+    import optuna
+    from transfersearch.integrations.optuna import TransferSampler, make_storage
+
+    if direction not in ("minimize", "maximize"):
+        raise TransferSearchError(
+            f"`direction` must be 'minimize' or 'maximize', but got {direction=!r}."
+        )
+    if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
+        raise TransferSearchError(f"`n_trials` must be an int >= 1, but got {n_trials=!r}.")
+    _, sampler, _ = _load(objective, sampler_attr)
+    default_packing = None
+    n_rungs = 1
+    if isinstance(sampler, TransferSampler):
+        n_rungs = len(sampler.ladder)
+        default_packing = sampler.planner.gpu_packing(max_per_gpu)
+    packing = _packing(trials_per_gpu, n_rungs, default_packing)
+    capacity, units = _units(packing)
+    gpu_ids = _resolve_gpus(gpus)
+    slots = plan_slots(gpu_ids, packing, cpu_workers or min(4, os.cpu_count() or 1))
+    optuna.create_study(
+        storage=make_storage(storage, heartbeat_interval=heartbeat_interval),
+        study_name=study_name,
+        direction=direction,
+        load_if_exists=True,
+    )
+    lock_dir = tempfile.mkdtemp(prefix="transfersearch-gpu-locks-")
+    logs = Path(log_dir) if log_dir is not None else None
+    if logs is not None:
+        logs.mkdir(parents=True, exist_ok=True)
+    base_env = {**os.environ, **(env or {})}
+    paths = [os.getcwd(), *filter(None, base_env.get("PYTHONPATH", "").split(os.pathsep))]
+    base_env["PYTHONPATH"] = os.pathsep.join(paths)
+    processes: list[tuple[WorkerSlot, subprocess.Popen[bytes], Path | None]] = []
+    try:
+        for slot in slots:
+            command = [
+                sys.executable, "-m", "transfersearch.integrations.optuna", "worker",
+                "--storage", storage, "--study-name", study_name, "--objective", objective,
+                "--n-trials", str(n_trials), "--sampler-attr", sampler_attr,
+                "--max-retry", "none" if max_retry is None else str(max_retry),
+                "--heartbeat-interval", "none" if heartbeat_interval is None
+                else str(heartbeat_interval),
+            ]  # fmt: skip
+            if grace_period is not None:
+                command += ["--grace-period", str(grace_period)]
+            if slot.gpu is not None:
+                command += [
+                    "--gpu", slot.gpu, "--capacity", str(capacity), "--lock-dir", lock_dir,
+                    "--units", json.dumps(units),
+                ]  # fmt: skip
+            worker_env = {**base_env, "CUDA_VISIBLE_DEVICES": slot.cuda_visible_devices}
+            log = None if logs is None else logs / f"worker-{slot.index}.log"
+            out = None if log is None else open(log, "wb")
+            try:
+                process = subprocess.Popen(
+                    command, env=worker_env, stdout=out, stderr=subprocess.STDOUT if out else None
+                )
+            finally:
+                if out is not None:
+                    out.close()
+            processes.append((slot, process, log))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        results = []
+        for slot, process, log in processes:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                code = process.wait(timeout=left)
+            except subprocess.TimeoutExpired:
+                process.terminate()
+                code = process.wait()
+            results.append(WorkerResult(slot, code, log))
+        return results
+    finally:
+        for _, process, _ in processes:
+            if process.poll() is None:
+                process.terminate()
+                process.wait()
+        shutil.rmtree(lock_dir, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# CLI
+# ----------------------------------------------------------------------------------------------
+def _optional_int(text: str) -> int | None:
+    return None if text.lower() == "none" else int(text)
+
+
+def _trials_per_gpu(text: str) -> int | dict[int, int]:
+    """ "2" (all rungs) or "0=4,1=2,2=1"."""
+    if "=" not in text:
+        return int(text)
+    pairs = (item.split("=", 1) for item in text.split(",") if item.strip())
+    return {int(rung): int(k) for rung, k in pairs}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m transfersearch.integrations.optuna",
+        description="Run Optuna workers of a TransferSampler study (one per GPU slot).",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name in ("workers", "worker"):
+        sub = commands.add_parser(
+            name,
+            help="launch one worker per GPU slot (or CPU workers)"
+            if name == "workers"
+            else "run one worker in this process (what 'workers' starts)",
+        )
+        sub.add_argument("--storage", required=True, help="sqlite:///x.db, postgresql://..., ...")
+        sub.add_argument("--study-name", required=True)
+        sub.add_argument("--objective", required=True, help="module:function or file.py:function")
+        sub.add_argument("--n-trials", type=int, required=True)
+        sub.add_argument("--sampler-attr", default="sampler")
+        sub.add_argument("--heartbeat-interval", type=_optional_int, default=10)
+        sub.add_argument("--grace-period", type=int, default=None)
+        sub.add_argument("--max-retry", type=_optional_int, default=3)
+        if name == "workers":
+            sub.add_argument("--gpus", default="auto", help="auto, a count, or ids '0,1'")
+            sub.add_argument(
+                "--trials-per-gpu",
+                type=_trials_per_gpu,
+                default=None,
+                help="k for all rungs, or '0=4,1=2,2=1' (default: cost rule)",
+            )
+            sub.add_argument("--max-per-gpu", type=int, default=4)
+            sub.add_argument("--cpu-workers", type=int, default=None)
+            sub.add_argument("--direction", default="minimize")
+            sub.add_argument("--log-dir", default=None)
+        else:
+            sub.add_argument("--gpu", default=None)
+            sub.add_argument("--capacity", type=int, default=1)
+            sub.add_argument("--lock-dir", default=None)
+            sub.add_argument("--units", default=None, help="JSON rung -> units")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m transfersearch.integrations.optuna``."""
+    args = _parser().parse_args(argv)
+    common = {
+        "heartbeat_interval": args.heartbeat_interval,
+        "grace_period": args.grace_period,
+        "max_retry": args.max_retry,
+        "sampler_attr": args.sampler_attr,
+    }
+    if args.command == "worker":
+        units = (
+            None if args.units is None else {int(k): v for k, v in json.loads(args.units).items()}
+        )
+        run_worker(
+            args.storage, args.study_name, args.objective, args.n_trials,
+            gpu=args.gpu, units=units, capacity=args.capacity, lock_dir=args.lock_dir, **common,
+        )  # fmt: skip
+        return 0
+    gpus: str | int = args.gpus
+    if isinstance(gpus, str) and gpus.isdigit():
+        gpus = int(gpus)
+    results = launch_workers(
+        args.storage, args.study_name, args.objective, args.n_trials,
+        gpus=gpus, trials_per_gpu=args.trials_per_gpu, max_per_gpu=args.max_per_gpu,
+        cpu_workers=args.cpu_workers, direction=args.direction, log_dir=args.log_dir, **common,
+    )  # fmt: skip
+    for result in results:
+        device = result.slot.gpu if result.slot.gpu is not None else "cpu"
+        print(f"worker {result.slot.index} ({device}): exit {result.returncode}")
+    return max((abs(r.returncode) for r in results), default=0)

@@ -1,0 +1,672 @@
+"""Optuna integration: a sampler that walks a proxy ladder and carries what it learns upward.
+
+.. code-block:: python
+
+    import optuna, transfersearch as ts
+    from transfersearch.integrations.optuna import TransferSampler
+
+    sampler = TransferSampler(space, ladder, base_sampler=optuna.samplers.TPESampler(seed=0))
+    study = optuna.create_study(storage="sqlite:///proxy.db", study_name="proxy",
+                                sampler=sampler, load_if_exists=True)
+
+    def objective(trial):
+        scale, hp = sampler.suggest(trial)   # the trial's rung and its concrete hyperparameters
+        return train(scale, hp)
+
+    study.optimize(objective, n_trials=120)
+    result = ts.extrapolate(study, target=ts.Scale(width=4096, dataset_size=1e7, batch_size=256))
+
+How a trial is planned (all decisions are made by :class:`~transfersearch.ladder.TransferPlanner`,
+the same code the Ray Tune adapter uses):
+
+* ``before_trial`` picks the rung with :meth:`TransferPlanner.assign_rung` from the trials in
+  storage (running, complete and pruned count; failed ones do not, they are retried), stores it in
+  the trial's system attributes (``"transfersearch:rung"``) so it is decided once, and records
+  ``rung``, ``scale.<name>`` and ``transfer`` (where the coordinates came from) as user attributes.
+  With several workers two trials may see the same counts; a budget then overshoots by at most the
+  number of workers.
+* Once two other rungs have optimum estimates, :meth:`TransferPlanner.propose` returns the law's
+  predicted optimum (``law-point``) or a draw around it (``law-neighbourhood``);
+  ``sample_relative`` returns those coordinates. Otherwise the base sampler decides and sees only
+  the trials of its own rung (a filtered view of the study), so TPE or GP never mixes the loss
+  landscapes of different scales. Each rung gets its own copy of the base sampler, because
+  samplers keep per-study state (search-space cursors, fitted kernels) between calls.
+* :meth:`TransferSampler.suggest` turns the coordinates into real Optuna parameters (with the
+  space's distributions) and concrete per-group hyperparameters, recorded as ``hp.<group>.lr``,
+  ``hp.<group>.weight_decay`` (PyTorch's coupled convention), ``hp.betas``, ``hp.eps``, ... user
+  attributes, so ``study.trials_dataframe()`` and optuna-dashboard show them.
+
+Faults: a trial returning NaN is marked FAIL by Optuna and read back as a diverged observation
+(``state="failed"``); a trial failed by the storage heartbeat (its worker died) is left out of the
+fit, and :func:`make_storage` retries it. Use :class:`RungPruner` to make a pruner compare trials
+within one rung. :func:`launch_workers` (and ``python -m transfersearch.integrations.optuna
+workers``) runs one worker process per GPU slot on one study.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+import threading
+from collections.abc import Callable, Container, Mapping, Sequence
+from numbers import Real
+from typing import Any, cast
+
+try:
+    import optuna
+    from optuna.distributions import (
+        BaseDistribution,
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
+    from optuna.pruners import BasePruner
+    from optuna.samplers import BaseSampler
+    from optuna.study import Study
+    from optuna.trial import FrozenTrial, Trial, TrialState
+except ImportError as exc:  # pragma: no cover - exercised only without optuna
+    raise ImportError(
+        "transfersearch.integrations.optuna needs Optuna: pip install 'transfersearch[optuna]' "
+        f"({exc})."
+    ) from exc
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.ladder import Proposal, TransferPlanner
+from transfersearch.observations import Observation
+from transfersearch.scale import Scale
+from transfersearch.space import Choice, Distribution, Float, Hyperparameters, Int, TransferSpace
+
+__all__ = [
+    "RUNG_ATTR",
+    "RungPruner",
+    "TransferSampler",
+    "WorkerSlot",
+    "detect_gpus",
+    "hyperparameter_attrs",
+    "launch_workers",
+    "main",
+    "make_storage",
+    "observations_from_study",
+    "plan_slots",
+    "to_optuna_distribution",
+]
+
+#: System attribute holding a trial's rung (index into the cost-ordered ladder).
+RUNG_ATTR = "transfersearch:rung"
+#: System attribute set when the objective (not the heartbeat) finished a trial as FAIL.
+_TOLD_ATTR = "transfersearch:told-fail"
+_COUNTED_STATES = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
+
+
+# ----------------------------------------------------------------------------------------------
+# Distributions
+# ----------------------------------------------------------------------------------------------
+def to_optuna_distribution(dist: Distribution) -> BaseDistribution:
+    """The Optuna distribution of a transfersearch coordinate distribution.
+
+    ``Float(low, high, log)`` → ``FloatDistribution(low, high, log=log)``;
+    ``Int(low, high, log, step)`` → ``IntDistribution(low, high, log=log, step=step)``;
+    ``Choice(choices)`` → ``CategoricalDistribution(choices)``.
+
+    Raises:
+        TransferSearchError: ``dist`` is not a Float, Int or Choice.
+    """
+    if isinstance(dist, Float):
+        return FloatDistribution(float(dist.low), float(dist.high), log=dist.log)
+    if isinstance(dist, Int):
+        return IntDistribution(dist.low, dist.high, log=dist.log, step=dist.step)
+    if isinstance(dist, Choice):
+        return CategoricalDistribution(dist.choices)
+    raise TransferSearchError(
+        f"cannot convert {dist!r} to an Optuna distribution: use ts.Float, ts.Int or ts.Choice."
+    )
+
+
+def _suggest(trial: Trial, name: str, dist: Distribution) -> Any:
+    """Suggest one coordinate through Optuna's public API (same distribution as the conversion)."""
+    if isinstance(dist, Float):
+        return trial.suggest_float(name, float(dist.low), float(dist.high), log=dist.log)
+    if isinstance(dist, Int):
+        return trial.suggest_int(name, dist.low, dist.high, step=dist.step, log=dist.log)
+    return trial.suggest_categorical(name, dist.choices)
+
+
+# ----------------------------------------------------------------------------------------------
+# The per-rung view a base sampler or pruner sees
+# ----------------------------------------------------------------------------------------------
+def _system_attrs(trial: Trial | FrozenTrial) -> Mapping[str, Any]:
+    """A trial's system attributes (a live Trial reads them from its storage)."""
+    if isinstance(trial, FrozenTrial):
+        return trial.system_attrs
+    return trial.storage.get_trial_system_attrs(trial._trial_id)
+
+
+def _rung_of(trial: FrozenTrial) -> int | None:
+    rung = trial.system_attrs.get(RUNG_ATTR)
+    return None if rung is None else int(rung)
+
+
+class _RungView:
+    """A study as seen from one rung: ``get_trials``/``_get_trials``/``trials`` keep only the
+    trials of ``rung``; every other attribute is the study's own."""
+
+    def __init__(self, study: Study, rung: int) -> None:
+        self._study = study
+        self._rung = rung
+
+    def _get_trials(
+        self,
+        deepcopy: bool = True,
+        states: Container[TrialState] | None = None,
+        use_cache: bool = False,
+    ) -> list[FrozenTrial]:
+        trials = self._study._get_trials(deepcopy=deepcopy, states=states, use_cache=use_cache)
+        return [t for t in trials if t.system_attrs.get(RUNG_ATTR) == self._rung]
+
+    def get_trials(
+        self, deepcopy: bool = True, states: Container[TrialState] | None = None
+    ) -> list[FrozenTrial]:
+        return self._get_trials(deepcopy=deepcopy, states=states)
+
+    @property
+    def trials(self) -> list[FrozenTrial]:
+        return self.get_trials()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._study, name)
+
+
+def _rung_view(study: Study, rung: int) -> Study:
+    """``study`` restricted to the trials of ``rung`` (typed as a Study for its users)."""
+    return cast(Study, _RungView(study, rung))
+
+
+# ----------------------------------------------------------------------------------------------
+# Observations
+# ----------------------------------------------------------------------------------------------
+def _numeric_params(params: Mapping[str, Any]) -> dict[str, float]:
+    return {
+        name: float(value)
+        for name, value in params.items()
+        if isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
+    }
+
+
+def _observation(trial: FrozenTrial, scale: Mapping[str, float], sign: float) -> Observation:
+    """One finished trial as an Observation (value × ``sign``; NaN for FAIL or a missing value)."""
+    if trial.state == TrialState.COMPLETE:
+        value, state = sign * float(trial.values[0]), "complete"
+    elif trial.state == TrialState.PRUNED:
+        last = trial.values[0] if trial.values else math.nan
+        value, state = sign * float(last), "pruned"
+    else:
+        value, state = math.nan, "failed"
+    return Observation(scale=scale, params=_numeric_params(trial.params), value=value, state=state)
+
+
+def _died(trial: FrozenTrial) -> bool:
+    """True for a FAIL that the heartbeat (a dead worker), not the objective, decided."""
+    return (
+        trial.state == TrialState.FAIL
+        and RUNG_ATTR in trial.system_attrs
+        and not trial.system_attrs.get(_TOLD_ATTR, False)
+    )
+
+
+def observations_from_study(study: Study) -> list[Observation]:
+    """The trials of a study run with :class:`TransferSampler`, as observations.
+
+    Reads the ``scale.<name>`` user attributes the sampler wrote and the trial's numeric
+    parameters (the coordinates). States: COMPLETE → ``"complete"`` (its value), FAIL →
+    ``"failed"`` (value NaN: it crashed or returned NaN, i.e. diverged), PRUNED → ``"pruned"``
+    (its last intermediate value); RUNNING and WAITING trials are skipped, and so are trials the
+    storage heartbeat failed because their worker died (their retry stands for them). Values are
+    as stored: for a ``maximize`` study pass ``direction="maximize"`` to the fit.
+
+    Raises:
+        TransferSearchError: the study is multi-objective, or it has finished trials but none
+            carries ``scale.*`` user attributes.
+    """
+    if study._is_multi_objective():
+        raise TransferSearchError(
+            f"study {study.study_name!r} has {len(study.directions)} objectives; transfersearch "
+            "fits one metric. Use a single-objective study."
+        )
+    trials = study.get_trials(
+        deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+    )
+    result: list[Observation] = []
+    for trial in trials:
+        scale = {k[6:]: v for k, v in trial.user_attrs.items() if k.startswith("scale.")}
+        if not scale or _died(trial):
+            continue
+        result.append(_observation(trial, scale, 1.0))
+    if trials and not result:
+        raise TransferSearchError(
+            f"none of the {len(trials)} finished trials of study {study.study_name!r} records a "
+            "scale (user attributes 'scale.<name>'). Run the study with TransferSampler, or set "
+            "trial.set_user_attr('scale.width', ...) for each scale variable."
+        )
+    return result
+
+
+# ----------------------------------------------------------------------------------------------
+# Hyperparameters as user attributes
+# ----------------------------------------------------------------------------------------------
+def hyperparameter_attrs(hp: Hyperparameters) -> dict[str, Any]:
+    """``hp.to_dict()`` flattened into JSON-friendly ``hp.*`` user-attribute entries.
+
+    Per group ``hp.<group>.lr`` and ``hp.<group>.weight_decay`` (PyTorch's coupled convention);
+    then ``hp.betas``, ``hp.eps``, and ``hp.batch_size``, ``hp.total_steps``,
+    ``hp.ema_momentum``, ``hp.notes``, ``hp.extra.<name>`` where set. Coordinates are not repeated:
+    they are the trial's parameters.
+    """
+    data = hp.to_dict()
+    attrs: dict[str, Any] = {}
+    for group, values in data["groups"].items():
+        attrs[f"hp.{group}.lr"] = values["lr"]
+        attrs[f"hp.{group}.weight_decay"] = values["weight_decay"]
+    attrs["hp.betas"] = data["betas"]
+    attrs["hp.eps"] = data["eps"]
+    for key in ("batch_size", "total_steps", "ema_momentum"):
+        if data[key] is not None:
+            attrs[f"hp.{key}"] = data[key]
+    if data["notes"]:
+        attrs["hp.notes"] = data["notes"]
+    for key, value in data["extra"].items():
+        attrs[f"hp.extra.{key}"] = value
+    return attrs
+
+
+# ----------------------------------------------------------------------------------------------
+# The sampler
+# ----------------------------------------------------------------------------------------------
+class TransferSampler(BaseSampler):
+    """An Optuna sampler that assigns each trial a proxy rung and transfers the fitted optimum.
+
+    It wraps ``base_sampler`` and forwards every hook to it (as Optuna's ``PartialFixedSampler``
+    does), handing it a view of the study that holds only the trial's own rung. It intervenes in
+    two places: ``before_trial`` assigns the rung, and ``sample_relative`` returns the law's
+    proposal when :meth:`TransferPlanner.propose` makes one.
+
+    Args:
+        space: the :class:`~transfersearch.TransferSpace` whose swept coordinates become Optuna
+            parameters (same names, distributions from :func:`to_optuna_distribution`).
+        ladder: the proxy scales; rungs are indexed in cost order (``sampler.ladder``).
+        base_sampler: the sampler used where the law makes no proposal (default
+            ``optuna.samplers.TPESampler()``).
+        **planner_kwargs: passed to :class:`~transfersearch.ladder.TransferPlanner`
+            (``trials_per_rung``, ``cost``, ``min_trials``, ``focus``, ``seed``, ``transfer``, ...).
+
+    Raises:
+        TransferSearchError: a bad space, ladder or planner option; ``base_sampler`` is not an
+            Optuna sampler.
+    """
+
+    def __init__(
+        self,
+        space: TransferSpace,
+        ladder: Sequence[Scale | Mapping[str, float]],
+        base_sampler: BaseSampler | None = None,
+        **planner_kwargs: Any,
+    ) -> None:
+        if base_sampler is not None and not isinstance(base_sampler, BaseSampler):
+            raise TransferSearchError(
+                f"`base_sampler` must be an optuna.samplers.BaseSampler, but got {base_sampler!r}. "
+                "Pass e.g. optuna.samplers.TPESampler(seed=0)."
+            )
+        self._planner = TransferPlanner(space, ladder, **planner_kwargs)
+        self._base_sampler = base_sampler or optuna.samplers.TPESampler()
+        # One base sampler per rung: samplers keep per-study state (search-space cursors, fitted
+        # kernels, constant-liar caches) that must not carry over between landscapes.
+        self._template = copy.deepcopy(self._base_sampler)
+        self._rung_samplers: dict[int, BaseSampler] = {}
+        self._distributions = {
+            name: to_optuna_distribution(dist) for name, dist in space.distributions.items()
+        }
+        self._proposals: dict[int, Proposal] = {}
+        self._observations: dict[int, Observation] = {}
+        self._lock = threading.Lock()
+
+    # Read-only views ------------------------------------------------------------------------
+    @property
+    def planner(self) -> TransferPlanner:
+        """The shared rung policy and law (framework-free)."""
+        return self._planner
+
+    @property
+    def space(self) -> TransferSpace:
+        """The swept space."""
+        return self._planner.space
+
+    @property
+    def ladder(self) -> tuple[Scale, ...]:
+        """The rungs, cheapest first."""
+        return self._planner.ladder
+
+    @property
+    def base_sampler(self) -> BaseSampler:
+        """The wrapped sampler (it serves the first rung used; others get copies of it)."""
+        return self._base_sampler
+
+    def rung_sampler(self, rung: int) -> BaseSampler:
+        """The base sampler that serves ``rung``: ``base_sampler`` for the first rung used, a
+        copy of its initial state for each other rung, so no state crosses landscapes."""
+        with self._lock:
+            sampler = self._rung_samplers.get(rung)
+            if sampler is None:
+                sampler = (
+                    copy.deepcopy(self._template) if self._rung_samplers else self._base_sampler
+                )
+                self._rung_samplers[rung] = sampler
+            return sampler
+
+    @property
+    def distributions(self) -> dict[str, BaseDistribution]:
+        """The Optuna distribution of each swept coordinate."""
+        return dict(self._distributions)
+
+    # The user's entry point -------------------------------------------------------------------
+    def rung(self, trial: Trial | FrozenTrial) -> int:
+        """The rung assigned to ``trial``.
+
+        Raises:
+            TransferSearchError: the trial was not started by a study using this sampler.
+        """
+        proposal = self._proposals.get(trial._trial_id)
+        if proposal is not None:
+            return proposal.rung
+        rung = _system_attrs(trial).get(RUNG_ATTR)
+        if rung is None:
+            raise TransferSearchError(
+                f"trial {trial.number} has no rung: its study does not use this TransferSampler. "
+                "Create the study with sampler=<the TransferSampler>."
+            )
+        return int(rung)
+
+    def suggest(self, trial: Trial, *, record: bool = True) -> tuple[Scale, Hyperparameters]:
+        """Suggest every swept coordinate and return the trial's scale and hyperparameters.
+
+        Args:
+            trial: the running trial.
+            record: also store the concrete hyperparameters as ``hp.*`` user attributes
+                (:func:`hyperparameter_attrs`).
+
+        Returns:
+            ``(scale, hp)``: the rung's Scale and ``space.concretize(coordinates, scale)``.
+        """
+        scale = self.ladder[self.rung(trial)]
+        coords = {
+            name: _suggest(trial, name, dist) for name, dist in self.space.distributions.items()
+        }
+        hp = self.space.concretize(coords, scale)
+        if record:
+            for key, value in hyperparameter_attrs(hp).items():
+                trial.set_user_attr(key, value)
+        return scale, hp
+
+    def hyperparameters(self, trial: FrozenTrial) -> Hyperparameters:
+        """The concrete hyperparameters a finished trial used (e.g. ``study.best_trial``)."""
+        coords = {name: trial.params[name] for name in self.space.distributions}
+        return self.space.concretize(coords, self.ladder[self.rung(trial)])
+
+    # Hooks --------------------------------------------------------------------------------------
+    def reseed_rng(self) -> None:
+        self._base_sampler.reseed_rng()
+        self._template.reseed_rng()
+        for sampler in self._rung_samplers.values():
+            if sampler is not self._base_sampler:
+                sampler.reseed_rng()
+        self._planner.reseed()
+
+    def before_trial(self, study: Study, trial: FrozenTrial) -> None:
+        if study._is_multi_objective():
+            raise TransferSearchError(
+                f"TransferSampler fits one metric, but study {study.study_name!r} has "
+                f"{len(study.directions)} objectives. Use a single-objective study."
+            )
+        proposal = self._plan(study, trial)
+        self._proposals[trial._trial_id] = proposal
+        storage, trial_id = study._storage, trial._trial_id
+        if trial.system_attrs.get(RUNG_ATTR) != proposal.rung:
+            storage.set_trial_system_attr(trial_id, RUNG_ATTR, proposal.rung)
+        attrs = {"rung": proposal.rung, "transfer": proposal.source}
+        attrs.update({f"scale.{k}": v for k, v in self.ladder[proposal.rung].items()})
+        for key, value in attrs.items():
+            if trial.user_attrs.get(key) != value:
+                storage.set_trial_user_attr(trial_id, key, value)
+        self.rung_sampler(proposal.rung).before_trial(_rung_view(study, proposal.rung), trial)
+
+    def _plan(self, study: Study, trial: FrozenTrial) -> Proposal:
+        """Decide the trial's rung (once) and where its coordinates come from."""
+        fixed_rung = trial.system_attrs.get(RUNG_ATTR, trial.user_attrs.get("rung"))
+        if fixed_rung is not None:
+            rung = int(fixed_rung)
+            if not 0 <= rung < len(self.ladder):
+                raise TransferSearchError(
+                    f"trial {trial.number} asks for rung={rung!r}, but the ladder has "
+                    f"{len(self.ladder)} rungs (0..{len(self.ladder) - 1})."
+                )
+        trials = study._get_trials(deepcopy=False, use_cache=False)
+        counts = [0] * len(self.ladder)
+        for other in trials:
+            other_rung = other.system_attrs.get(RUNG_ATTR)
+            if other.number != trial.number and other_rung is not None:
+                if other.state in _COUNTED_STATES:
+                    counts[other_rung] += 1
+        if fixed_rung is not None:
+            # A retried or enqueued trial keeps its rung and its parameters.
+            source = "retry" if "failed_trial" in trial.system_attrs else "enqueued"
+            if trial.params or trial.system_attrs.get("fixed_params"):
+                return Proposal(rung, {}, source)
+        else:
+            rung = self._planner.assign_rung(counts)
+        observations = self._planner_observations(study, trials)
+        return self._planner.propose(rung, observations, counts[rung])
+
+    def _planner_observations(
+        self, study: Study, trials: Sequence[FrozenTrial]
+    ) -> list[Observation]:
+        """Finished trials as observations for the planner, minimised (maximise: negated).
+
+        Finished trials never change, so each is converted once and cached by trial id.
+        """
+        sign = -1.0 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1.0
+        result = []
+        with self._lock:
+            for trial in trials:
+                if not trial.state.is_finished() or _died(trial):
+                    continue
+                cached = self._observations.get(trial._trial_id)
+                if cached is None:
+                    rung = _rung_of(trial)
+                    if rung is None or not 0 <= rung < len(self.ladder):
+                        continue
+                    cached = _observation(trial, self.ladder[rung], sign)
+                    self._observations[trial._trial_id] = cached
+                result.append(cached)
+        return result
+
+    def _proposal(self, study: Study, trial: FrozenTrial) -> Proposal:
+        proposal = self._proposals.get(trial._trial_id)
+        if proposal is None:  # the trial began elsewhere (e.g. ask() in another process)
+            rung = study._storage.get_trial_system_attrs(trial._trial_id).get(RUNG_ATTR)
+            proposal = Proposal(0 if rung is None else int(rung), {}, "base")
+            self._proposals[trial._trial_id] = proposal
+        return proposal
+
+    def infer_relative_search_space(
+        self, study: Study, trial: FrozenTrial
+    ) -> dict[str, BaseDistribution]:
+        proposal = self._proposal(study, trial)
+        view = _rung_view(study, proposal.rung)
+        search_space = self.rung_sampler(proposal.rung).infer_relative_search_space(view, trial)
+        for name in proposal.params:
+            if name in self._distributions:
+                search_space[name] = self._distributions[name]
+        return search_space
+
+    def sample_relative(
+        self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
+    ) -> dict[str, Any]:
+        proposal = self._proposal(study, trial)
+        proposed = {
+            name: _cast(value, search_space[name])
+            for name, value in proposal.params.items()
+            if name in search_space
+        }
+        rest = {name: dist for name, dist in search_space.items() if name not in proposed}
+        view = _rung_view(study, proposal.rung)
+        base = self.rung_sampler(proposal.rung)
+        params = base.sample_relative(view, trial, rest) if rest else {}
+        params.update(proposed)
+        return params
+
+    def sample_independent(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        param_name: str,
+        param_distribution: BaseDistribution,
+    ) -> Any:
+        rung = self._proposal(study, trial).rung
+        base = self.rung_sampler(rung)
+        return base.sample_independent(
+            _rung_view(study, rung), trial, param_name, param_distribution
+        )
+
+    def after_trial(
+        self,
+        study: Study,
+        trial: FrozenTrial,
+        state: TrialState,
+        values: Sequence[float] | None,
+    ) -> None:
+        proposal = self._proposal(study, trial)
+        if state == TrialState.FAIL:
+            study._storage.set_trial_system_attr(trial._trial_id, _TOLD_ATTR, True)
+        try:
+            view = _rung_view(study, proposal.rung)
+            self.rung_sampler(proposal.rung).after_trial(view, trial, state, values)
+        finally:
+            self._proposals.pop(trial._trial_id, None)
+
+
+def _cast(value: float, dist: BaseDistribution) -> Any:
+    if isinstance(dist, IntDistribution):
+        return round(value)
+    if isinstance(dist, FloatDistribution):
+        return float(value)
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# Pruning within a rung
+# ----------------------------------------------------------------------------------------------
+class RungPruner(BasePruner):
+    """Wrap a pruner so that it compares a trial only with trials of the same rung.
+
+    Losses of different proxy scales are not comparable (a small model's "median" curve would
+    prune every large one), so ``RungPruner(optuna.pruners.MedianPruner())`` hands the wrapped
+    pruner the same per-rung view the base sampler gets. Works with pruners that read the study
+    through ``get_trials`` (Median, Percentile, SuccessiveHalving, Threshold, Patient, Wilcoxon);
+    use HyperbandPruner unwrapped.
+    """
+
+    def __init__(self, pruner: BasePruner) -> None:
+        if not isinstance(pruner, BasePruner):
+            raise TransferSearchError(
+                f"`pruner` must be an optuna.pruners.BasePruner, but got {pruner!r}."
+            )
+        self._pruner = pruner
+
+    def prune(self, study: Study, trial: FrozenTrial) -> bool:
+        rung = trial.system_attrs.get(RUNG_ATTR)
+        if rung is None:
+            return self._pruner.prune(study, trial)
+        return self._pruner.prune(_rung_view(study, int(rung)), trial)
+
+
+# ----------------------------------------------------------------------------------------------
+# Storages
+# ----------------------------------------------------------------------------------------------
+def make_storage(
+    url: str,
+    *,
+    heartbeat_interval: int | None = 60,
+    grace_period: int | None = None,
+    max_retry: int | None = 3,
+    timeout: float = 60.0,
+) -> optuna.storages.BaseStorage:
+    """An Optuna storage for ``url`` that fails and retries the trials of dead workers.
+
+    * ``sqlite:///proxy.db``, ``postgresql://user@host:5432/db``, ``mysql://...``: an
+      ``RDBStorage`` with a heartbeat every ``heartbeat_interval`` seconds; a RUNNING trial whose
+      heartbeat is older than ``grace_period`` (default 2 × interval) is failed by the next trial
+      any worker starts, and re-enqueued with the same parameters and rung up to ``max_retry``
+      times (``RetryFailedTrialCallback``). SQLite waits up to ``timeout`` s for a lock.
+    * ``journal:///path/to/file.log`` or a path ending in ``.log``: a ``JournalStorage`` on a
+      file (many processes on one machine or a shared file system). Optuna gives journal storages
+      no heartbeat, so a killed worker's trial stays RUNNING; it is not counted by the fit.
+
+    Raises:
+        TransferSearchError: an empty URL or a non-positive heartbeat/grace period.
+    """
+    if not isinstance(url, str) or not url:
+        raise TransferSearchError(
+            f"`storage` must be a URL such as 'sqlite:///proxy.db', but got {url!r}."
+        )
+    if url.startswith("journal://") or url.endswith(".log"):
+        path = url[len("journal://") :] if url.startswith("journal://") else url
+        from optuna.storages.journal import JournalFileBackend
+
+        backend = JournalFileBackend(path)
+        return optuna.storages.JournalStorage(backend)
+    if heartbeat_interval is not None and heartbeat_interval < 1:
+        raise TransferSearchError(
+            f"`heartbeat_interval` must be >= 1 second, but got {heartbeat_interval=}."
+        )
+    if grace_period is not None and grace_period < 1:
+        raise TransferSearchError(f"`grace_period` must be >= 1 second, but got {grace_period=}.")
+    engine_kwargs: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        engine_kwargs["connect_args"] = {"timeout": timeout}
+    kwargs: dict[str, Any] = {}
+    if heartbeat_interval is not None:
+        retry_class = getattr(
+            optuna.storages,
+            "RetryHeartbeatStaleTrialCallback",
+            optuna.storages.RetryFailedTrialCallback,
+        )
+        retry: Callable[[Study, FrozenTrial], None] = retry_class(max_retry=max_retry)
+        parameters = inspect.signature(optuna.storages.RDBStorage).parameters
+        key = (
+            "heartbeat_stale_trial_callback"
+            if "heartbeat_stale_trial_callback" in parameters
+            else "failed_trial_callback"
+        )
+        kwargs = {
+            "heartbeat_interval": heartbeat_interval,
+            "grace_period": grace_period or 2 * heartbeat_interval,
+            key: retry,
+        }
+    return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **kwargs)
+
+
+# The worker launcher lives in a private module; it imports this one lazily.
+from transfersearch.integrations._optuna_workers import (  # noqa: E402
+    WorkerSlot,
+    detect_gpus,
+    launch_workers,
+    main,
+    plan_slots,
+)
+
+if __name__ == "__main__":
+    # Import the canonical module so that the objective's module and the CLI share one class.
+    import sys
+
+    from transfersearch.integrations.optuna import main as canonical_main
+
+    sys.exit(canonical_main())

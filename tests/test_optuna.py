@@ -1,0 +1,452 @@
+"""TransferSampler: hooks, rungs, per-rung base-sampler views, faults, transfer on a known law."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+optuna = pytest.importorskip("optuna")
+
+from transfersearch.integrations.optuna import (  # noqa: E402
+    RUNG_ATTR,
+    RungPruner,
+    TransferSampler,
+    hyperparameter_attrs,
+    observations_from_study,
+    to_optuna_distribution,
+)
+
+import transfersearch as ts  # noqa: E402
+from transfersearch.extrapolate import extrapolate  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+BASE = ts.Scale(width=64, dataset_size=2e4, batch_size=64)
+SPACE = ts.TransferSpace(
+    BASE,
+    {"base_lr": ts.Float(1e-5, 1.0, log=True), "tau_epoch": ts.Float(1e-2, 1e2, log=True)},
+)
+#: Cost order: (64, 2e4) < (128, 2e4) = (64, 8e4) < (256, 8e4). Width and data both vary.
+LADDER = [
+    ts.Scale(width=w, dataset_size=n, batch_size=64)
+    for w, n in ((64, 2e4), (128, 2e4), (64, 8e4), (256, 8e4))
+]
+TOP = ts.Scale(width=256, dataset_size=8e4, batch_size=64)
+
+
+def optimum(scale: ts.Scale) -> tuple[float, float]:
+    """The known law: log base_lr* and log tau_epoch* drift with width and dataset size."""
+    s = math.log(scale["width"] / 64)
+    d = math.log(scale["dataset_size"] / 2e4)
+    return math.log(3e-3) - 0.6 * s + 0.25 * d, 0.4 * s - 0.3 * d
+
+
+def regret(scale: ts.Scale, params: dict[str, float]) -> float:
+    """Loss above the optimum: 0.5·(Δ log lr)² + 0.3·(Δ log τ)²."""
+    lr_star, tau_star = optimum(scale)
+    return (
+        0.5 * (math.log(params["base_lr"]) - lr_star) ** 2
+        + 0.3 * (math.log(params["tau_epoch"]) - tau_star) ** 2
+    )
+
+
+def make_objective(sampler: TransferSampler, noise: float = 0.01, seed: int = 0) -> Any:
+    rng = np.random.default_rng(seed)
+
+    def objective(trial: optuna.Trial) -> float:
+        scale, _ = sampler.suggest(trial)
+        return 1.0 + regret(scale, trial.params) + noise * float(rng.normal())
+
+    return objective
+
+
+class Recording(optuna.samplers.BaseSampler):
+    """A real sampler (it delegates to ``inner``) that records the hooks and the rungs it sees."""
+
+    def __init__(self, inner: optuna.samplers.BaseSampler) -> None:
+        self.inner = inner
+        self.calls: list[str] = []
+        self.seen_rungs: list[tuple[int, set[int]]] = []
+
+    def _see(self, study: Any, trial: Any) -> None:
+        own = study._storage.get_trial_system_attrs(trial._trial_id).get(RUNG_ATTR)
+        rungs = {t.system_attrs.get(RUNG_ATTR) for t in study.get_trials(deepcopy=False)}
+        rungs |= {t.system_attrs.get(RUNG_ATTR) for t in study._get_trials(deepcopy=False)}
+        self.seen_rungs.append((own, rungs))
+
+    def reseed_rng(self) -> None:
+        self.calls.append("reseed_rng")
+        self.inner.reseed_rng()
+
+    def infer_relative_search_space(self, study: Any, trial: Any) -> dict[str, Any]:
+        self.calls.append("infer_relative_search_space")
+        self._see(study, trial)
+        return self.inner.infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study: Any, trial: Any, search_space: dict[str, Any]) -> Any:
+        self.calls.append("sample_relative")
+        return self.inner.sample_relative(study, trial, search_space)
+
+    def sample_independent(self, study: Any, trial: Any, name: str, dist: Any) -> Any:
+        self.calls.append("sample_independent")
+        self._see(study, trial)
+        return self.inner.sample_independent(study, trial, name, dist)
+
+    def before_trial(self, study: Any, trial: Any) -> None:
+        self.calls.append("before_trial")
+        self.inner.before_trial(study, trial)
+
+    def after_trial(self, study: Any, trial: Any, state: Any, values: Any) -> None:
+        self.calls.append("after_trial")
+        self._see(study, trial)
+        self.inner.after_trial(study, trial, state, values)
+
+
+# ----------------------------------------------------------------------------------------------
+# Distributions
+# ----------------------------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(
+    low=st.floats(1e-6, 1e3),
+    width=st.floats(1e-3, 1e3),
+    log=st.booleans(),
+    value=st.floats(0.0, 1.0),
+)
+def test_float_conversion_contains_the_same_values(
+    low: float, width: float, log: bool, value: float
+) -> None:
+    dist = ts.Float(low, low + width, log=log)
+    converted = to_optuna_distribution(dist)
+    assert isinstance(converted, optuna.distributions.FloatDistribution)
+    assert (converted.low, converted.high, converted.log) == (dist.low, dist.high, log)
+    point = low + value * width
+    assert converted._contains(point) == dist.contains(point)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    low=st.integers(1, 50),
+    span=st.integers(0, 60),
+    step=st.integers(1, 4),
+    value=st.integers(0, 120),
+)
+def test_int_conversion_contains_the_same_values(
+    low: int, span: int, step: int, value: int
+) -> None:
+    dist = ts.Int(low, low + span * step, step=step)
+    converted = to_optuna_distribution(dist)
+    assert isinstance(converted, optuna.distributions.IntDistribution)
+    assert converted._contains(value) == dist.contains(value)
+
+
+def test_choice_becomes_categorical_and_unknown_types_are_refused() -> None:
+    converted = to_optuna_distribution(ts.Choice(["adam", "lion"]))
+    assert isinstance(converted, optuna.distributions.CategoricalDistribution)
+    assert converted.choices == ("adam", "lion")
+    with pytest.raises(ts.TransferSearchError, match="ts.Float, ts.Int or ts.Choice"):
+        bad: Any = object()
+        to_optuna_distribution(bad)
+
+
+# ----------------------------------------------------------------------------------------------
+# Hooks, rungs, attributes
+# ----------------------------------------------------------------------------------------------
+def test_every_hook_reaches_the_base_sampler_and_sees_only_its_rung() -> None:
+    base = Recording(optuna.samplers.TPESampler(seed=0, n_startup_trials=3))
+    sampler = TransferSampler(SPACE, LADDER, base_sampler=base, trials_per_rung=4, transfer=False)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(make_objective(sampler), n_trials=16)
+    sampler.reseed_rng()
+    copies = [sampler.rung_sampler(rung) for rung in range(4)]
+    assert copies[0] is base and len({id(c) for c in copies}) == 4
+    calls = {call for c in copies for call in c.calls}  # type: ignore[attr-defined]
+    seen = [s for c in copies for s in c.seen_rungs]  # type: ignore[attr-defined]
+    for hook in (
+        "before_trial",
+        "infer_relative_search_space",
+        "sample_independent",
+        "after_trial",
+        "reseed_rng",
+    ):
+        assert hook in calls, hook
+    assert len(seen) > 16
+    for own, rungs in seen:
+        assert rungs == {own}, f"the base sampler of rung {own} saw trials of rungs {rungs}"
+
+
+def test_rungs_follow_the_planner_budgets_and_are_recorded() -> None:
+    sampler = TransferSampler(
+        SPACE,
+        LADDER,
+        base_sampler=optuna.samplers.RandomSampler(seed=0),
+        trials_per_rung=[3, 2, 2, 1],
+    )
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(make_objective(sampler), n_trials=8)
+    rungs = [t.system_attrs[RUNG_ATTR] for t in study.trials]
+    assert rungs == [0, 0, 0, 1, 1, 2, 2, 3]
+    frame = study.trials_dataframe()
+    for column in (
+        "user_attrs_rung",
+        "user_attrs_scale.width",
+        "user_attrs_scale.dataset_size",
+        "user_attrs_transfer",
+        "user_attrs_hp.hidden.lr",
+        "user_attrs_hp.output.weight_decay",
+        "params_base_lr",
+        "params_tau_epoch",
+    ):
+        assert column in frame.columns, column
+    last = study.trials[-1]
+    scale = sampler.ladder[3]
+    assert last.user_attrs["scale.width"] == scale["width"]
+    hp = SPACE.concretize(last.params, scale)
+    assert last.user_attrs["hp.hidden.lr"] == pytest.approx(hp.lr)
+    assert sampler.hyperparameters(last) == hp
+    assert hyperparameter_attrs(hp)["hp.hidden.weight_decay"] == pytest.approx(hp.weight_decay)
+
+
+def test_an_enqueued_trial_keeps_its_rung_and_parameters() -> None:
+    sampler = TransferSampler(SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=1))
+    study = optuna.create_study(sampler=sampler)
+    study.enqueue_trial({"base_lr": 1e-3, "tau_epoch": 2.0}, user_attrs={"rung": 3})
+    study.optimize(make_objective(sampler), n_trials=2)
+    first, second = study.trials
+    assert first.system_attrs[RUNG_ATTR] == 3 and first.user_attrs["scale.width"] == 256
+    assert first.params == {"base_lr": 1e-3, "tau_epoch": 2.0}
+    assert first.user_attrs["transfer"] == "enqueued"
+    assert second.system_attrs[RUNG_ATTR] == 0
+
+
+@pytest.mark.parametrize("base_name", ["tpe", "tpe-multivariate", "gp"])
+def test_tpe_and_gp_learn_each_rung_separately(base_name: str) -> None:
+    """Two rungs with opposite optima: a base sampler that mixed them would search in between."""
+    if base_name == "gp":
+        pytest.importorskip("torch")
+        inner: optuna.samplers.BaseSampler = optuna.samplers.GPSampler(seed=0, n_startup_trials=3)
+    else:
+        inner = optuna.samplers.TPESampler(
+            seed=0, n_startup_trials=4, multivariate=base_name == "tpe-multivariate"
+        )
+    space = ts.TransferSpace(BASE, {"base_lr": ts.Float(1e-4, 1.0, log=True), "tau_epoch": 1.0})
+    ladder = [BASE, BASE.replace(width=512)]
+    sampler = TransferSampler(
+        space, ladder, base_sampler=Recording(inner), trials_per_rung=1, transfer=False
+    )
+    study = optuna.create_study(sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> float:
+        scale, _ = sampler.suggest(trial, record=False)
+        best = math.log(1e-3) if scale["width"] == 64 else math.log(1e-1)
+        return (math.log(trial.params["base_lr"]) - best) ** 2
+
+    study.optimize(objective, n_trials=20 if base_name == "gp" else 50)
+    for rung in (0, 1):
+        for own, rungs in sampler.rung_sampler(rung).seen_rungs:  # type: ignore[attr-defined]
+            assert rungs == {own} == {rung}
+    for rung, best in ((0, 1e-3), (1, 1e-1)):
+        trials = [t for t in study.trials if t.system_attrs[RUNG_ATTR] == rung]
+        late = [t.params["base_lr"] for t in trials[len(trials) // 2 :]]
+        assert abs(math.log(float(np.median(late))) - math.log(best)) < 1.0, (rung, late)
+
+
+# ----------------------------------------------------------------------------------------------
+# Faults, pruning, reading a study back
+# ----------------------------------------------------------------------------------------------
+def test_nan_exceptions_and_pruned_trials_map_to_observation_states() -> None:
+    sampler = TransferSampler(SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=2))
+    study = optuna.create_study(sampler=sampler)
+    outcomes = iter(["ok", "nan", "raise", "prune", "inf", "ok"])
+
+    def objective(trial: optuna.Trial) -> float:
+        scale, _ = sampler.suggest(trial)
+        outcome = next(outcomes)
+        if outcome == "nan":
+            return math.nan
+        if outcome == "raise":
+            raise RuntimeError("out of memory")
+        if outcome == "prune":
+            trial.report(5.0, step=1)
+            raise optuna.TrialPruned()
+        if outcome == "inf":
+            return math.inf
+        return 1.0 + regret(scale, trial.params)
+
+    study.optimize(objective, n_trials=6, catch=(RuntimeError,))
+    states = [t.state for t in study.trials]
+    assert states[1] == states[2] == optuna.trial.TrialState.FAIL
+    observations = observations_from_study(study)
+    assert [o.state for o in observations] == [
+        "complete", "failed", "failed", "pruned", "complete", "complete"
+    ]  # fmt: skip
+    assert math.isnan(observations[1].value) and observations[1].diverged
+    assert observations[3].value == 5.0 and not observations[3].usable
+    assert observations[4].diverged  # +inf: complete but diverged
+    assert observations[0].scale == sampler.ladder[0]
+    assert set(observations[0].params) == {"base_lr", "tau_epoch"}
+    # Failed trials do not use up a rung's budget (they are retried elsewhere); pruned ones do.
+    counted = [t for t in study.trials if t.state != optuna.trial.TrialState.FAIL]
+    assert len(counted) == 4
+
+
+def test_running_and_waiting_trials_are_not_observations() -> None:
+    sampler = TransferSampler(SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=3))
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(make_objective(sampler), n_trials=2)
+    study.ask()  # RUNNING
+    study.enqueue_trial({"base_lr": 1e-3, "tau_epoch": 1.0})  # WAITING
+    assert len(observations_from_study(study)) == 2
+
+
+def test_reading_a_study_without_scales_says_how_to_fix_it() -> None:
+    study = optuna.create_study()
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
+    with pytest.raises(ts.TransferSearchError, match="scale"):
+        observations_from_study(study)
+
+
+def test_rung_pruner_compares_within_a_rung() -> None:
+    """Rung 1's curves lie 100× above rung 0's; an unwrapped median pruner prunes all of rung 1.
+
+    Within each rung every trial improves on the last except one (index 4), which alone is
+    worse than its rung's median and must be pruned.
+    """
+    levels = [9.0, 8.0, 7.0, 6.0, 50.0, 5.0, 4.0, 3.0]
+    pruned = {}
+    for wrap in (True, False):
+        sampler = TransferSampler(
+            SPACE, LADDER[:2], base_sampler=optuna.samplers.RandomSampler(seed=4),
+            trials_per_rung=[8, 8],
+        )  # fmt: skip
+        median = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0)
+        study = optuna.create_study(sampler=sampler, pruner=RungPruner(median) if wrap else median)
+
+        def objective(trial: optuna.Trial, sampler: TransferSampler = sampler) -> float:
+            sampler.suggest(trial, record=False)
+            rung = sampler.rung(trial)
+            index = sum(
+                t.system_attrs.get(RUNG_ATTR) == rung
+                for t in trial.study.get_trials(deepcopy=False)
+                if t.number < trial.number
+            )
+            value = levels[index] * (100.0 if rung == 1 else 1.0)
+            for step in range(3):
+                trial.report(value * (3 - step), step)
+                if trial.should_prune():
+                    raise optuna.TrialPruned()
+            return value
+
+        study.optimize(objective, n_trials=16)
+        pruned[wrap] = [
+            (t.system_attrs[RUNG_ATTR], t.number)
+            for t in study.trials
+            if t.state == optuna.trial.TrialState.PRUNED
+        ]
+    assert pruned[True] == [(0, 4), (1, 12)]
+    assert [n for rung, n in pruned[False] if rung == 1] == list(range(8, 16))
+
+
+def test_extrapolate_reads_a_study() -> None:
+    sampler = TransferSampler(
+        SPACE, LADDER[:3], base_sampler=optuna.samplers.TPESampler(seed=5), trials_per_rung=14
+    )
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(make_objective(sampler, noise=0.0), n_trials=42)
+    result = extrapolate(study, target=TOP, params=["base_lr", "tau_epoch"], n_bootstrap=0)
+    lr_star, tau_star = optimum(TOP)
+    assert abs(math.log(result.params["base_lr"]) - lr_star) < 0.35
+    assert abs(math.log(result.params["tau_epoch"]) - tau_star) < 0.35
+
+
+def test_a_maximised_study_transfers_the_maximum() -> None:
+    sampler = TransferSampler(
+        SPACE,
+        LADDER,
+        base_sampler=optuna.samplers.TPESampler(seed=6),
+        trials_per_rung=[12, 12, 12, 4],
+    )
+    study = optuna.create_study(sampler=sampler, direction="maximize")
+    objective = make_objective(sampler, noise=0.0)
+    study.optimize(lambda trial: -objective(trial), n_trials=40)
+    top = [t for t in study.trials if t.system_attrs[RUNG_ATTR] == 3]
+    assert top[0].user_attrs["transfer"] == "law-point"
+    assert regret(TOP, top[0].params) < 0.05
+
+
+def test_bad_arguments_raise_with_the_fix() -> None:
+    with pytest.raises(ts.TransferSearchError, match="BaseSampler"):
+        bad: Any = "tpe"
+        TransferSampler(SPACE, LADDER, base_sampler=bad)
+    with pytest.raises(ts.TransferSearchError, match="ladder"):
+        TransferSampler(SPACE, [])
+    sampler = TransferSampler(SPACE, LADDER)
+    study = optuna.create_study(sampler=sampler, directions=["minimize", "minimize"])
+    with pytest.raises(ts.TransferSearchError, match="one metric"):
+        study.ask()
+    other = optuna.create_study()
+    trial = other.ask()
+    with pytest.raises(ts.TransferSearchError, match="no rung"):
+        sampler.suggest(trial)
+
+
+# ----------------------------------------------------------------------------------------------
+# Transfer on a synthetic landscape with a known law
+# ----------------------------------------------------------------------------------------------
+def trials_to_target(seed: int, transfer: bool, target: float = 0.02) -> int:
+    """Trials (all rungs, in order) until a top-rung trial is within ``target`` of the optimum."""
+    budgets: Sequence[int] = (12, 12, 12, 60)
+    sampler = TransferSampler(
+        SPACE, LADDER, base_sampler=optuna.samplers.TPESampler(seed=seed),
+        trials_per_rung=list(budgets), seed=seed, transfer=transfer,
+    )  # fmt: skip
+    study = optuna.create_study(sampler=sampler)
+    noisy = make_objective(sampler, noise=0.01, seed=seed)
+    reached: list[int] = []
+
+    def objective(trial: optuna.Trial) -> float:
+        value = noisy(trial)
+        if sampler.rung(trial) == 3 and regret(TOP, trial.params) <= target:
+            reached.append(trial.number + 1)
+            trial.study.stop()
+        return value
+
+    study.optimize(objective, n_trials=sum(budgets))
+    return reached[0] if reached else sum(budgets) + 1
+
+
+def test_transfer_reaches_the_target_regret_in_fewer_trials_than_independent_rungs() -> None:
+    seeds = range(3)
+    guided = [trials_to_target(seed, transfer=True) for seed in seeds]
+    independent = [trials_to_target(seed, transfer=False) for seed in seeds]
+    proxy_trials = 36  # both spend the same 12 + 12 + 12 trials below the top rung
+    assert max(guided) <= proxy_trials + 3, guided
+    assert np.mean(independent) > np.mean(guided) + 10, (guided, independent)
+    # and it is the law, not luck: the first top-rung trial is the law's point
+    assert min(independent) > proxy_trials + 1, independent
+
+
+def test_extrapolate_fixture_sanity() -> None:
+    """The synthetic law is recoverable from noise-free Observations (guards the test above)."""
+    rng = np.random.default_rng(0)
+    observations = []
+    for scale in LADDER[:3]:
+        for _ in range(20):
+            params = {
+                "base_lr": float(math.exp(rng.uniform(math.log(1e-4), math.log(1e-1)))),
+                "tau_epoch": float(math.exp(rng.uniform(-2.0, 2.0))),
+            }
+            observations.append(ts_obs(scale, params, 1.0 + regret(scale, params)))
+    result = extrapolate(observations, target=TOP, params=["base_lr", "tau_epoch"], n_bootstrap=0)
+    assert abs(math.log(result.params["base_lr"]) - optimum(TOP)[0]) < 0.2
+
+
+def ts_obs(scale: ts.Scale, params: dict[str, float], value: float) -> Any:
+    from transfersearch.observations import Observation
+
+    return Observation(scale=scale, params=params, value=value)
