@@ -18,7 +18,7 @@ from transfersearch.fit import estimate_optimum
 from transfersearch.ladder import TransferPlanner
 from transfersearch.ladder import default_cost
 from transfersearch.observations import Observation
-from transfersearch.observations import TransferSearchWarning
+from transfersearch.errors import TransferSearchWarning
 from transfersearch.scale import Scale
 from transfersearch.space import Choice
 from transfersearch.space import Float

@@ -5,11 +5,15 @@ from __future__ import annotations
 import math
 from numbers import Real
 
-__all__ = ["TransferSearchError", "check_positive"]
+__all__ = ["TransferSearchError", "TransferSearchWarning", "check_positive"]
 
 
 class TransferSearchError(ValueError):
     """Bad input to transfersearch: the message names the field, the bad value and the fix."""
+
+
+class TransferSearchWarning(UserWarning):
+    """A result was produced, but something about it deserves the user's attention."""
 
 
 def check_positive(name: str, value: object, *, fix: str = "") -> float:

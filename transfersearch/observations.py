@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from numbers import Real
 from typing import Any, Literal
 
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import TransferSearchError, TransferSearchWarning
 from transfersearch.scale import Scale
 
 __all__ = [
@@ -44,10 +44,6 @@ State = Literal["complete", "failed", "pruned"]
 
 #: The trial states an :class:`Observation` may carry.
 STATES: tuple[str, ...] = ("complete", "failed", "pruned")
-
-
-class TransferSearchWarning(UserWarning):
-    """A result was produced, but something about it deserves the user's attention."""
 
 
 @dataclass(frozen=True, init=False)
