@@ -294,7 +294,13 @@ def coord_check(
                 if step == steps or optimizer is None:
                     break
                 optimizer.zero_grad(set_to_none=True)
-                loss_of(_first_tensor(output), targets).backward()  # type: ignore[arg-type]
+                prediction = _first_tensor(output)
+                if prediction is None:
+                    raise TransferSearchError(
+                        "coord_check: the model returned no tensor, so no loss can be taken."
+                    )
+                loss: torch.Tensor = loss_of(prediction, targets)
+                loss.backward()  # type: ignore[no-untyped-call]
                 optimizer.step()
         finally:
             for handle in handles:

@@ -21,7 +21,7 @@ _VERSION = 1
 def _state(model: nn.Module) -> dict[str, torch.Tensor]:
     """Parameters and buffers by clean name (wrappers removed, so compiled/DDP models match)."""
     root = unwrap(model)
-    named = {clean_name(n): p for n, p in root.named_parameters()}
+    named: dict[str, torch.Tensor] = {clean_name(n): p for n, p in root.named_parameters()}
     named.update({clean_name(n): b for n, b in root.named_buffers()})
     return named
 

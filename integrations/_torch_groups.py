@@ -427,7 +427,9 @@ def param_groups(
     Returns:
         One plain dict per non-empty group, in the order input, hidden, output, vector:
         ``{"params", "lr", "weight_decay", "name", "param_names"}`` (``param_names`` is torch.optim's
-        own optional key; it is saved in the optimizer's state_dict).
+        own optional key; it is saved in the optimizer's state_dict). torch.optim adopts these
+        dicts as its ``param_groups``, so an lr scheduler later changes their ``lr`` in place;
+        the scheduled values start from ``hp``'s.
 
     Raises:
         TransferSearchError: see :func:`classify`; a bad ``convention`` or a model without

@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import math
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -478,3 +480,13 @@ def test_coord_check_reports_rms_per_layer_and_width() -> None:
     assert abs(slopes["norm"]) < 0.05  # LayerNorm output has RMS ≈ 1 at every width
     with pytest.raises(ts.TransferSearchError, match="make_optimizer"):
         coord_check(MLP, [32, 64], (inputs, targets), steps=1)
+
+
+def test_missing_torch_says_how_to_install() -> None:
+    code = (
+        "import sys; sys.modules['torch'] = None\n"
+        "try:\n    import transfersearch.integrations.torch\n"
+        "except ImportError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'transfersearch[torch]'" in out.stdout
