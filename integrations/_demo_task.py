@@ -22,6 +22,7 @@ The model, by µP parameter group (``transfersearch.rules.GROUPS``):
 from __future__ import annotations
 
 import math
+import os
 import string
 import sysconfig
 import time
@@ -208,6 +209,19 @@ def _param_groups(model: CharMLP, hp: Hyperparameters) -> list[dict[str, Any]]:
     return list(param_groups(model, hp, base_model=reference))
 
 
+#: Widths up to this train on one CPU thread: their matrices are too small for a second thread
+#: to pay for its synchronisation (measured: 256 steps at width 64 take 0.65 s on one thread and
+#: several seconds on two when the cores are shared).
+SINGLE_THREAD_MAX_WIDTH = 64
+
+
+def cpu_threads(width: int) -> int:
+    """CPU threads for a run at ``width``: 1 for small models, else up to 2."""
+    if width <= SINGLE_THREAD_MAX_WIDTH:
+        return 1
+    return max(1, min(2, os.cpu_count() or 1))
+
+
 @dataclass(frozen=True)
 class TrainResult:
     """One finished training run: final validation loss (nats/char; NaN if it diverged)."""
@@ -257,6 +271,8 @@ def train(
     scale.require("width", "dataset_size", "batch_size", purpose="train the demo model")
     started = time.perf_counter()
     dev = device if isinstance(device, torch.device) else resolve_device(device)
+    if dev.type == "cpu":
+        torch.set_num_threads(cpu_threads(int(scale["width"])))
     data = load_corpus() if corpus is None else corpus
     xs, ys = data.windows(int(scale["dataset_size"]))
     xs, ys = xs.to(dev), ys.to(dev)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -46,7 +45,7 @@ from transfersearch.integrations import _demo_task as task
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.extrapolate import Extrapolation, extrapolate
-from transfersearch.observations import Observation
+from transfersearch.observations import Observation, as_observations
 from transfersearch.report import format_table, plot_report
 from transfersearch.rules import MuP, Standard
 from transfersearch.scale import Scale
@@ -173,11 +172,6 @@ def rung_budgets(rungs: int, trials: int) -> list[int]:
     return budgets
 
 
-def _threads(device: torch.device) -> None:
-    if device.type == "cpu":
-        torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-
-
 # ----------------------------------------------------------------------------------------------
 # The proxy sweep
 # ----------------------------------------------------------------------------------------------
@@ -212,7 +206,6 @@ def _sweep(
 
     def objective(trial: optuna.Trial) -> float:
         scale, hp = sampler.suggest(trial)
-        trial.set_user_attr("demo_scale", scale.to_dict())
         result = task.train(
             scale, hp, epochs=config.epochs, device=device, corpus=corpus
         )
@@ -232,24 +225,8 @@ def _sweep(
 
 
 def _observations(study: optuna.Study) -> list[Observation]:
-    """The study's finished trials as observations (for the report's scatter)."""
-    result = []
-    for trial in study.trials:
-        if not trial.state.is_finished() or "demo_scale" not in trial.user_attrs:
-            continue
-        if not all(p in trial.params for p in PARAMS):
-            continue
-        value = trial.value if trial.value is not None else math.nan
-        state = {"COMPLETE": "complete", "PRUNED": "pruned"}.get(trial.state.name, "failed")
-        result.append(
-            Observation(
-                scale=trial.user_attrs["demo_scale"],
-                params={p: trial.params[p] for p in PARAMS},
-                value=value,
-                state=state,
-            )
-        )
-    return result
+    """The study's finished trials as observations (read as ``extrapolate`` reads them)."""
+    return as_observations(study)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -354,7 +331,6 @@ def run(
         config = DemoConfig(**{**asdict(config), "trials": trials})
     started = time.perf_counter()
     dev = task.resolve_device(device)
-    _threads(dev)
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     space = build_space(config)
@@ -365,7 +341,7 @@ def run(
     study = _sweep(config, space, folder, dev, config.trials, seed)
     sweep_seconds = time.perf_counter() - started
     observations = _observations(study)
-    result = extrapolate(study, target=target, params=list(PARAMS), n_bootstrap=200, seed=seed)
+    result = extrapolate(observations, target=target, params=list(PARAMS), n_bootstrap=200, seed=seed)
     best = _best_proxy(observations)
     hps = method_hyperparameters(config, space, result, best)
 

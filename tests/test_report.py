@@ -1,0 +1,79 @@
+"""transfersearch.report: the text table and the picture of a transfer."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import transfersearch as ts
+from transfersearch.errors import TransferSearchError
+from transfersearch.extrapolate import extrapolate
+from transfersearch.observations import Observation
+from transfersearch.report import format_table, plot_report
+
+
+def test_format_table_aligns_columns_and_formats_floats() -> None:
+    table = format_table(["method", "loss"], [["ours", 2.123456], ["copy", math.nan]])
+    lines = table.splitlines()
+    assert lines[0].split() == ["method", "loss"]
+    assert set(lines[1].replace(" ", "")) == {"-"}
+    assert lines[2].split() == ["ours", "2.123"]
+    assert lines[3].split() == ["copy", "nan"]
+    assert lines[2].index("2.123") == lines[0].index("loss")
+
+
+def test_format_table_rejects_ragged_rows() -> None:
+    with pytest.raises(TransferSearchError, match="row 0 has 1 cells but there are 2 headers"):
+        format_table(["a", "b"], [["only one"]])
+
+
+def ladder_observations() -> list[Observation]:
+    """Optimal lr ∝ width^−1 on three widths; a few diverged trials at high lr."""
+    rng = np.random.default_rng(0)
+    obs = []
+    for width in (32, 64, 128):
+        best = 0.02 * 32 / width
+        for _ in range(25):
+            lr = float(np.exp(rng.uniform(np.log(1e-4), np.log(0.3))))
+            wd = float(np.exp(rng.uniform(np.log(1e-3), np.log(1.0))))
+            if lr > 8 * best:
+                value = math.nan
+            else:
+                value = 1.0 + 0.2 * np.log(lr / best) ** 2 + 0.05 * np.log(wd / 0.1) ** 2
+            obs.append(Observation({"width": width}, {"lr": lr, "weight_decay": wd}, value))
+    return obs
+
+
+def test_plot_report_writes_a_png_with_both_rows(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    obs = ladder_observations()
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"],
+                         n_bootstrap=20, seed=0)
+    out = plot_report(obs, result, tmp_path / "sub" / "report.png", title="synthetic",
+                      marks={"copy": {"lr": 0.02, "weight_decay": 0.1}})
+    assert out == tmp_path / "sub" / "report.png"
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    image = pytest.importorskip("matplotlib.image").imread(str(out))
+    height, width = image.shape[:2]
+    assert width > height > 500  # two columns (one per parameter) and two rows
+
+
+def test_plot_report_needs_observations(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    obs = ladder_observations()
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"],
+                         n_bootstrap=0, seed=0)
+    with pytest.raises(TransferSearchError, match="needs the proxy observations"):
+        plot_report([], result, tmp_path / "r.png")
+
+
+def test_importing_report_does_not_import_matplotlib() -> None:
+    code = "import sys, transfersearch.report; print('matplotlib' in sys.modules)"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "False"
