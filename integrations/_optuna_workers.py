@@ -83,7 +83,8 @@ class WorkerResult:
 # ----------------------------------------------------------------------------------------------
 def detect_gpus() -> list[str]:
     """The GPU ids this machine offers: ``CUDA_VISIBLE_DEVICES`` if set, else ``nvidia-smi -L``,
-    else ``torch.cuda`` when torch is installed, else none."""
+    else the ``/dev/nvidia<N>`` device files, else ``torch.cuda`` if torch is already imported
+    (importing it only to count GPUs would cost seconds per launch), else none."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
         return [g.strip() for g in visible.split(",") if g.strip() and g.strip() != "-1"]
@@ -94,10 +95,12 @@ def detect_gpus() -> list[str]:
             if out.returncode == 0:
                 lines = [ln for ln in out.stdout.splitlines() if ln.startswith("GPU ")]
                 return [str(i) for i in range(len(lines))]
-    if importlib.util.find_spec("torch") is not None:
+    devices = [p.name for p in Path("/dev").glob("nvidia*") if p.name[6:].isdigit()]
+    if devices:
+        return [str(i) for i in range(len(devices))]
+    torch = sys.modules.get("torch")
+    if torch is not None:
         with contextlib.suppress(Exception):
-            import torch
-
             return [str(i) for i in range(torch.cuda.device_count())]
     return []
 

@@ -32,9 +32,10 @@ the same code the Ray Tune adapter uses):
   landscapes of different scales. Each rung gets its own copy of the base sampler, because
   samplers keep per-study state (search-space cursors, fitted kernels) between calls.
 * :meth:`TransferSampler.suggest` turns the coordinates into real Optuna parameters (with the
-  space's distributions) and concrete per-group hyperparameters, recorded as ``hp.<group>.lr``,
-  ``hp.<group>.weight_decay`` (PyTorch's coupled convention), ``hp.betas``, ``hp.eps``, ... user
-  attributes, so ``study.trials_dataframe()`` and optuna-dashboard show them.
+  space's distributions) and concrete per-group hyperparameters, recorded as ``hp.lr`` and
+  ``hp.weight_decay`` (hidden group, PyTorch's coupled convention) and ``hp`` (every group,
+  betas, eps, steps, ...) user attributes, so ``study.trials_dataframe()`` and optuna-dashboard
+  show them.
 
 Faults: a trial returning NaN is marked FAIL by Optuna and read back as a diverged observation
 (``state="failed"``); a trial failed by the storage heartbeat (its worker died) is left out of the
@@ -255,28 +256,19 @@ def observations_from_study(study: Study) -> list[Observation]:
 # Hyperparameters as user attributes
 # ----------------------------------------------------------------------------------------------
 def hyperparameter_attrs(hp: Hyperparameters) -> dict[str, Any]:
-    """``hp.to_dict()`` flattened into JSON-friendly ``hp.*`` user-attribute entries.
+    """The user attributes recording ``hp``: three writes per trial, readable in a dashboard.
 
-    Per group ``hp.<group>.lr`` and ``hp.<group>.weight_decay`` (PyTorch's coupled convention);
-    then ``hp.betas``, ``hp.eps``, and ``hp.batch_size``, ``hp.total_steps``,
-    ``hp.ema_momentum``, ``hp.notes``, ``hp.extra.<name>`` where set. Coordinates are not repeated:
-    they are the trial's parameters.
+    ``hp.lr`` and ``hp.weight_decay``: the hidden group's learning rate and weight decay (PyTorch's
+    coupled convention), as numbers so they sort and plot; ``hp``: the rest of
+    :meth:`Hyperparameters.to_dict` (per-group lr / weight_decay / independent_wd, betas, eps,
+    batch size, total steps, EMA momentum, notes, pass-through extras) as one JSON object. Scale
+    and coordinates are left out: they are the trial's ``scale.*`` attributes and parameters.
     """
     data = hp.to_dict()
-    attrs: dict[str, Any] = {}
-    for group, values in data["groups"].items():
-        attrs[f"hp.{group}.lr"] = values["lr"]
-        attrs[f"hp.{group}.weight_decay"] = values["weight_decay"]
-    attrs["hp.betas"] = data["betas"]
-    attrs["hp.eps"] = data["eps"]
-    for key in ("batch_size", "total_steps", "ema_momentum"):
-        if data[key] is not None:
-            attrs[f"hp.{key}"] = data[key]
-    if data["notes"]:
-        attrs["hp.notes"] = data["notes"]
-    for key, value in data["extra"].items():
-        attrs[f"hp.extra.{key}"] = value
-    return attrs
+    rest = {
+        k: v for k, v in data.items() if k not in ("scale", "coordinates", "lr", "weight_decay")
+    }
+    return {"hp.lr": data["lr"], "hp.weight_decay": data["weight_decay"], "hp": rest}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -390,7 +382,7 @@ class TransferSampler(BaseSampler):
 
         Args:
             trial: the running trial.
-            record: also store the concrete hyperparameters as ``hp.*`` user attributes
+            record: also store the concrete hyperparameters as user attributes
                 (:func:`hyperparameter_attrs`).
 
         Returns:
@@ -605,7 +597,10 @@ def make_storage(
       ``RDBStorage`` with a heartbeat every ``heartbeat_interval`` seconds; a RUNNING trial whose
       heartbeat is older than ``grace_period`` (default 2 × interval) is failed by the next trial
       any worker starts, and re-enqueued with the same parameters and rung up to ``max_retry``
-      times (``RetryFailedTrialCallback``). SQLite waits up to ``timeout`` s for a lock.
+      times (``RetryFailedTrialCallback``). SQLite waits up to ``timeout`` s for a lock and runs
+      in WAL mode with ``synchronous=NORMAL``: readers never block the writer and a commit costs
+      no fsync, so several workers on one file keep up; a killed process loses nothing (an OS
+      crash may lose the last commits). Keep the file on a local disk (WAL needs shared memory).
     * ``journal:///path/to/file.log`` or a path ending in ``.log``: a ``JournalStorage`` on a
       file (many processes on one machine or a shared file system). Optuna gives journal storages
       no heartbeat, so a killed worker's trial stays RUNNING; it is not counted by the fit.
@@ -651,7 +646,20 @@ def make_storage(
             "grace_period": grace_period or 2 * heartbeat_interval,
             key: retry,
         }
-    return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **kwargs)
+    storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **kwargs)
+    if url.startswith("sqlite") and ":memory:" not in url and url.rstrip("/") != "sqlite:":
+        import sqlalchemy
+
+        sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
+        storage.engine.dispose()  # connections opened before the listener get closed
+    return storage
+
+
+def _sqlite_pragmas(connection: Any, _record: Any) -> None:
+    cursor = connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
 
 
 # The worker launcher lives in a private module; it imports this one lazily.

@@ -197,8 +197,9 @@ def test_rungs_follow_the_planner_budgets_and_are_recorded() -> None:
         "user_attrs_scale.width",
         "user_attrs_scale.dataset_size",
         "user_attrs_transfer",
-        "user_attrs_hp.hidden.lr",
-        "user_attrs_hp.output.weight_decay",
+        "user_attrs_hp.lr",
+        "user_attrs_hp.weight_decay",
+        "user_attrs_hp",
         "params_base_lr",
         "params_tau_epoch",
     ):
@@ -207,9 +208,14 @@ def test_rungs_follow_the_planner_budgets_and_are_recorded() -> None:
     scale = sampler.ladder[3]
     assert last.user_attrs["scale.width"] == scale["width"]
     hp = SPACE.concretize(last.params, scale)
-    assert last.user_attrs["hp.hidden.lr"] == pytest.approx(hp.lr)
+    assert last.user_attrs["hp.lr"] == pytest.approx(hp.lr)
+    assert last.user_attrs["hp"]["groups"]["output"] == pytest.approx(dict(hp.groups["output"]))
     assert sampler.hyperparameters(last) == hp
-    assert hyperparameter_attrs(hp)["hp.hidden.weight_decay"] == pytest.approx(hp.weight_decay)
+    assert hyperparameter_attrs(hp)["hp.weight_decay"] == pytest.approx(hp.weight_decay)
+    rebuilt = ts.Hyperparameters.from_dict(
+        {**last.user_attrs["hp"], "scale": hp.scale.to_dict(), "coordinates": last.params}
+    )
+    assert rebuilt == hp
 
 
 def test_an_enqueued_trial_keeps_its_rung_and_parameters() -> None:

@@ -1,0 +1,295 @@
+"""Real storages and real processes: SQLite, PostgreSQL, journal; killed workers; GPU slots."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+optuna = pytest.importorskip("optuna")
+
+from transfersearch.integrations._optuna_workers import _packing, _units, detect_gpus  # noqa: E402
+from transfersearch.integrations.optuna import (  # noqa: E402
+    RUNG_ATTR,
+    TransferSampler,
+    launch_workers,
+    make_storage,
+    observations_from_study,
+    plan_slots,
+)
+
+import transfersearch as ts  # noqa: E402
+from transfersearch.extrapolate import extrapolate  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+pytestmark = pytest.mark.timeout(120)
+
+#: The objective module every worker imports (written to a temporary file per test).
+OBJECTIVE = textwrap.dedent(
+    '''
+    """Synthetic proxy training: loss = 1 + 0.5 (log lr - log lr*(width))^2 + ..."""
+    import math
+    import os
+    import time
+
+    import optuna
+    import transfersearch as ts
+    from transfersearch.integrations.optuna import TransferSampler
+
+    BASE = ts.Scale(width=64, dataset_size=2e4, batch_size=64)
+    space = ts.TransferSpace(
+        BASE, {"base_lr": ts.Float(1e-5, 1.0, log=True), "tau_epoch": ts.Float(1e-2, 1e2, log=True)}
+    )
+    ladder = [BASE.replace(width=w) for w in WIDTHS]
+    sampler = TransferSampler(
+        space, ladder, base_sampler=optuna.samplers.RandomSampler(seed=0),
+        trials_per_rung=BUDGETS, min_trials=3, n_bootstrap=0,
+    )
+    SLEEP = float(os.environ.get("TS_TEST_SLEEP", "0.05"))
+    HANG = os.environ.get("TS_TEST_HANG")
+
+
+    def objective(trial):
+        scale, hp = sampler.suggest(trial)
+        trial.set_user_attr("t_start", time.time())
+        if HANG:
+            try:
+                fd = os.open(HANG, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                pass
+            else:  # the first trial to get here hangs until the test kills its worker
+                os.write(fd, f"{os.getpid()} {trial.number}".encode())
+                os.close(fd)
+                time.sleep(600)
+        time.sleep(SLEEP)
+        trial.set_user_attr("t_end", time.time())
+        s = math.log(scale["width"] / 64)
+        lr_star, tau_star = math.log(3e-3) - 0.6 * s, 0.4 * s
+        return (
+            1.0
+            + 0.5 * (math.log(trial.params["base_lr"]) - lr_star) ** 2
+            + 0.3 * (math.log(trial.params["tau_epoch"]) - tau_star) ** 2
+        )
+    '''
+)
+
+
+def write_objective(folder: Path, widths: tuple[int, ...], budgets: list[int]) -> str:
+    path = folder / "proxy_objective.py"
+    source = OBJECTIVE.replace("WIDTHS", repr(widths)).replace("BUDGETS", repr(budgets))
+    path.write_text(source)
+    return f"{path}:objective"
+
+
+def finished(study: Any) -> list[Any]:
+    return study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+
+
+def check_shared_study(url: str, name: str, n_trials: int, workers: int) -> Any:
+    study = optuna.load_study(study_name=name, storage=make_storage(url))
+    complete = finished(study)
+    assert n_trials <= len(complete) <= n_trials + workers - 1
+    assert all(t.state != optuna.trial.TrialState.RUNNING for t in study.trials)
+    pids = {t.user_attrs["worker.pid"] for t in complete}
+    assert len(pids) >= 2, f"one process ran every trial: {pids}"
+    rungs = [t.system_attrs[RUNG_ATTR] for t in complete]
+    assert rungs.count(0) >= 5 and rungs.count(2) >= 1
+    observations = observations_from_study(study)
+    assert len(observations) == len(complete)
+    return study
+
+
+# ----------------------------------------------------------------------------------------------
+# Several worker processes on one study, per storage
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql", "journal"])
+def test_worker_processes_share_one_study(kind: str, tmp_path: Path, request: Any) -> None:
+    if kind == "sqlite":
+        url = f"sqlite:///{tmp_path / 'proxy.db'}"
+    elif kind == "journal":
+        url = f"journal://{tmp_path / 'proxy.log'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    name = f"shared-{kind}-{os.getpid()}-{time.monotonic_ns()}"
+    objective = write_objective(tmp_path, (64, 128, 256), [6, 6, 4])
+    results = launch_workers(
+        url, name, objective, 16, gpus=0, cpu_workers=3, heartbeat_interval=2,
+        log_dir=tmp_path / "logs", timeout=100,
+    )  # fmt: skip
+    logs = "\n".join(p.read_text() for p in (tmp_path / "logs").iterdir())
+    assert [r.returncode for r in results] == [0, 0, 0], logs
+    assert all(r.slot.gpu is None for r in results)
+    study = check_shared_study(url, name, 16, 3)
+    # The law took over on the top rung once rungs 0 and 1 had 3 finished trials each.
+    top = [t for t in finished(study) if t.system_attrs[RUNG_ATTR] == 2]
+    assert any(t.user_attrs["transfer"].startswith("law") for t in top)
+    # ...and the fit reads the study back from its storage.
+    result = extrapolate(
+        study, target=ts.Scale(width=1024, dataset_size=2e4, batch_size=64),
+        params=["base_lr"], n_bootstrap=0,
+    )  # fmt: skip
+    assert 1e-5 <= result.params["base_lr"] <= 1.0 and math.isfinite(result.params["base_lr"])
+
+
+# ----------------------------------------------------------------------------------------------
+# A worker killed mid-trial
+# ----------------------------------------------------------------------------------------------
+def test_a_killed_worker_loses_no_trial_and_its_trial_is_retried(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'proxy.db'}"
+    hang = tmp_path / "hang"
+    objective = write_objective(tmp_path, (64, 128), [6, 6])
+    results: list[Any] = []
+    launcher = threading.Thread(
+        target=lambda: results.extend(
+            launch_workers(
+                url, "killed", objective, 12, gpus=0, cpu_workers=2, heartbeat_interval=1,
+                grace_period=2, env={"TS_TEST_HANG": str(hang), "TS_TEST_SLEEP": "0.2"},
+                log_dir=tmp_path / "logs", timeout=100,
+            )
+        )
+    )  # fmt: skip
+    launcher.start()
+    deadline = time.monotonic() + 60
+    while not (hang.exists() and hang.read_text()):
+        assert time.monotonic() < deadline, "no trial reached the hang point"
+        time.sleep(0.05)
+    pid, number = (int(x) for x in hang.read_text().split())
+    time.sleep(0.5)  # let the other worker finish a trial or two meanwhile
+    study = optuna.load_study(study_name="killed", storage=make_storage(url))
+    before = {t.number: t.value for t in finished(study)}
+    os.kill(pid, signal.SIGKILL)
+    launcher.join(timeout=100)
+    assert not launcher.is_alive()
+    assert sorted(r.returncode for r in results) == [-signal.SIGKILL, 0]
+
+    study = optuna.load_study(study_name="killed", storage=make_storage(url))
+    after = {t.number: t.value for t in finished(study)}
+    assert before.items() <= after.items(), "a completed trial was lost or changed"
+    killed = study.trials[number]
+    assert killed.state == optuna.trial.TrialState.FAIL
+    retries = [t for t in study.trials if t.system_attrs.get("failed_trial") == number]
+    assert len(retries) == 1
+    retry = retries[0]
+    assert retry.state == optuna.trial.TrialState.COMPLETE
+    assert retry.params == killed.params
+    assert retry.system_attrs[RUNG_ATTR] == killed.system_attrs[RUNG_ATTR]
+    assert retry.user_attrs["transfer"] == "retry"
+    assert 12 <= len(after) <= 13
+    # The dead worker's trial is not evidence about its hyperparameters: the fit skips it.
+    numbers = [t.number for t in study.trials if t.state.is_finished() and t.number != number]
+    assert len(observations_from_study(study)) == len(numbers)
+
+
+# ----------------------------------------------------------------------------------------------
+# GPU slots
+# ----------------------------------------------------------------------------------------------
+def test_gpu_slots_pack_small_rungs_and_run_the_large_rung_alone(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'proxy.db'}"
+    objective = write_objective(tmp_path, (64, 128, 256), [8, 4, 4])
+    results = launch_workers(
+        url, "gpus", objective, 16, gpus=2, trials_per_gpu={0: 2, 1: 2, 2: 1},
+        heartbeat_interval=2, env={"TS_TEST_SLEEP": "0.4"}, log_dir=tmp_path / "logs",
+        timeout=100,
+    )  # fmt: skip
+    logs = "\n".join(p.read_text() for p in (tmp_path / "logs").iterdir())
+    assert [r.returncode for r in results] == [0] * 4, logs
+    assert sorted((r.slot.gpu, r.slot.slot) for r in results) == [
+        ("0", 0), ("0", 1), ("1", 0), ("1", 1)
+    ]  # fmt: skip
+    study = optuna.load_study(study_name="gpus", storage=make_storage(url))
+    trials = finished(study)
+    devices = {t.user_attrs["worker.cuda_visible_devices"] for t in trials}
+    assert devices == {"0", "1"}, "each worker sees exactly one GPU"
+
+    def overlap(a: Any, b: Any) -> bool:
+        return (
+            a.user_attrs["t_start"] < b.user_attrs["t_end"]
+            and b.user_attrs["t_start"] < (a.user_attrs["t_end"])
+        )
+
+    packed = alone_violations = 0
+    for i, a in enumerate(trials):
+        for b in trials[i + 1 :]:
+            same_gpu = (
+                a.user_attrs["worker.cuda_visible_devices"]
+                == (b.user_attrs["worker.cuda_visible_devices"])
+            )
+            if not (same_gpu and overlap(a, b)):
+                continue
+            rungs = {a.system_attrs[RUNG_ATTR], b.system_attrs[RUNG_ATTR]}
+            if 2 in rungs:
+                alone_violations += 1
+            else:
+                packed += 1
+    assert alone_violations == 0, "a top-rung trial shared its GPU"
+    assert packed >= 2, "small-rung trials never shared a GPU"
+    assert sum(t.system_attrs[RUNG_ATTR] == 2 for t in trials) >= 2
+
+
+def test_slot_planning_and_packing_rules() -> None:
+    assert _units((4, 2, 1)) == (4, {0: 1, 1: 2, 2: 4})
+    assert _units((3, 2, 1)) == (6, {0: 2, 1: 3, 2: 6})
+    slots = plan_slots(["0", "1"], (4, 2, 1), cpu_workers=3)
+    assert [(s.gpu, s.slot) for s in slots] == [("0", i) for i in range(4)] + [
+        ("1", i) for i in range(4)
+    ]
+    assert [s.cuda_visible_devices for s in plan_slots([], (4, 1), cpu_workers=2)] == ["", ""]
+    assert _packing({0: 3}, 3, None) == (3, 1, 1)
+    assert _packing(None, 3, (4, 2, 1)) == (4, 2, 1)
+    with pytest.raises(ts.TransferSearchError, match="names rungs"):
+        _packing({5: 2}, 3, None)
+    with pytest.raises(ts.TransferSearchError, match=">= 1"):
+        plan_slots([], (1,), cpu_workers=0)
+    # The default rule packs by cost relative to the top rung: width² ratios 16, 4, 1.
+    space = ts.TransferSpace(
+        ts.Scale(width=64), {"base_lr": ts.Float(1e-4, 1, log=True), "weight_decay": 0.1}
+    )
+    sampler = TransferSampler(space, [ts.Scale(width=w) for w in (64, 128, 256)])
+    assert sampler.planner.gpu_packing(max_per_gpu=8) == (8, 4, 1)
+    assert sampler.planner.gpu_packing() == (4, 4, 1)
+
+
+def test_detect_gpus_reads_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert detect_gpus() == ["2", "3"]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert detect_gpus() == []
+
+
+def test_cli_falls_back_to_cpu_workers_without_gpus(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'proxy.db'}"
+    objective = write_objective(tmp_path, (64, 128), [4, 4])
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES"}
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    command = [
+        sys.executable, "-m", "transfersearch.integrations.optuna", "workers",
+        "--storage", url, "--study-name", "cli", "--objective", objective, "--n-trials", "8",
+        "--gpus", "auto", "--cpu-workers", "2", "--heartbeat-interval", "2",
+    ]  # fmt: skip
+    out = subprocess.run(command, capture_output=True, text=True, timeout=100, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    has_gpu = bool(detect_gpus())
+    if not has_gpu:
+        assert out.stdout.count("(cpu): exit 0") == 2, out.stdout
+    study = optuna.load_study(study_name="cli", storage=make_storage(url))
+    assert 8 <= len(finished(study)) <= 9
+
+
+def test_bad_worker_arguments_raise(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'proxy.db'}"
+    with pytest.raises(ts.TransferSearchError, match="module:function"):
+        launch_workers(url, "x", "no_colon", 4)
+    objective = write_objective(tmp_path, (64,), [2])
+    with pytest.raises(ts.TransferSearchError, match="n_trials"):
+        launch_workers(url, "x", objective, 0)
+    with pytest.raises(ts.TransferSearchError, match="heartbeat_interval"):
+        make_storage(url, heartbeat_interval=0)
