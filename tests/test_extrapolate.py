@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import sys
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -13,7 +16,17 @@ from transfersearch.extrapolate import extrapolate, validate
 from transfersearch.observations import Observation, TransferSearchWarning
 from transfersearch.scale import Scale
 
-LADDER = [(64, 1e5), (128, 4e5), (256, 2e5), (512, 8e5), (128, 1e5), (256, 8e5)]
+#: The module itself (the package re-exports its function under the same name).
+ex = sys.modules["transfersearch.extrapolate"]
+
+LADDER: list[tuple[float, float]] = [
+    (64, 1e5),
+    (128, 4e5),
+    (256, 2e5),
+    (512, 8e5),
+    (128, 1e5),
+    (256, 8e5),
+]
 #: 8x beyond the ladder's largest width and dataset size.
 TARGET = Scale(width=4096, dataset_size=6.4e6)
 
@@ -27,7 +40,7 @@ def truth(scale: Scale) -> dict[str, float]:
 
 
 def landscape(
-    seed: int, n: int = 150, noise: float = 0.002, ladder: list[tuple[float, float]] = LADDER
+    seed: int, n: int = 150, noise: float = 0.002, ladder: Sequence[tuple[float, float]] = LADDER
 ) -> list[Observation]:
     """Asymmetric valley (steeper above the optimum lr), interaction, noise, divergence cliff."""
     rng = np.random.default_rng(seed)
@@ -116,6 +129,64 @@ def test_joint_model_can_be_forced_and_agrees() -> None:
     assert joint.params["lr"] == pytest.approx(alone.params["lr"], rel=0.2)
 
 
+def _joint_samples_one_by_one(obs: list[Observation], seed: int, n_bootstrap: int) -> np.ndarray:
+    """The joint bootstrap written plainly: each resample's trials refitted by _joint_laws."""
+    setup = ex._prepare(obs, ["lr", "tau"], "minimize", None, None, None, TARGET)
+    picks = ex._draw_resamples(setup, n_bootstrap, np.random.default_rng(seed))
+    every = list(range(len(setup.rungs)))
+    samples = np.full((n_bootstrap, 2), np.nan)
+    for b in range(n_bootstrap):
+        data = [(r.coords[p[b]], r.values[p[b]]) for r, p in zip(setup.rungs, picks, strict=True)]
+        laws = ex._joint_laws(setup, data, every, with_covariance=False)
+        if laws is not None:
+            samples[b] = [laws[name].predict_coord(TARGET)[0] for name in ("lr", "tau")]
+    return samples
+
+
+@pytest.mark.parametrize("n", [12, 40])
+def test_batched_joint_bootstrap_equals_refitting_each_resample(n: int) -> None:
+    # Few trials per scale: resamples vary a lot, some regions hold repeated draws.
+    obs = landscape(5, n=n, ladder=LADDER[:4])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TransferSearchWarning)
+        res = extrapolate(
+            obs, target=TARGET, params=["lr", "tau"], model="joint", n_bootstrap=60, seed=11
+        )
+    assert res.model == "joint"
+    plain = _joint_samples_one_by_one(obs, seed=11, n_bootstrap=60)
+    assert np.isfinite(plain).sum() >= 100
+    np.testing.assert_array_equal(np.isnan(res.samples), np.isnan(plain))
+    np.testing.assert_allclose(res.samples, plain, rtol=1e-9, atol=1e-9)
+    batched = res.interval(0.9)
+    looped = dataclasses.replace(res, samples=plain).interval(0.9)
+    for name in ("lr", "tau"):
+        assert batched[name] == pytest.approx(looped[name], rel=1e-9)
+
+
+def test_batched_joint_bootstrap_falls_back_to_the_plain_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Treat every Gram matrix as ill-conditioned: each resample goes through the plain refit.
+    obs = landscape(6, n=30, ladder=LADDER[:4])
+    setup = ex._prepare(obs, ["lr", "tau"], "minimize", None, None, None, TARGET)
+    picks = ex._draw_resamples(setup, 30, np.random.default_rng(2))
+    batched = ex._joint_bootstrap(setup, TARGET, picks)
+    monkeypatch.setattr(ex, "_MAX_CONDITION", 1.0)
+    refitted = ex._joint_bootstrap(setup, TARGET, picks)
+    np.testing.assert_allclose(batched, refitted, rtol=1e-9, atol=1e-9)
+
+
+def test_batched_joint_bootstrap_with_fixed_exponents() -> None:
+    obs = landscape(7, n=30, ladder=LADDER[:4])
+    fixed = {"lr": {"dataset_size": 0.15}, "tau": {"dataset_size": 0.0}}
+    setup = ex._prepare(obs, ["lr", "tau"], "minimize", None, None, fixed, TARGET)
+    picks = ex._draw_resamples(setup, 40, np.random.default_rng(3))
+    batched = ex._joint_bootstrap(setup, TARGET, picks)
+    plain = ex._joint_bootstrap_loop(setup, TARGET, picks, range(40))
+    assert np.isfinite(plain).all()
+    np.testing.assert_allclose(batched, plain, rtol=1e-9, atol=1e-9)
+
+
 def test_maximize_and_dataframe_source() -> None:
     pd = pytest.importorskip("pandas")
     obs = landscape(4, n=60)
@@ -177,7 +248,8 @@ def test_hyperparameters_delegates_to_space() -> None:
         def concretize(self, coords: dict[str, float], scale: Scale) -> tuple[object, ...]:
             return ("concrete", dict(coords), scale)
 
-    assert res.hyperparameters(Space()) == ("concrete", res.params, TARGET)  # type: ignore[arg-type]
+    concrete: object = res.hyperparameters(Space())  # type: ignore[arg-type]
+    assert concrete == ("concrete", res.params, TARGET)
 
 
 def test_validate_reports_error_interval_and_regret() -> None:
@@ -222,10 +294,16 @@ def _few(n_scales: int) -> list[Observation]:
         (lambda: extrapolate(_few(3), target=TARGET, params=["lr", "wd"]), "'wd'"),
         (lambda: extrapolate(_few(3), target=TARGET, params=[]), "empty"),
         (lambda: extrapolate(_few(3), target=Scale(width=4096), params=["lr"]), "dataset_size"),
-        (lambda: extrapolate(_few(3), target=4096, params=["lr"]), "target"),
-        (lambda: extrapolate(_few(3), target=TARGET, params=["lr"], model="x"), "model"),
+        (lambda: extrapolate(_few(3), target=4096, params=["lr"]), "target"),  # type: ignore[arg-type]
+        (
+            lambda: extrapolate(_few(3), target=TARGET, params=["lr"], model="x"),  # type: ignore[arg-type]
+            "model",
+        ),
         (lambda: extrapolate(_few(3), target=TARGET, params=["lr"], n_bootstrap=-1), "n_bootstrap"),
-        (lambda: extrapolate(_few(3), target=TARGET, params=["lr"], direction="up"), "direction"),
+        (
+            lambda: extrapolate(_few(3), target=TARGET, params=["lr"], direction="up"),  # type: ignore[arg-type]
+            "direction",
+        ),
         (
             lambda: extrapolate(
                 _few(3), target=TARGET, params=["lr"], fixed_exponents={"tau": {"width": 0.0}}

@@ -114,7 +114,7 @@ def test_edge_optimum_is_kept_inside_the_trials() -> None:
         (lambda: estimate_optimum(bowl(0), []), "empty"),
         (lambda: estimate_optimum(bowl(0), "lr"), "list of names"),
         (lambda: estimate_optimum(bowl(0), ["lr", "beta"]), "'beta'"),
-        (lambda: estimate_optimum(bowl(0), ["lr"], direction="down"), "direction"),
+        (lambda: estimate_optimum(bowl(0), ["lr"], direction="down"), "direction"),  # type: ignore[arg-type]
         (lambda: estimate_optimum(bowl(0), ["lr"], log_params=["mom"]), "log_params"),
         (
             lambda: estimate_optimum(bowl(0) + bowl(0, scale=Scale(width=512)), ["lr"]),

@@ -17,7 +17,8 @@ Pipeline (pure numpy/scipy):
    ``½δᵀH_sδ``. The lower mean regret wins; both scores are kept on the result.
 5. Intervals: bootstrap over trials (resampled within each scale, all steps refitted with the
    chosen model and law structure), combined with the law's analytic standard error: each side of
-   the interval is the wider of the two.
+   the interval is the wider of the two. Both models refit all resamples at once (stacked normal
+   equations over draw counts); the result equals refitting each resample on its own.
 """
 
 from __future__ import annotations
@@ -42,13 +43,15 @@ from transfersearch.fit import (
     _common_variables,
     _design,
     _fit_local,
+    _hessians,
     _Local,
     _n_coef,
     _region_size,
+    _region_sizes,
+    _region_weights,
     _select,
     _to_arrays,
     _to_optimum,
-    _unpack,
     bootstrap_optima,
     fit_law_arrays,
     identifiable_variables,
@@ -395,15 +398,26 @@ def _joint_applicable(setup: _Setup) -> bool:
     return True
 
 
-def _joint_laws(
-    setup: _Setup,
-    data: Sequence[tuple[FloatArray, FloatArray]],
-    subset: Sequence[int],
-    *,
-    with_covariance: bool = True,
-) -> dict[str, PowerLaw] | None:
-    """Fit one drifting quadratic valley over rungs ``subset``; None when it has no minimum."""
-    dims = len(setup.names)
+@dataclass(frozen=True, eq=False)
+class _Valley:
+    """What the joint fit over rungs ``subset`` needs besides the trials themselves.
+
+    Attributes:
+        subset: the rungs fitted, in order (position ``s`` in the arrays below).
+        drift: columns of ``setup.variables`` the valley's centre drifts along (fitted exponents).
+        ell: (S, n_drift) log-scales of the drift variables, centred over the subset.
+        ell_mean: (n_drift,) the centring.
+        shift: (S, d) fixed exponents' drift ``Σ_k e_k·log s_k``, subtracted from the coordinates.
+    """
+
+    subset: tuple[int, ...]
+    drift: tuple[int, ...]
+    ell: FloatArray
+    ell_mean: FloatArray
+    shift: FloatArray
+
+
+def _valley(setup: _Setup, subset: Sequence[int]) -> _Valley:
     log_scales = setup.log_scales[list(subset)]
     drift = [
         k
@@ -413,6 +427,85 @@ def _joint_laws(
     kept, _ = identifiable_variables(log_scales[:, drift], [setup.variables[k] for k in drift])
     drift = [drift[k] for k in kept]
     ell_mean = log_scales[:, drift].mean(axis=0) if drift else np.zeros(0)
+    ell = log_scales[:, drift] - ell_mean if drift else np.zeros((len(subset), 0))
+    shift = np.zeros((len(subset), len(setup.names)))
+    for j, name in enumerate(setup.names):
+        for k, variable in enumerate(setup.variables):
+            exponent = setup.fixed.get(name, {}).get(variable)
+            if exponent is not None:
+                shift[:, j] += exponent * log_scales[:, k]
+    return _Valley(tuple(subset), tuple(drift), ell, ell_mean, shift)
+
+
+def _valley_design(valley: _Valley, u: FloatArray, which: NDArray[np.intp]) -> FloatArray:
+    """Columns: per-scale offsets, u_j, u_j·ℓ_k (drift), u_j·u_l (j ≤ l); ``which`` = row's scale."""
+    rows, dims = u.shape
+    offsets = np.zeros((rows, len(valley.subset)))
+    offsets[np.arange(rows), which] = 1.0
+    interaction = (u[:, :, None] * valley.ell[which][:, None, :]).reshape(rows, -1)
+    quad = _design(u)[:, 1 + dims :]
+    return np.column_stack([offsets, u, interaction, quad])
+
+
+def _valley_parameters(
+    valley: _Valley,
+    theta: FloatArray,
+    center: FloatArray,
+    width: FloatArray,
+    stretch: FloatArray,
+) -> tuple[FloatArray, NDArray[np.bool_]]:
+    """Law parameters (intercepts, exponents) from valley coefficients, many fits at once.
+
+    With ``f = c_s + ½uᵀHu + (α + B·ℓ)ᵀu`` in coordinates ``u = (x − center) / width``:
+    ``a = −H⁻¹α``, ``E = −H⁻¹B``, back in fitted coordinates with the intercept at log-scale 0.
+
+    Args:
+        valley: the fit's layout.
+        theta: (B, p) coefficients, columns as :func:`_valley_design`.
+        center, width: (d,) the standardisation the coefficients are in.
+        stretch: (B, d) ratio of each fit's own standardisation width to ``width``: H is checked
+            for a minimum (eigenvalues > 1e-9 of the largest) in the fit's own coordinates.
+
+    Returns:
+        (B, d + d·n_drift) intercepts then exponents (parameter-major), NaN where H has no
+        minimum; and (B,) where it has one.
+    """
+    count = theta.shape[0]
+    dims = len(center)
+    n_drift = len(valley.drift)
+    start = len(valley.subset)
+    alpha = theta[:, start : start + dims]
+    b_matrix = theta[:, start + dims : start + dims + dims * n_drift].reshape(count, dims, n_drift)
+    hess = _hessians(theta[:, start + dims + dims * n_drift :], dims)
+    own = hess * stretch[:, :, None] * stretch[:, None, :]
+    with np.errstate(invalid="ignore"):
+        finite = np.all(np.isfinite(own), axis=(1, 2))
+        eigen = np.linalg.eigvalsh(np.where(finite[:, None, None], own, np.eye(dims)))
+        ok = finite & (eigen.min(axis=1) > 1e-9 * np.maximum(1.0, np.abs(eigen).max(axis=1)))
+    safe = np.where(ok[:, None, None], hess, np.eye(dims))
+    a_u = -np.linalg.solve(safe, alpha[:, :, None])[:, :, 0]
+    e_u = -np.linalg.solve(safe, b_matrix) if n_drift else np.zeros((count, dims, 0))
+    exponents = e_u * width[None, :, None]
+    intercept = center + width * a_u - exponents @ valley.ell_mean
+    out = np.concatenate([intercept, exponents.reshape(count, -1)], axis=1)
+    out[~ok] = np.nan
+    return out, ok
+
+
+def _joint_laws(
+    setup: _Setup,
+    data: Sequence[tuple[FloatArray, FloatArray]],
+    subset: Sequence[int],
+    *,
+    with_covariance: bool = True,
+) -> dict[str, PowerLaw] | None:
+    """Fit one drifting quadratic valley over rungs ``subset``; None when it has no minimum.
+
+    Each rung contributes its best region (:func:`transfersearch.fit._select` on its finite
+    trials); coordinates are standardised by the pooled finite trials' mean and range.
+    """
+    dims = len(setup.names)
+    valley = _valley(setup, subset)
     blocks_u: list[FloatArray] = []
     blocks_y: list[FloatArray] = []
     blocks_w: list[FloatArray] = []
@@ -420,12 +513,7 @@ def _joint_laws(
     shifted_all: list[FloatArray] = []
     for position, rung_index in enumerate(subset):
         coords, values = data[rung_index]
-        shifted = coords.copy()
-        for j, name in enumerate(setup.names):
-            for k, variable in enumerate(setup.variables):
-                exponent = setup.fixed.get(name, {}).get(variable)
-                if exponent is not None:
-                    shifted[:, j] -= exponent * log_scales[position, k]
+        shifted = coords - valley.shift[position]
         finite = np.flatnonzero(np.isfinite(values))
         if len(finite) == 0:
             return None
@@ -437,74 +525,55 @@ def _joint_laws(
         blocks_w.append(weights)
         blocks_s.append(np.full(len(rows), position))
         shifted_all.append(shifted[finite])
-    points = np.vstack(blocks_u)
     pooled = np.vstack(shifted_all)
     center = pooled.mean(axis=0)
     width = np.ptp(pooled, axis=0)
     if np.any(width <= 0.0):
         return None
-    u = (points - center) / width
-    which = np.concatenate(blocks_s)
-    n_scales = len(subset)
-    ell = log_scales[which][:, drift] - ell_mean if drift else np.zeros((len(which), 0))
-    offsets = np.zeros((len(which), n_scales))
-    offsets[np.arange(len(which)), which] = 1.0
-    quad = _design(u)[:, 1 + dims :]
-    linear = u
-    interaction = (
-        np.column_stack([u[:, j] * ell[:, k] for j in range(dims) for k in range(len(drift))])
-        if drift
-        else np.zeros((len(which), 0))
-    )
-    design = np.column_stack([offsets, linear, interaction, quad])
-    weights = np.concatenate(blocks_w)
-    sqrt_w = np.sqrt(weights)
+    u = (np.vstack(blocks_u) - center) / width
+    design = _valley_design(valley, u, np.concatenate(blocks_s))
+    sqrt_w = np.sqrt(np.concatenate(blocks_w))
     a_w = design * sqrt_w[:, None]
     target = np.concatenate(blocks_y) * sqrt_w
     if a_w.shape[0] <= a_w.shape[1]:
         return None
     theta = np.asarray(np.linalg.lstsq(a_w, target, rcond=None)[0], dtype=np.float64)
-    n_drift = len(drift)
-    start = n_scales
-
-    def law_parameters(vector: FloatArray) -> FloatArray | None:
-        alpha = vector[start : start + dims]
-        b_matrix = vector[start + dims : start + dims + dims * n_drift].reshape(dims, n_drift)
-        q = np.concatenate([[0.0], np.zeros(dims), vector[start + dims + dims * n_drift :]])
-        _, _, hess = _unpack(q, dims)
-        eigen = np.linalg.eigvalsh(hess)
-        if eigen.min() <= 1e-9 * max(1.0, float(np.abs(eigen).max())):
-            return None
-        a_u = -np.linalg.solve(hess, alpha)
-        e_u = -np.linalg.solve(hess, b_matrix) if n_drift else np.zeros((dims, 0))
-        # Back to fitted coordinates, intercept at log-scale 0: a − E·mean(ℓ).
-        exponents = e_u * width[:, None]
-        intercept = center + width * a_u - exponents @ ell_mean
-        return np.concatenate([intercept, exponents.ravel()])
-
-    point = law_parameters(theta)
-    if point is None:
+    ones = np.ones((1, dims))
+    point_all, ok = _valley_parameters(valley, theta[None, :], center, width, ones)
+    if not ok[0]:
         return None
-    # Delta method by central differences over the valley's coefficients.
-    active = np.arange(start, len(theta)) if with_covariance else np.arange(0)
-    jac = np.zeros((len(point), len(theta)))
-    for index in active:
-        step = 1e-6 * max(1.0, abs(float(theta[index])))
-        plus, minus = theta.copy(), theta.copy()
-        plus[index] += step
-        minus[index] -= step
-        high, low = law_parameters(plus), law_parameters(minus)
-        if high is None or low is None:
-            return None
-        jac[:, index] = (high - low) / (2.0 * step)
+    point = point_all[0]
+    cov = np.zeros((len(point), len(point)))
     if with_covariance:
+        # Delta method by central differences over the valley's coefficients (not the offsets).
+        active = np.arange(len(valley.subset), len(theta))
+        steps = 1e-6 * np.maximum(1.0, np.abs(theta[active]))
+        moved = np.repeat(theta[None, :], 2 * len(active), axis=0)
+        moved[np.arange(len(active)), active] += steps
+        moved[len(active) + np.arange(len(active)), active] -= steps
+        shifted_points, moved_ok = _valley_parameters(
+            valley, moved, center, width, np.ones((len(moved), dims))
+        )
+        if not moved_ok.all():
+            return None
+        jac = np.zeros((len(point), len(theta)))
+        jac[:, active] = (
+            (shifted_points[: len(active)] - shifted_points[len(active) :]) / (2.0 * steps[:, None])
+        ).T
         residual = target - a_w @ theta
         sigma2 = float(residual @ residual) / (a_w.shape[0] - a_w.shape[1])
         cov = jac @ (sigma2 * np.linalg.pinv(a_w.T @ a_w)) @ jac.T
-    else:
-        cov = np.zeros((len(point), len(point)))
+    return _valley_laws(setup, valley, point, cov)
+
+
+def _valley_laws(
+    setup: _Setup, valley: _Valley, point: FloatArray, cov: FloatArray
+) -> dict[str, PowerLaw]:
+    """One :class:`PowerLaw` per parameter from the valley's (intercepts, exponents)."""
+    dims = len(setup.names)
+    n_drift = len(valley.drift)
+    drift_names = [setup.variables[k] for k in valley.drift]
     laws: dict[str, PowerLaw] = {}
-    drift_names = [setup.variables[k] for k in drift]
     for j, name in enumerate(setup.names):
         exponents = {variable: 0.0 for variable in setup.variables}
         exponents.update(setup.fixed.get(name, {}))
@@ -523,7 +592,7 @@ def _joint_laws(
             covariance=cov[np.ix_(picks, picks)],
             r_squared=math.nan,
             chi2_per_dof=math.nan,
-            n_scales=n_scales,
+            n_scales=len(valley.subset),
         )
     return laws
 
@@ -737,7 +806,7 @@ def _bootstrap(
     Independent model: every scale's optimum is refitted on each resample (batched), and the laws
     keep the point fit's structure (fitted, fixed and shrunk exponents) and weights, so the
     prediction is a fixed linear function of the resampled optima. Joint model: the pooled
-    valley is refitted on each resample.
+    valley is refitted on each resample, all resamples at once (:func:`_joint_bootstrap`).
     """
     dims = len(setup.names)
     if n_bootstrap == 0:
@@ -752,17 +821,184 @@ def _bootstrap(
             weights, constant = _law_predictor(setup, laws[name], j, target)
             samples[:, j] = optima[:, :, j] @ weights + constant
         return samples
+    picks = _draw_resamples(setup, n_bootstrap, rng)
+    return _joint_bootstrap(setup, target, picks)
+
+
+def _draw_resamples(
+    setup: _Setup, n_bootstrap: int, rng: np.random.Generator
+) -> list[NDArray[np.int64]]:
+    """Per rung, (B, n) indices of its trials drawn with replacement: B resamples of each scale."""
+    return [
+        rng.integers(0, len(rung.values), (n_bootstrap, len(rung.values))) for rung in setup.rungs
+    ]
+
+
+def _joint_bootstrap_loop(
+    setup: _Setup, target: Scale, picks: Sequence[NDArray[np.int64]], which: Iterable[int]
+) -> FloatArray:
+    """Joint-model predictions refitted one resample at a time (the reference for the batch)."""
     all_index = list(range(len(setup.rungs)))
-    samples = np.full((n_bootstrap, dims), np.nan)
-    for b in range(n_bootstrap):
-        data: list[tuple[FloatArray, FloatArray]] = []
-        for rung in setup.rungs:
-            pick = rng.integers(0, len(rung.values), len(rung.values))
-            data.append((rung.coords[pick], rung.values[pick]))
+    samples = np.full((picks[0].shape[0], len(setup.names)), np.nan)
+    for b in which:
+        data = [(r.coords[p[b]], r.values[p[b]]) for r, p in zip(setup.rungs, picks, strict=True)]
         refit = _joint_laws(setup, data, all_index, with_covariance=False)
         if refit is not None:
             samples[b] = _predict(refit, setup.names, target)
     return samples
+
+
+#: A batched normal-equations solve whose Jacobi-scaled Gram matrix is worse conditioned than this
+#: is redone by least squares, one resample at a time.
+_MAX_CONDITION = 1e10
+
+
+def _joint_bootstrap(
+    setup: _Setup, target: Scale, picks: Sequence[NDArray[np.int64]]
+) -> FloatArray:
+    """Joint-model predictions at ``target`` for every resample at once.
+
+    The same fit as :func:`_joint_laws` on each resample, batched like
+    :func:`transfersearch.fit.bootstrap_optima`: a resample is a count of draws per trial, its
+    best region at each scale the best-ranked draws (:func:`transfersearch.fit._region_weights`),
+    and its fit the weighted least squares with those counts as frequency weights — stacked normal
+    equations solved together. Coordinates are standardised once, by the full data: the valley's
+    model space (per-scale offsets, linear, drift and quadratic terms) is invariant to any shift
+    and scaling of the coordinates, so the fitted valley is the same; only the minimum check runs
+    in each resample's own standardisation, as the per-resample fit does. Resamples whose Gram
+    matrix is ill-conditioned are refitted one by one (:func:`_joint_bootstrap_loop`).
+
+    Args:
+        setup: the prepared ladder.
+        target: the scale to predict for.
+        picks: per rung, (B, n) drawn trial indices (:func:`_draw_resamples`).
+
+    Returns:
+        (B, d) predicted coordinates, NaN where the resample's valley has no minimum.
+    """
+    rungs = setup.rungs
+    dims = len(setup.names)
+    count = picks[0].shape[0]
+    samples = np.full((count, dims), np.nan)
+    valley = _valley(setup, range(len(rungs)))
+    shifted = [r.coords - valley.shift[s] for s, r in enumerate(rungs)]
+    finite = [np.isfinite(r.values) for r in rungs]
+    pooled = np.vstack([x[f] for x, f in zip(shifted, finite, strict=True)])
+    center = pooled.mean(axis=0)
+    width = np.ptp(pooled, axis=0)
+    if np.any(width <= 0.0):
+        return samples  # no resample has a positive range either
+    alive = np.ones(count, dtype=bool)
+    n_rows = np.zeros(count, dtype=np.int64)
+    all_counts: list[NDArray[np.int64]] = []
+    blocks_d: list[FloatArray] = []
+    blocks_w: list[FloatArray] = []
+    blocks_y: list[FloatArray] = []
+    for position, (rung, pick) in enumerate(zip(rungs, picks, strict=True)):
+        n_trials = len(rung.values)
+        flat = (np.arange(count)[:, None] * n_trials + pick).ravel()
+        counts = np.bincount(flat, minlength=count * n_trials).reshape(count, n_trials)
+        all_counts.append(counts)
+        good = np.flatnonzero(finite[position])
+        ranked = good[np.argsort(rung.values[good], kind="stable")]
+        n_finite = n_trials - counts[:, np.flatnonzero(~finite[position])].sum(axis=1)
+        alive &= n_finite > 0
+        size = _region_sizes(n_finite, dims)
+        n_rows += size
+        # Each resample's region lies among its best-ranked draws: look at a window of the
+        # ranking, widened to all of it when some region does not fit.
+        window = min(len(ranked), 3 * int(size.max()) + 40)
+        drawn = counts[:, ranked[:window]]
+        if window < len(ranked) and np.any(drawn.sum(axis=1) < size):
+            window = len(ranked)
+            drawn = counts[:, ranked]
+        before = np.cumsum(drawn, axis=1) - drawn
+        depth = max(int((before < size[:, None]).sum(axis=1).max()), 1)
+        top = ranked[:depth]
+        weights, _ = _region_weights(drawn[:, :depth].astype(np.float64), rung.values[top], size)
+        u = (shifted[position][top] - center) / width
+        blocks_d.append(_valley_design(valley, u, np.full(depth, position)))
+        blocks_w.append(weights)
+        blocks_y.append(rung.values[top] - rung.values[top[0]])
+    low, high = _drawn_range(shifted, finite, all_counts)
+    design = np.vstack(blocks_d)  # (M, p)
+    weights = np.hstack(blocks_w)  # (B, M)
+    n_coef = design.shape[1]
+    alive &= n_rows > n_coef
+    with np.errstate(invalid="ignore"):
+        stretch = (high - low) / width
+    alive &= np.all(stretch > 0.0, axis=1)
+    # Stacked normal equations: Gram_b = Σ_m w_bm·d_m d_mᵀ, one matrix product over rows m.
+    outer = (design[:, :, None] * design[:, None, :]).reshape(len(design), -1)
+    gram = (weights @ outer).reshape(count, n_coef, n_coef)  # (B, p, p)
+    rhs = weights @ (design * np.concatenate(blocks_y)[:, None])  # (B, p)
+    scale = np.sqrt(np.abs(np.einsum("bii->bi", gram)))
+    scale = np.where(alive[:, None] & (scale > 0.0), scale, 1.0)
+    scaled = gram / scale[:, :, None] / scale[:, None, :]
+    scaled[~alive] = np.eye(n_coef)
+    eigen = np.linalg.eigvalsh(scaled)
+    solid = alive & (eigen[:, 0] > eigen[:, -1] / _MAX_CONDITION)
+    scaled[~solid] = np.eye(n_coef)
+    theta = np.linalg.solve(scaled, (rhs / scale)[:, :, None])[:, :, 0] / scale
+    point, ok = _valley_parameters(
+        valley, theta, center, width, np.where(solid[:, None], stretch, 1.0)
+    )
+    good_fit = solid & ok
+    target_logs = np.array([math.log(target[v]) for v in setup.variables])
+    fixed_drift = np.array(
+        [
+            sum(e * math.log(target[v]) for v, e in setup.fixed.get(name, {}).items())
+            for name in setup.names
+        ]
+    )
+    n_drift = len(valley.drift)
+    exponents = point[:, dims:].reshape(count, dims, n_drift)
+    predicted = point[:, :dims] + exponents @ target_logs[list(valley.drift)] + fixed_drift
+    samples[good_fit] = predicted[good_fit]
+    redo = np.flatnonzero(alive & ~solid)
+    if len(redo):
+        samples[redo] = _joint_bootstrap_loop(setup, target, picks, redo)[redo]
+    return samples
+
+
+def _drawn_range(
+    coords: Sequence[FloatArray],
+    finite: Sequence[NDArray[np.bool_]],
+    counts: Sequence[NDArray[np.int64]],
+) -> tuple[FloatArray, FloatArray]:
+    """Per resample, the lowest and highest coordinates of its finite draws, pooled over rungs.
+
+    Args:
+        coords: per rung, (n, d) coordinates of its trials.
+        finite: per rung, (n,) which trials have a finite value.
+        counts: per rung, (B, n) draws of each trial in each resample.
+
+    Returns:
+        (B, d) lowest and (B, d) highest; ±inf for a resample with no finite draw.
+    """
+    rung_of = np.concatenate([np.full(int(f.sum()), r) for r, f in enumerate(finite)])
+    trial_of = np.concatenate([np.flatnonzero(f) for f in finite])
+    pooled = np.vstack([x[f] for x, f in zip(coords, finite, strict=True)])
+    count, dims = counts[0].shape[0], pooled.shape[1]
+    low = np.full((count, dims), np.inf)
+    high = np.full((count, dims), -np.inf)
+    # A resample's extreme is its first drawn trial in coordinate order: look at the few most
+    # extreme trials (each drawn with probability ≈ 1 − 1/e), then at all for resamples none hit.
+    candidates = min(len(pooled), 48)
+    for j in range(dims):
+        order = np.argsort(pooled[:, j], kind="stable")
+        for out, ends, pick in ((low, order, np.min), (high, order[::-1], np.max)):
+            ends = ends[:candidates]
+            drawn = np.column_stack([counts[rung_of[i]][:, trial_of[i]] for i in ends]) > 0
+            hit = drawn.any(axis=1)
+            out[hit, j] = pooled[ends[np.argmax(drawn[hit], axis=1)], j]
+            for b in np.flatnonzero(~hit):
+                joined = np.concatenate(
+                    [x[f & (c[b] > 0), j] for x, f, c in zip(coords, finite, counts, strict=True)]
+                )
+                if len(joined):
+                    out[b, j] = pick(joined)
+    return low, high
 
 
 def _law_predictor(

@@ -299,7 +299,19 @@ def _n_coef(dims: int) -> int:
 
 def _region_size(n_finite: int, dims: int) -> int:
     """How many of the best trials the local model is fitted to (room for the cubic terms)."""
-    return min(n_finite, max(2 * (_n_coef(dims) + dims) + 2, math.ceil(2.5 * math.sqrt(n_finite))))
+    return int(_region_sizes(np.array([n_finite]), dims)[0])
+
+
+def _region_sizes(n_finite: NDArray[np.int64], dims: int) -> NDArray[np.int64]:
+    """:func:`_region_size` for many trial counts at once (resamples)."""
+    least = 2 * (_n_coef(dims) + dims) + 2
+    grown = np.ceil(2.5 * np.sqrt(n_finite)).astype(np.int64)
+    return np.minimum(n_finite, np.maximum(least, grown)).astype(np.int64)
+
+
+def _rank_weights(t: FloatArray) -> FloatArray:
+    """Weight ``1 − ¾t²`` of a trial at normalised rank-in-value ``t`` ∈ [0, 1] of its region."""
+    return 1.0 - 0.75 * t * t
 
 
 def _select(values: FloatArray, size: int) -> tuple[NDArray[np.intp], FloatArray]:
@@ -312,7 +324,38 @@ def _select(values: FloatArray, size: int) -> tuple[NDArray[np.intp], FloatArray
     low = float(chosen.min())
     span = float(chosen.max()) - low
     t = (chosen - low) / span if span > 0.0 else np.zeros_like(chosen)
-    return index, 1.0 - 0.75 * t * t
+    return index, _rank_weights(t)
+
+
+def _region_weights(
+    counts: FloatArray, values: FloatArray, size: NDArray[np.int64] | int
+) -> tuple[FloatArray, NDArray[np.bool_]]:
+    """Weights of each resample's best region, as :func:`_select` gives them, from draw counts.
+
+    A resample is a count of draws per trial. Its best region is its ``size`` best draws: with the
+    trials ranked best first, every draw of a trial is in while fewer than ``size`` draws rank
+    above it, and the boundary trial is in with the draws that still fit. Each draw in the region
+    weighs ``1 − ¾t²``, ``t`` its normalised rank in value within the resample's region.
+
+    Args:
+        counts: (B, M) draws of each of the M best-ranked trials in each of B resamples.
+        values: (M,) their values, ascending.
+        size: region size, one for all resamples or (B,).
+
+    Returns:
+        (B, M) weights (draws × rank weight) and (B,) whether the region fits in these M trials.
+    """
+    limit = np.broadcast_to(np.asarray(size, dtype=np.float64), counts.shape[:1])
+    before = np.cumsum(counts, axis=1) - counts
+    freq = np.clip(np.minimum(counts, limit[:, None] - before), 0.0, None)
+    complete = freq.sum(axis=1) >= limit
+    present = freq > 0
+    y_best = np.where(present, values[None, :], np.inf).min(axis=1)
+    y_last = np.where(present, values[None, :], -np.inf).max(axis=1)
+    span = y_last - y_best
+    safe = np.where(span > 0, span, 1.0)
+    t = np.clip((values[None, :] - y_best[:, None]) / safe[:, None], 0.0, 1.0)
+    return freq * _rank_weights(t), complete
 
 
 def _design(u: FloatArray) -> FloatArray:
@@ -330,16 +373,23 @@ def _unpack(theta: FloatArray, dims: int) -> tuple[float, FloatArray, FloatArray
     """(c, g, H) from quadratic coefficients, with f = c + gᵀu + ½uᵀHu."""
     const = float(theta[0])
     grad = np.array(theta[1 : 1 + dims])
-    hess = np.empty((dims, dims))
-    pos = 1 + dims
+    n_quad = dims * (dims + 1) // 2
+    hess = _hessians(theta[None, 1 + dims : 1 + dims + n_quad], dims)[0]
+    return const, grad, hess
+
+
+def _hessians(quad: FloatArray, dims: int) -> FloatArray:
+    """(B, d, d) Hessians from (B, d(d+1)/2) coefficients of u_j·u_l (j ≤ l): H_jj = 2q_jj."""
+    hess = np.empty((quad.shape[0], dims, dims))
+    pos = 0
     for j in range(dims):
         for k in range(j, dims):
             if j == k:
-                hess[j, j] = 2.0 * theta[pos]
+                hess[:, j, j] = 2.0 * quad[:, pos]
             else:
-                hess[j, k] = hess[k, j] = theta[pos]
+                hess[:, j, k] = hess[:, k, j] = quad[:, pos]
             pos += 1
-    return const, grad, hess
+    return hess
 
 
 def _box_minimise(
@@ -955,18 +1005,8 @@ def bootstrap_optima(
     extent = np.ptp(coords[finite_all], axis=0) if n_finite else np.zeros(dims)
     if n_finite >= 2 * n_cols + 2 and size >= 2 * n_cols + 2 and np.all(extent > 0):
         ranked = order[:n_finite]
-        picked = drawn[:, :span_rows].astype(np.float64)  # (B, M)
-        before = np.cumsum(picked, axis=1) - picked
-        freq = np.clip(np.minimum(picked, size - before), 0.0, None)
-        complete = freq.sum(axis=1) >= size
         y = values[top]
-        present = freq > 0
-        y_best = np.where(present, y[None, :], np.inf).min(axis=1)
-        y_last = np.where(present, y[None, :], -np.inf).max(axis=1)
-        span = y_last - y_best
-        safe = np.where(span > 0, span, 1.0)
-        t = np.clip((y[None, :] - y_best[:, None]) / safe[:, None], 0.0, 1.0)
-        weights = freq * (1.0 - 0.75 * t * t)
+        weights, complete = _region_weights(drawn[:, :span_rows].astype(np.float64), y, size)
         low = coords[finite_all].min(axis=0)
         high = coords[finite_all].max(axis=0)
         center = coords[ranked[0]]
@@ -983,15 +1023,8 @@ def bootstrap_optima(
             try:
                 theta = np.linalg.solve(gram, rhs[:, :, None])[:, :, 0]
                 grad = theta[:, 1 : 1 + dims]
-                hess = np.empty((n_resamples, dims, dims))
-                pos = 1 + dims
-                for j in range(dims):
-                    for k in range(j, dims):
-                        if j == k:
-                            hess[:, j, j] = 2.0 * theta[:, pos]
-                        else:
-                            hess[:, j, k] = hess[:, k, j] = theta[:, pos]
-                        pos += 1
+                pos = _n_coef(dims)
+                hess = _hessians(theta[:, 1 + dims : pos], dims)
                 kappa = theta[:, pos : pos + dims]
                 eye = np.eye(dims)
                 u_star = -np.linalg.solve(hess, grad[:, :, None])[:, :, 0]
