@@ -1,0 +1,127 @@
+"""TransferPlanner: the rung policy and law-guided proposals shared by the Optuna and Ray adapters."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import transfersearch as ts
+from transfersearch.ladder import TransferPlanner, default_cost
+from transfersearch.observations import Observation
+
+BASE = ts.Scale(width=64, dataset_size=2e4, batch_size=64)
+SPACE = ts.TransferSpace(
+    BASE,
+    {"base_lr": ts.Float(1e-5, 1.0, log=True), "tau_epoch": ts.Float(1e-2, 1e2, log=True)},
+)
+LADDER = [
+    ts.Scale(width=w, dataset_size=n, batch_size=64)
+    for w, n in ((256, 8e4), (64, 2e4), (128, 2e4), (64, 8e4))
+]
+
+
+def optimum(scale: ts.Scale) -> tuple[float, float]:
+    """Known law: log base_lr* = log 3e-3 − 0.6 log(w/64) + 0.25 log(N/2e4); log τ* = ..."""
+    s, d = math.log(scale["width"] / 64), math.log(scale["dataset_size"] / 2e4)
+    return math.log(3e-3) - 0.6 * s + 0.25 * d, 0.4 * s - 0.3 * d
+
+
+def observations(planner: TransferPlanner, rungs: list[int], n: int, seed: int = 0) -> list:
+    rng = np.random.default_rng(seed)
+    out = []
+    for rung in rungs:
+        scale = planner.ladder[rung]
+        lr_star, tau_star = optimum(scale)
+        for _ in range(n):
+            log_lr, log_tau = lr_star + rng.uniform(-2, 2), tau_star + rng.uniform(-2, 2)
+            value = 1 + 0.5 * (log_lr - lr_star) ** 2 + 0.3 * (log_tau - tau_star) ** 2
+            params = {"base_lr": math.exp(log_lr), "tau_epoch": math.exp(log_tau)}
+            out.append(Observation(scale=scale, params=params, value=value))
+    return out
+
+
+def test_rungs_are_ordered_by_cost_with_default_budgets() -> None:
+    planner = TransferPlanner(SPACE, LADDER)
+    assert planner.ladder[0] == LADDER[1] and planner.ladder[-1] == LADDER[0]
+    assert list(planner.costs) == sorted(planner.costs)
+    assert planner.costs[0] == default_cost(LADDER[1]) == 64**2 * 2e4
+    assert planner.budgets == (16, 16, 8, 8)
+    assert planner.rung_of(LADDER[0]) == 3
+    with pytest.raises(ts.TransferSearchError, match="not a rung"):
+        planner.rung_of(BASE.replace(width=32))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 30), min_size=4, max_size=4))
+def test_assign_rung_fills_the_cheapest_open_budget_then_balances(counts: list[int]) -> None:
+    planner = TransferPlanner(SPACE, LADDER, trials_per_rung=[5, 4, 3, 2])
+    rung = planner.assign_rung(counts)
+    open_rungs = [i for i, (c, b) in enumerate(zip(counts, planner.budgets)) if c < b]
+    if open_rungs:
+        assert rung == open_rungs[0]
+    else:
+        fractions = [c / b for c, b in zip(counts, planner.budgets)]
+        assert fractions[rung] == min(fractions)
+    assert planner.assign_rung(dict(enumerate(counts))) == rung
+
+
+def test_the_law_proposes_the_predicted_optimum_first_then_its_neighbourhood() -> None:
+    planner = TransferPlanner(SPACE, LADDER, min_trials=6, focus=1.0, n_bootstrap=20, seed=1)
+    assert planner.propose(3, observations(planner, [0], 20), 0).source == "base"
+    history = observations(planner, [0, 1, 2], 20)
+    first = planner.propose(3, history, started_at_rung=0)
+    assert first.source == "law-point"
+    lr_star, tau_star = optimum(planner.ladder[3])
+    assert abs(math.log(first.params["base_lr"]) - lr_star) < 0.1
+    assert abs(math.log(first.params["tau_epoch"]) - tau_star) < 0.1
+    later = [planner.propose(3, history, started_at_rung=k) for k in range(1, 30)]
+    assert {p.source for p in later} == {"law-neighbourhood"}
+    logs = [math.log(p.params["base_lr"]) for p in later]
+    assert 0 < float(np.std(logs)) < 1.0 and abs(float(np.mean(logs)) - lr_star) < 0.3
+    for proposal in later:
+        assert SPACE.distributions["base_lr"].contains(proposal.params["base_lr"])
+
+
+def test_focus_and_the_transfer_switch_leave_trials_to_the_base_sampler() -> None:
+    history = observations(TransferPlanner(SPACE, LADDER), [0, 1, 2], 20)
+    unfocused = TransferPlanner(SPACE, LADDER, focus=0.0, n_bootstrap=0)
+    assert unfocused.propose(3, history, 0).source == "law-point"
+    assert unfocused.propose(3, history, 1).source == "base"
+    off = TransferPlanner(SPACE, LADDER, transfer=False)
+    assert off.propose(3, history, 0).source == "base"
+
+
+def test_gpu_packing_and_reseed_and_state() -> None:
+    planner = TransferPlanner(SPACE, LADDER)
+    # costs relative to the top rung (256, 8e4): 64, 16, 16, 1
+    assert planner.gpu_packing(max_per_gpu=32) == (32, 16, 16, 1)
+    assert planner.gpu_packing() == (4, 4, 4, 1)
+    with pytest.raises(ts.TransferSearchError, match="max_per_gpu"):
+        planner.gpu_packing(0)
+    state = planner.state_dict()
+    draws = planner._rng.random(3)
+    planner.load_state_dict(state)
+    assert np.array_equal(planner._rng.random(3), draws)
+    planner.reseed(7)
+    assert np.array_equal(planner._rng.random(2), np.random.default_rng(7).random(2))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"ladder": []}, "empty"),
+        ({"ladder": [BASE, BASE]}, "duplicate"),
+        ({"trials_per_rung": [1, 2]}, "entries"),
+        ({"trials_per_rung": 0}, ">= 1"),
+        ({"focus": 1.5}, "focus"),
+        ({"min_trials": 0}, "min_trials"),
+    ],
+)
+def test_bad_planner_arguments_name_the_field(kwargs: dict, match: str) -> None:
+    arguments = {"ladder": LADDER, **kwargs}
+    with pytest.raises(ts.TransferSearchError, match=match):
+        TransferPlanner(SPACE, **arguments)
