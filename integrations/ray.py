@@ -284,7 +284,8 @@ class TransferSearch(Searcher):  # type: ignore[misc]
         if self._metric is None or self._mode is None:
             raise TransferSearchError(
                 "TransferSearch has no metric/mode. Pass metric='loss', mode='min' to "
-                "TransferSearch(...) or to tune.TuneConfig(...)."
+                "TransferSearch(...) (Tune forwards TuneConfig's metric and mode to the searcher "
+                "only when the Tuner has a non-empty param_space)."
             )
         if self.max_concurrent and len(self.live_trials) >= self.max_concurrent:
             return None
@@ -527,7 +528,12 @@ def _restore_base(base: Searcher, saved: Mapping[str, str]) -> None:
 # ----------------------------------------------------------------------------------------------
 # Reading results
 # ----------------------------------------------------------------------------------------------
-def _result_grid(source: Any) -> Any:
+def _trials(source: Any) -> list[Any]:
+    """The Tune trials (config, last result, status) of a grid, an analysis or a directory.
+
+    A ``Result`` of a trial that raised before reporting has no config, so the trials are read
+    from the ``ExperimentAnalysis`` behind the grid, which keeps every trial's config.
+    """
     from ray.tune import ExperimentAnalysis, ResultGrid
 
     if isinstance(source, (str, os.PathLike)):
@@ -537,11 +543,16 @@ def _result_grid(source: Any) -> Any:
                 f"{path!r} is not an experiment directory. Pass the Tune experiment folder "
                 "(storage_path/name) or a ResultGrid."
             )
-        return ResultGrid(ExperimentAnalysis(path))
+        return list(ExperimentAnalysis(path).trials)
     if isinstance(source, ExperimentAnalysis):
-        return ResultGrid(source)
+        return list(source.trials)
     if isinstance(source, ResultGrid):
-        return source
+        analysis = getattr(source, "_experiment_analysis", None)
+        if analysis is None:
+            analysis = ExperimentAnalysis(
+                source.experiment_path, storage_filesystem=source.filesystem
+            )
+        return list(analysis.trials)
     raise TransferSearchError(
         f"expected a ResultGrid, an ExperimentAnalysis or an experiment path, but got "
         f"{type(source).__name__}."
@@ -572,13 +583,12 @@ def observations_from_result_grid(
     Raises:
         TransferSearchError: a trial's config was not made by TransferSearch, or no metric is known.
     """
-    grid = _result_grid(source)
     outcomes: list[TrialOutcome] = []
-    for result in grid:
-        config = result.config or {}
+    for trial in _trials(source):
+        config = trial.config or {}
         if "scale" not in config or "hparams" not in config:
             raise TransferSearchError(
-                f"trial at {result.path!r} has no 'scale'/'hparams' in its config: it was not "
+                f"trial {trial.trial_id} at {trial.path!r} has no 'scale'/'hparams' in its config: it was not "
                 "suggested by TransferSearch. Read only experiments run with search_alg="
                 "TransferSearch(...)."
             )
@@ -588,7 +598,7 @@ def observations_from_result_grid(
             raise TransferSearchError(
                 "no metric known for the experiment; pass metric='<your metric>'."
             )
-        metrics = result.metrics or {}
+        metrics = trial.last_result or {}
         raw = metrics.get(name)
         value = None if raw is None else float(raw)
         progress = metrics.get(time_attr)
@@ -597,7 +607,7 @@ def observations_from_result_grid(
                 scale=Scale(config["scale"]),
                 params=dict(config["hparams"].get("coordinates", {})),
                 value=value,
-                errored=result.error is not None,
+                errored=trial.status == "ERROR",
                 progress=None if progress is None else float(progress),
             )
         )

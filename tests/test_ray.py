@@ -1,0 +1,472 @@
+"""Ray Tune adapter: TransferSearch on a real local Ray cluster, GPU packing, failures, restore.
+
+The cluster declares two GPUs (``num_gpus=2``) without hardware: Ray still assigns GPU ids and sets
+``CUDA_VISIBLE_DEVICES`` per trial, so the packing logic runs for real.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+
+import pytest
+
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("ray.tune")
+
+from ray import cloudpickle, tune  # noqa: E402
+from ray.tune.schedulers import ASHAScheduler  # noqa: E402
+from ray.tune.search import ConcurrencyLimiter  # noqa: E402
+from transfersearch.integrations._ray_results import TrialOutcome, classify  # noqa: E402
+from transfersearch.integrations.ray import (  # noqa: E402
+    STATE_VERSION,
+    TransferSearch,
+    hyperparameters,
+    observations_from_result_grid,
+)
+
+import transfersearch as ts  # noqa: E402
+from transfersearch.observations import Observation, as_observations  # noqa: E402
+
+# Trainables defined here travel to Ray workers by value (the tests folder is not importable there).
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+BASE = ts.Scale(width=64, dataset_size=1000, batch_size=32)
+WIDTHS = (32, 64, 128)
+
+
+def make_space() -> ts.TransferSpace:
+    return ts.TransferSpace(
+        BASE,
+        {"base_lr": ts.Float(1e-4, 1e-1, log=True), "tau_epoch": ts.Float(0.05, 20.0, log=True)},
+    )
+
+
+def make_ladder(widths: tuple[int, ...] = WIDTHS) -> list[ts.Scale]:
+    return [BASE.replace(width=w) for w in widths]
+
+
+def quadratic_loss(scale: ts.Scale, coords: dict[str, float]) -> float:
+    """A valley whose optimum lr moves as width^-1: ln lr* = ln(3e-3) - ln(width/64)."""
+    best = math.log(3e-3) - math.log(scale["width"] / 64)
+    return (math.log(coords["base_lr"]) - best) ** 2 + 0.1 * math.log(coords["tau_epoch"]) ** 2
+
+
+def run_config(tmp_path, name: str) -> tune.RunConfig:
+    return tune.RunConfig(storage_path=str(tmp_path / "ray"), name=name, verbose=0)
+
+
+def saved_state(experiment_dir: str) -> dict:
+    """The newest searcher state Tune wrote into the experiment directory."""
+    paths = sorted(glob.glob(os.path.join(experiment_dir, "searcher-state-*.pkl")))
+    assert paths, f"no searcher state in {os.listdir(experiment_dir)}"
+    with open(paths[-1]) as handle:
+        return json.load(handle)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """One local Ray cluster for the module: 2 CPUs, 2 declared GPUs."""
+    if ray.is_initialized():
+        ray.shutdown()
+    ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+# ----------------------------------------------------------------------------------------------
+# Without a cluster
+# ----------------------------------------------------------------------------------------------
+def test_config_carries_scale_coordinates_and_hparams_readable_without_searcher():
+    space = make_space()
+    search = TransferSearch(space, make_ladder(), metric="loss", mode="min")
+    config = search.suggest("t0")
+    scale, hp = hyperparameters(json.loads(json.dumps(config)))  # as a trial process sees it
+    assert scale == search.ladder[config["rung"]]
+    coords = {n: config[n] for n in space.names}
+    expected = space.concretize(coords, scale)
+    assert hp.groups == expected.groups
+    assert hp.coordinates == coords
+    assert TransferSearch.hyperparameters(config)[1].lr == expected.lr
+    with pytest.raises(ts.TransferSearchError, match="hparams"):
+        hyperparameters({"lr": 1e-3})
+
+
+def test_rungs_follow_the_planner_policy():
+    search = TransferSearch(make_space(), make_ladder(), metric="loss", mode="min",
+                            trials_per_rung=(2, 3, 1))
+    rungs = [search.suggest(f"t{i}")["rung"] for i in range(8)]
+    # cheapest rung with budget left first; past every budget, the least-used fraction
+    assert rungs[:6] == [0, 0, 1, 1, 1, 2]
+    assert rungs[6:] == [0, 1]  # fractions tie at 1 → cheapest; then 1.5, 1, 1 → rung 1
+
+
+def test_concurrency_limit_is_enforced_by_the_searcher():
+    search = TransferSearch(make_space(), make_ladder(), metric="loss", mode="min")
+    limiter = ConcurrencyLimiter(search, max_concurrent=2)
+    assert search.max_concurrent == 2  # forwarded by the limiter
+    assert limiter.suggest("a") is not None and limiter.suggest("b") is not None
+    assert limiter.suggest("c") is None
+    limiter.on_trial_complete("a", {"loss": 1.0, "training_iteration": 1})
+    assert limiter.suggest("c") is not None
+    with pytest.raises(ts.TransferSearchError, match="max_concurrent"):
+        search.set_max_concurrency(-1)
+
+
+def test_state_round_trip_continues_identically(tmp_path):
+    """A restored searcher makes exactly the suggestions the original would have made."""
+    def drive(search, ids):
+        out = []
+        for trial_id in ids:
+            config = search.suggest(trial_id)
+            coords = {n: config[n] for n in search.space.names}
+            loss = quadratic_loss(search.ladder[config["rung"]], coords)
+            search.on_trial_complete(trial_id, {"loss": loss, "training_iteration": 1})
+            out.append(config)
+        return out
+
+    kwargs = dict(metric="loss", mode="min", trials_per_rung=4, min_trials=3, n_bootstrap=5)
+    original = TransferSearch(make_space(), make_ladder(), **kwargs)
+    drive(original, [f"t{i}" for i in range(7)])
+    original.suggest("live")  # a live trial is part of the state
+    path = tmp_path / "state.json"
+    original.save(str(path))
+    state = json.loads(path.read_text())
+    assert state["version"] == STATE_VERSION and state["trials"]["live"]["status"] == "live"
+
+    restored = TransferSearch(make_space(), make_ladder(), **kwargs)
+    restored.restore(str(path))
+    assert restored.live_trials == ["live"]
+    ids = [f"u{i}" for i in range(6)]
+    assert drive(restored, ids) == drive(original, ids)
+
+    state["version"] = 99
+    path.write_text(json.dumps(state))
+    with pytest.raises(ts.TransferSearchError, match="version"):
+        restored.restore(str(path))
+    other = TransferSearch(make_space(), make_ladder((32, 64)), **kwargs)
+    original.save(str(path))
+    with pytest.raises(ts.TransferSearchError, match="ladder"):
+        other.restore(str(path))
+
+
+def test_law_guides_the_third_rung_to_the_moved_optimum():
+    """After two rungs have min_trials, the first trial of the next rung sits at the law's point."""
+    search = TransferSearch(make_space(), make_ladder(), metric="loss", mode="min",
+                            trials_per_rung=(12, 12, 4), min_trials=10, n_bootstrap=10)
+    configs = []
+    for i in range(25):
+        config = search.suggest(f"t{i}")
+        configs.append(config)
+        if config["rung"] == 2:
+            break
+        coords = {n: config[n] for n in search.space.names}
+        loss = quadratic_loss(search.ladder[config["rung"]], coords)
+        search.on_trial_complete(f"t{i}", {"loss": loss, "training_iteration": 1})
+    first = configs[-1]
+    assert first["rung"] == 2 and first["transfersearch"]["source"] == "law-point"
+    # true optimum at width 128: 1.5e-3; random sampling would land anywhere in 1e-4..1e-1
+    assert abs(math.log(first["base_lr"] / 1.5e-3)) < math.log(2.0)
+
+
+def test_classify_marks_errors_nan_and_early_stops():
+    scale = {"width": 32}
+    out = classify([
+        TrialOutcome(scale, {"lr": 1e-3}, 1.0, errored=False, progress=4),
+        TrialOutcome(scale, {"lr": 2e-3}, 0.5, errored=False, progress=1),  # stopped early
+        TrialOutcome(scale, {"lr": 3e-3}, None, errored=True, progress=None),
+        TrialOutcome(scale, {"lr": 4e-3}, math.nan, errored=False, progress=4),
+        TrialOutcome({"width": 64}, {"lr": 1e-3, "act": "relu"}, 2.0, errored=False, progress=1),
+    ])
+    assert [o.state for o in out] == ["complete", "pruned", "failed", "complete", "complete"]
+    assert out[2].diverged and out[3].diverged and not out[0].diverged
+    assert out[4].params == {"lr": 1e-3}  # a Choice string cannot enter the fit
+    # an explicit max_t wins over the rung's longest
+    alone = [TrialOutcome(scale, {"lr": 1e-3}, 1.0, errored=False, progress=4)]
+    assert [o.state for o in classify(alone, max_t=8)] == ["pruned"]
+    assert [o.state for o in classify(alone)] == ["complete"]
+
+
+def test_resources_rule_and_overrides():
+    search = TransferSearch(make_space(), make_ladder(), metric="loss", mode="min")
+    packed = search.resources(gpu=0.25)
+    # costs ∝ width²: 1/16, 1/4, 1 of the largest → 0.25 (floor), 0.25, 1 GPU
+    assert packed.gpu == (0.25, 0.25, 1.0)
+    assert search.resources(gpu=1).gpu == (1.0, 1.0, 1.0)
+    assert search.resources(gpu=0.1).gpu == (0.1, 0.25, 1.0)
+    assert search.resources(gpu=0.3, max_gpu=2).gpu == pytest.approx((1 / 3, 0.5, 2.0))
+    custom = search.resources(gpu=0.25, gpu_per_rung={2: 0.5, make_ladder()[0]: 0.125})
+    assert custom.gpu == (0.125, 0.25, 0.5)
+    small = search.suggest("t0")
+    assert packed.request(small, cluster_gpus=2) == {"CPU": 1.0, "GPU": 0.25}
+    assert packed.request(small, cluster_gpus=0) == {"CPU": 1.0}  # CPU-only cluster
+    two = search.resources(gpu=0.3, max_gpu=2)
+    big = {"scale": make_ladder()[2].to_dict()}
+    with pytest.raises(ts.TransferSearchError, match="gpu_per_rung"):
+        two.request(big, cluster_gpus=1)
+    with pytest.raises(ts.TransferSearchError, match="gpu_per_rung"):
+        search.resources(gpu_per_rung={7: 1})
+    assert cloudpickle.loads(cloudpickle.dumps(packed)).gpu == packed.gpu
+
+
+# ----------------------------------------------------------------------------------------------
+# On the cluster
+# ----------------------------------------------------------------------------------------------
+def timed_trainable(config):
+    """Report the loss with the GPU ids and the wall-clock window the trial held its resources."""
+    scale, hp = hyperparameters(config)
+    start = time.time()
+    time.sleep(config.get("sleep_s", 0.0))
+    coords = {n: hp.coordinates[n] for n in ("base_lr", "tau_epoch")}
+    tune.report({
+        "loss": quadratic_loss(scale, coords),
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>"),
+        "gpu_ids": ",".join(str(g) for g in ray.get_gpu_ids()),
+        "start": start,
+        "end": time.time(),
+    })
+
+
+def overlaps(a, b) -> bool:
+    return a["start"] < b["end"] and b["start"] < a["end"]
+
+
+def test_rungs_and_fractional_gpu_packing(cluster, tmp_path):
+    """Small rungs share a GPU (two trials on one id at once); the large rung holds a whole GPU."""
+    search = TransferSearch(make_space(), make_ladder(), metric="loss", mode="min",
+                            trials_per_rung=2)
+    resources = search.resources(gpu=0.5, cpu=0.5)  # shares 0.5, 0.5, 1
+    tuner = tune.Tuner(
+        tune.with_resources(timed_trainable, resources=resources),
+        param_space={"sleep_s": 4.0},
+        tune_config=tune.TuneConfig(search_alg=search, num_samples=6),
+        run_config=run_config(tmp_path, "packing"),
+    )
+    grid = tuner.fit()
+    rows = [dict(r.metrics, rung=r.config["rung"]) for r in grid]
+    assert not grid.errors
+    assert Counter(r["rung"] for r in rows) == {0: 2, 1: 2, 2: 2}
+    for row in rows:
+        assert row["cuda_visible_devices"] == row["gpu_ids"]  # Ray set CUDA_VISIBLE_DEVICES
+        assert row["gpu_ids"] in ("0", "1")
+    small = [r for r in rows if r["rung"] < 2]
+    large = [r for r in rows if r["rung"] == 2]
+    assert any(
+        a["gpu_ids"] == b["gpu_ids"] and overlaps(a, b)
+        for i, a in enumerate(small) for b in small[i + 1:]
+    ), "no two small proxies shared a GPU at the same time"
+    for big in large:
+        assert not any(
+            r is not big and r["gpu_ids"] == big["gpu_ids"] and overlaps(r, big) for r in rows
+        ), "a whole-GPU trial shared its GPU"
+    observations = observations_from_result_grid(grid)
+    assert [o.state for o in observations] == ["complete"] * 6
+    assert {o.scale for o in observations} == set(search.ladder)
+
+
+def failing_trainable(config):
+    if config["base_lr"] > 1e-2:
+        raise RuntimeError("diverged: loss exploded")
+    if config["base_lr"] < 1e-3:
+        tune.report({"loss": float("nan")})
+        return
+    scale, hp = hyperparameters(config)
+    tune.report({"loss": quadratic_loss(scale, dict(hp.coordinates))})
+
+
+def test_errors_and_nan_enter_the_fit_as_diverged(cluster, tmp_path):
+    search = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min",
+                            trials_per_rung=4, seed=3)
+    tuner = tune.Tuner(
+        tune.with_resources(failing_trainable, resources=search.resources(gpu=0, cpu=1)),
+        tune_config=tune.TuneConfig(search_alg=search, num_samples=8),
+        run_config=run_config(tmp_path, "failures"),
+    )
+    grid = tuner.fit()
+    from_grid = observations_from_result_grid(grid)
+    assert len(from_grid) == 8 and len(grid.errors) >= 1
+    lrs = [obs.params["base_lr"] for obs in from_grid]
+    assert any(lr > 1e-2 for lr in lrs) and any(lr < 1e-3 for lr in lrs)  # seed covers both
+    for lr, obs in zip(lrs, from_grid):
+        if lr > 1e-2:
+            assert obs.state == "failed" and math.isnan(obs.value)
+        elif lr < 1e-3:
+            assert obs.state == "complete" and math.isnan(obs.value) and obs.diverged
+        else:
+            assert obs.usable
+    # the searcher saw the same outcomes (its saved state, read back by a fresh searcher)
+    fresh = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min")
+    fresh.set_state(saved_state(grid.experiment_path))
+    assert sorted(map(_key, fresh.observations())) == sorted(map(_key, from_grid))
+    # and ts.extrapolate / as_observations read the grid and the experiment directory
+    assert list(map(_key, as_observations(grid))) == list(map(_key, from_grid))
+    from_dir = observations_from_result_grid(grid.experiment_path)
+    assert sorted(map(_key, from_dir)) == sorted(map(_key, from_grid))  # order may differ
+
+
+def _key(obs: Observation) -> tuple:
+    """Comparable identity of an observation (NaN values compare unequal, so use the state)."""
+    return (tuple(sorted(obs.scale.items())), obs.params["base_lr"], obs.state, obs.usable)
+
+
+def curve_trainable(config):
+    scale, hp = hyperparameters(config)
+    final = quadratic_loss(scale, dict(hp.coordinates))
+    for step in range(1, 5):
+        tune.report({"loss": final + 1.0 / step})
+
+
+def test_asha_pruned_trials_are_pruned_and_tune_config_sets_the_metric(cluster, tmp_path):
+    search = TransferSearch(make_space(), make_ladder((32, 64)), trials_per_rung=4, seed=1)
+    tuner = tune.Tuner(
+        tune.with_resources(curve_trainable, resources=search.resources(gpu=0, cpu=1)),
+        param_space={"note": "asha"},  # Tune forwards TuneConfig's metric only with a param_space
+        tune_config=tune.TuneConfig(
+            search_alg=search, num_samples=8, metric="loss", mode="min",
+            scheduler=ASHAScheduler(max_t=4, grace_period=1, reduction_factor=2),
+        ),
+        run_config=run_config(tmp_path, "asha"),
+    )
+    grid = tuner.fit()
+    assert all(r.config["note"] == "asha" for r in grid)  # param_space constants are merged
+    iterations = [r.metrics["training_iteration"] for r in grid]
+    observations = observations_from_result_grid(grid)
+    assert [o.state for o in observations] == [
+        "pruned" if it < 4 else "complete" for it in iterations
+    ]
+    assert "pruned" in {o.state for o in observations}, f"ASHA pruned nothing: {iterations}"
+    fresh = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min")
+    fresh.set_state(saved_state(grid.experiment_path))
+    assert Counter(o.state for o in fresh.observations()) == Counter(
+        o.state for o in observations
+    )
+
+
+def test_max_concurrent_trials_is_respected(cluster, tmp_path):
+    search = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min")
+    tuner = tune.Tuner(  # cpu=0.5 would let four run at once; the limit says one
+        tune.with_resources(timed_trainable, resources=search.resources(gpu=0, cpu=0.5)),
+        param_space={"sleep_s": 1.0},
+        tune_config=tune.TuneConfig(search_alg=search, num_samples=4, max_concurrent_trials=1),
+        run_config=run_config(tmp_path, "limit"),
+    )
+    rows = [r.metrics for r in tuner.fit()]
+    assert len(rows) == 4
+    assert not any(overlaps(a, b) for i, a in enumerate(rows) for b in rows[i + 1:])
+    assert all(r["cuda_visible_devices"] in ("", "<unset>") for r in rows)  # CPU-only trials
+
+
+DRIVER = textwrap.dedent(
+    """
+    import os, sys, time
+    os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
+    os.environ["TUNE_GLOBAL_CHECKPOINT_S"] = "0"
+    import ray
+    from ray import tune
+    import transfersearch as ts
+    from transfersearch.integrations.ray import TransferSearch, hyperparameters
+
+    address, storage, marks, mode = sys.argv[1:5]
+
+    def train_fn(config):
+        scale, hp = hyperparameters(config)
+        time.sleep(1.5)
+        tune.report({"loss": hp.lr * scale["width"]})
+        open(os.path.join(config["marks"], tune.get_context().get_trial_id()), "w").close()
+
+    ray.init(address=address, log_to_driver=False)
+    base = ts.Scale(width=64, dataset_size=1000, batch_size=32)
+    space = ts.TransferSpace(base, {"base_lr": ts.Float(1e-4, 1e-1, log=True),
+                                    "tau_epoch": ts.Float(0.05, 20.0, log=True)})
+    ladder = [base.replace(width=w) for w in (32, 64)]
+    trainable = tune.with_resources(train_fn, resources={"CPU": 1})
+    if mode == "fit":
+        search = TransferSearch(space, ladder, metric="loss", mode="min", trials_per_rung=3)
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"marks": marks},
+            tune_config=tune.TuneConfig(search_alg=search, num_samples=8,
+                                        max_concurrent_trials=2),
+            run_config=tune.RunConfig(storage_path=storage, name="killed", verbose=0),
+        )
+    else:
+        tuner = tune.Tuner.restore(os.path.join(storage, "killed"), trainable,
+                                   restart_errored=True)
+    grid = tuner.fit()
+    print("TRIALS", len(grid), "ERRORS", len(grid.errors))
+    """
+)
+
+
+@pytest.mark.slow
+def test_driver_killed_then_restored_resumes_the_searcher(cluster, tmp_path):
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    storage, marks = tmp_path / "ray", tmp_path / "marks"
+    marks.mkdir()
+    args = [sys.executable, str(script), cluster, str(storage), str(marks)]
+    driver = subprocess.Popen([*args, "fit"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.time() + 120
+    while len(os.listdir(marks)) < 3 and driver.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    assert driver.poll() is None, driver.communicate()[0].decode()[-3000:]
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    experiment = str(storage / "killed")
+    before = saved_state(experiment)
+    ended_before = {t for t, r in before["trials"].items() if r["status"] == "ended"}
+    assert 1 <= len(ended_before) < 8
+
+    restore = subprocess.run([*args, "restore"], capture_output=True, text=True, timeout=180)
+    assert "TRIALS 8 ERRORS 0" in restore.stdout, (restore.stdout + restore.stderr)[-3000:]
+
+    after = saved_state(experiment)
+    grid = tune.ExperimentAnalysis(experiment)
+    trial_ids = {t.trial_id for t in grid.trials}
+    assert set(after["trials"]) == trial_ids  # one record per trial, none lost, none duplicated
+    assert ended_before <= set(after["trials"])  # the pre-kill outcomes were kept
+    assert all(r["status"] == "ended" for r in after["trials"].values())
+    # the rung policy continued from the saved counts: 3 + 3 budget, then least-used fraction.
+    # A searcher that restarted empty would have put 3 of the post-kill trials on rung 0 again.
+    assert Counter(r["rung"] for r in after["trials"].values()) == {0: 4, 1: 4}
+    observations = observations_from_result_grid(experiment)
+    assert len(observations) == 8 and all(o.usable for o in observations)
+
+
+def test_base_searcher_is_used_per_rung_and_saved(tmp_path):
+    optuna_search = pytest.importorskip("ray.tune.search.optuna")
+    search = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min",
+                            base_searcher=optuna_search.OptunaSearch(seed=0), trials_per_rung=2)
+    configs = [search.suggest(f"t{i}") for i in range(4)]
+    assert [c["rung"] for c in configs] == [0, 0, 1, 1]
+    assert set(search._bases) == {0, 1}  # one base searcher per rung
+    for i, config in enumerate(configs):
+        coords = {n: config[n] for n in search.space.names}
+        search.on_trial_complete(f"t{i}", {"loss": quadratic_loss(search.ladder[config["rung"]],
+                                                                 coords), "training_iteration": 1})
+    path = tmp_path / "state.json"
+    search.save(str(path))
+    restored = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min",
+                              base_searcher=optuna_search.OptunaSearch(seed=0), trials_per_rung=2)
+    restored.restore(str(path))
+    assert len(restored._bases[0]._ot_study.trials) == 2  # the Optuna study came back
+    assert restored.suggest("n")["base_lr"] == search.suggest("n")["base_lr"]
+
+
+def test_missing_metric_names_the_fix():
+    search = TransferSearch(make_space(), make_ladder())
+    with pytest.raises(ts.TransferSearchError, match="metric='loss'"):
+        search.suggest("t0")
+    with pytest.raises(ts.TransferSearchError, match="mode"):
+        TransferSearch(make_space(), make_ladder(), metric="loss", mode="minimize")
+
