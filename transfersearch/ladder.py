@@ -78,6 +78,9 @@ class TransferPlanner:
         seed: seed of the planner's random draws.
         transfer: False turns the law off: every proposal defers to the base sampler, so each rung
             is searched independently (the baseline that transfer is measured against).
+        refit_growth: the law is refitted for a rung when a new rung qualifies or a qualifying
+            rung's finished trials have grown by this factor since the last fit (1.0: on every
+            new trial). Refits then grow logarithmically with the study, not linearly.
 
     Raises:
         TransferSearchError: an empty ladder, duplicate scales, a bad budget or probability.
@@ -98,6 +101,7 @@ class TransferPlanner:
         n_bootstrap: int = 40,
         seed: int | None = 0,
         transfer: bool = True,
+        refit_growth: float = 1.25,
     ) -> None:
         if not isinstance(space, TransferSpace):
             raise TransferSearchError(f"`space` must be a TransferSpace, but got {space!r}.")
@@ -130,8 +134,16 @@ class TransferPlanner:
         self.n_bootstrap = n_bootstrap
         self.seed = seed
         self.transfer = bool(transfer)
+        if not (isinstance(refit_growth, (int, float)) and refit_growth >= 1.0):
+            raise TransferSearchError(
+                f"`refit_growth` must be a number >= 1, but got refit_growth={refit_growth!r}."
+            )
+        self.refit_growth = float(refit_growth)
         self._rng = np.random.default_rng(seed)
-        self._cache: dict[tuple[int, int], tuple[dict[str, float], dict[str, float]] | None] = {}
+        # rung -> (finished trials per qualifying rung at the last fit, the fit's result)
+        self._cache: dict[
+            int, tuple[dict[Scale, int], tuple[dict[str, float], dict[str, float]] | None]
+        ] = {}
 
     def _budgets(
         self, trials_per_rung: int | Sequence[int] | None, first: int, later: int
@@ -210,10 +222,13 @@ class TransferPlanner:
         rungs = {s for s, n in finished.items() if n >= self.min_trials}
         if len(rungs) < 2:
             return None
+        counts = {s: finished[s] for s in rungs}
+        cached = self._cache.get(rung)
+        if cached is not None and set(cached[0]) == rungs:
+            last = cached[0]
+            if all(counts[s] < self.refit_growth * last[s] or counts[s] == last[s] for s in rungs):
+                return cached[1]
         usable = [o for o in observations if o.scale in rungs]
-        key = (rung, len(usable))
-        if key in self._cache:
-            return self._cache[key]
         from transfersearch.extrapolate import extrapolate
 
         result: tuple[dict[str, float], dict[str, float]] | None
@@ -236,7 +251,7 @@ class TransferPlanner:
             result = (center, spread)
         except (TransferSearchError, ValueError, np.linalg.LinAlgError, FloatingPointError):
             result = None
-        self._cache[key] = result
+        self._cache[rung] = (counts, result)
         return result
 
     def _spread(self, name: str, low: float, high: float) -> float:
