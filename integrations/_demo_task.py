@@ -209,17 +209,27 @@ def _param_groups(model: CharMLP, hp: Hyperparameters) -> list[dict[str, Any]]:
     return list(param_groups(model, hp, base_model=reference))
 
 
-#: Widths up to this train on one CPU thread: their matrices are too small for a second thread
-#: to pay for its synchronisation (measured: 256 steps at width 64 take 0.65 s on one thread and
-#: several seconds on two when the cores are shared).
-SINGLE_THREAD_MAX_WIDTH = 64
+#: Widths below this always train on one CPU thread: their matrices are too small for a second
+#: thread to pay for its synchronisation.
+MULTI_THREAD_MIN_WIDTH = 256
 
 
 def cpu_threads(width: int) -> int:
-    """CPU threads for a run at ``width``: 1 for small models, else up to 2."""
-    if width <= SINGLE_THREAD_MAX_WIDTH:
+    """CPU threads for a run at ``width``: 2 only for wide models on an otherwise idle machine.
+
+    Measured on the 2-core development machine: at width 256, 128 steps took 11.6 s on one thread
+    and 145 s on two while other processes kept the load average near 10 (OpenMP threads wait on
+    each other when a core is taken away); at width 64, 256 steps took 0.65 s on one thread and
+    3.8 s on two. Two threads gain about 1.3x only when both cores are free.
+    """
+    cores = os.cpu_count() or 1
+    if width < MULTI_THREAD_MIN_WIDTH or cores < 2:
         return 1
-    return max(1, min(2, os.cpu_count() or 1))
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:
+        return 1
+    return 2 if busy < cores - 1 else 1
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,125 @@
+"""`transfersearch demo --quick`: the whole pipeline on real training, end to end, and its resume.
+
+The quick mode trains tiny models for seconds, so its regrets say little; what is checked is that
+every stage ran for real and wrote what it promises: the Optuna study with one trial per budgeted
+slot on every rung, the extrapolated hyperparameters at the target, a regret per method measured
+against the best loss found there, and the report picture. Re-running must resume the study
+(no new proxy trials) and reuse the target runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+optuna = pytest.importorskip("optuna")
+pytest.importorskip("matplotlib")
+pytest.importorskip("tqdm")
+
+from transfersearch.integrations import _demo_task, demo  # noqa: E402
+
+
+def run_cli(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "transfersearch.cli", "demo", "--quick", "--device", "cpu",
+         "--out", str(out), *extra],
+        capture_output=True, text=True, timeout=600,
+    )
+
+
+@pytest.mark.slow
+def test_quick_demo_end_to_end_and_resume(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    first = run_cli(out, "--trials", "20")
+    assert first.returncode == 0, first.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    config = demo.MODES["quick"]
+
+    # the target is >= 4x wider and has >= 4x more data than every proxy
+    assert summary["target"]["width"] >= 4 * max(config.widths)
+    assert summary["target"]["dataset_size"] >= 4 * max(config.dataset_sizes)
+
+    # the extrapolated hyperparameters are concrete per-group settings at the target
+    extrapolated = summary["extrapolated"]
+    assert extrapolated["scale"] == summary["target"]
+    assert set(extrapolated["groups"]) == {"input", "hidden", "output", "vector"}
+    assert extrapolated["lr"] > 0 and extrapolated["weight_decay"] > 0
+    for name in ("base_lr", "tau_epoch"):
+        low, high = extrapolated["interval_90"][name]
+        assert low <= extrapolated["predicted"][name] <= high
+
+    # one regret per method, each >= 0, and the best one is what the target runs found
+    regret = summary["regret"]
+    assert set(regret) == {"transfersearch", "copy_best_proxy", "mup_fixed_wd"}
+    best = summary["best_at_target"]["val_loss"]
+    losses = [m["val_loss"] for m in summary["methods"].values()]
+    losses += list(summary["target_grid"].values())
+    assert best == pytest.approx(min(v for v in losses if math.isfinite(v)))
+    for method, value in regret.items():
+        loss = summary["methods"][method]["val_loss"]
+        assert value == pytest.approx(loss - best) and value >= 0
+    # a real model learned something: far below the uniform-guess loss log(vocab)
+    assert best < math.log(_demo_task.VOCAB_SIZE) - 0.5
+    # the three methods really differ
+    lrs = {m["lr"] for m in summary["methods"].values()}
+    assert len(lrs) == 3
+
+    # the report picture exists
+    png = (out / "report.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+
+    # the table was printed
+    assert "transfersearch" in first.stdout and "regret" in first.stdout
+
+    # the study holds every proxy trial, spread over every rung
+    study = optuna.load_study(study_name="demo-quick", storage=f"sqlite:///{out / 'study.db'}")
+    finished = [t for t in study.trials if t.state.is_finished()]
+    assert len(finished) == 20
+    rungs = {(t.user_attrs["scale.width"], t.user_attrs["scale.dataset_size"]) for t in finished}
+    assert len(rungs) == len(config.ladder)
+
+    # re-running resumes: no new proxy trials, the target runs come from the cache
+    second = run_cli(out, "--trials", "20")
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "already in" in second.stdout
+    study = optuna.load_study(study_name="demo-quick", storage=f"sqlite:///{out / 'study.db'}")
+    assert len(study.trials) == len(finished)
+    again = json.loads((out / "summary.json").read_text())
+    assert again["regret"] == pytest.approx(regret)
+
+    # asking for more trials continues the same study
+    third = run_cli(out, "--trials", "22")
+    assert third.returncode == 0, third.stderr[-3000:]
+    study = optuna.load_study(study_name="demo-quick", storage=f"sqlite:///{out / 'study.db'}")
+    assert len([t for t in study.trials if t.state.is_finished()]) == 22
+
+
+def test_rung_budgets_sum_and_favour_the_cheap_rungs() -> None:
+    budgets = demo.rung_budgets(6, 64)
+    assert sum(budgets) == 64
+    assert budgets[0] > budgets[-1] and min(budgets) >= 2
+    assert sum(demo.rung_budgets(4, 3)) == 8  # at least two per rung
+
+
+def test_corpus_is_deterministic_and_split_by_file() -> None:
+    corpus = _demo_task.load_corpus()
+    xs, ys = corpus.windows(256)
+    xs2, _ = corpus.windows(512)
+    assert xs.shape == (256, _demo_task.CONTEXT) and ys.shape == (256,)
+    assert bool((xs2[:256] == xs).all())  # nested datasets
+    assert int(xs.max()) < _demo_task.VOCAB_SIZE
+    assert corpus.val_x.shape[0] == _demo_task.VAL_SIZE
+    with pytest.raises(ValueError, match="dataset_size"):
+        corpus.windows(corpus.max_dataset_size + 1)
+
+
+def test_device_resolution() -> None:
+    assert _demo_task.resolve_device("cpu").type == "cpu"
+    with pytest.raises(ValueError, match="device"):
+        _demo_task.resolve_device("tpu")
