@@ -12,7 +12,7 @@ through ``transfersearch.integrations.torch.param_groups(model, hp, base_model=.
 
 Usage::
 
-    python examples/optuna_width_data_transfer.py [--trials 80] [--storage sqlite:///proxy.db]
+    python examples/optuna_width_data_transfer.py [--trials 120] [--storage sqlite:///proxy.db]
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def train(scale: ts.Scale, coords: dict[str, float], rng: np.random.Generator) -
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=80, help="proxy trials (default 80)")
+    parser.add_argument("--trials", type=int, default=120, help="proxy trials (default 120)")
     parser.add_argument("--storage", default=None,
                         help="Optuna storage URL, e.g. sqlite:///proxy.db (default: in memory)")
     args = parser.parse_args(argv)

@@ -34,7 +34,7 @@ def run_example(name: str, *args: str, timeout: float = 300) -> str:
 
 def test_optuna_width_data_transfer_recovers_the_target_optimum() -> None:
     pytest.importorskip("optuna")
-    out = run_example("optuna_width_data_transfer.py", "--trials", "80")
+    out = run_example("optuna_width_data_transfer.py")
     rows = {}
     for line in out.splitlines():
         match = re.match(r"^(base_lr|tau_epoch)\s+([\d.e+-]+)\s+\[([\d.e+-]+), ([\d.e+-]+)\]\s+"
