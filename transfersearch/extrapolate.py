@@ -18,7 +18,8 @@ Pipeline (pure numpy/scipy):
 5. Intervals: bootstrap over trials (resampled within each scale, all steps refitted with the
    chosen model and law structure), combined with the law's analytic standard error: each side of
    the interval is the wider of the two. Both models refit all resamples at once (stacked normal
-   equations over draw counts); the result equals refitting each resample on its own.
+   equations over draw counts); for the joint model this equals refitting each resample on its
+   own, to rounding.
 """
 
 from __future__ import annotations
