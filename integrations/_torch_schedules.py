@@ -176,8 +176,8 @@ def schedule(
         warmup: None, one of :data:`WARMUPS`, or several (multiplied), e.g. ("linear", "exp") —
             Kosson et al. applied their factors on top of a linear warmup.
         warmup_steps: T_w of the linear warmup (and of "exp" unless ``exp_warmup_steps``).
-        width_mult: s = width / base width, for "exp" and "decay_away" (Hyperparameters does not
-            carry the base width): ``hp.scale["width"] / space.base["width"]``.
+        width_mult: s = width / base width, for "exp" and "decay_away"; defaults to
+            ``hp.width_mult`` (set by ``TransferSpace.concretize``).
         groups: param groups or optimizer; needed for per-group schedules.
         final_fraction: lr at the end of linear/cosine/wsd, as a fraction of the peak.
         decay_fraction: the share of T spent decaying in wsd.
@@ -216,10 +216,13 @@ def schedule(
     if bad:
         raise TransferSearchError(f"`warmup_groups` {bad} are not groups; use names in {GROUPS}.")
     width_warmup = any(name in _WIDTH_WARMUPS for name in warmups)
+    if width_mult is None:
+        width_mult = hp.width_mult
     if width_warmup and width_mult is None:
         raise TransferSearchError(
-            f"warmup={warmup!r} needs `width_mult` (s = width / base width): pass "
-            "width_mult=hp.scale['width'] / space.base['width']."
+            f"warmup={warmup!r} needs `width_mult` (s = width / base width), and these "
+            "hyperparameters carry no base width: pass width_mult=hp.scale['width'] / "
+            "space.base['width']."
         )
     s = 1.0 if width_mult is None else check_positive("width_mult", width_mult)
     per_group = kind in _PER_GROUP_KINDS or (width_warmup and s != 1.0)

@@ -230,6 +230,7 @@ def test_to_dict_round_trip() -> None:
     )
     again = ts.Hyperparameters.from_dict(hp.to_dict())
     assert again == hp
+    assert hp.width_mult == 2.0 and hp.base == BASE
 
 
 def test_total_steps_divided_by_batch_ratio() -> None:

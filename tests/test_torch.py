@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 import re
@@ -292,8 +293,9 @@ def test_schedule_shapes() -> None:
 
 def test_schedule_errors() -> None:
     hp = make_hp()
+    without_base = dataclasses.replace(hp, base=None)
     with pytest.raises(ts.TransferSearchError, match="width_mult"):
-        schedule(hp, 100, warmup="exp", warmup_steps=10)
+        schedule(without_base, 100, warmup="exp", warmup_steps=10)
     with pytest.raises(ts.TransferSearchError, match="groups="):
         schedule(hp, 100, warmup="exp", warmup_steps=10, width_mult=4)
     with pytest.raises(ts.TransferSearchError, match="kind"):

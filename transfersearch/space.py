@@ -273,6 +273,8 @@ class Hyperparameters:
     coordinates: Mapping[str, Any] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: The space's base scale (where the coordinates are defined), when known.
+    base: Scale | None = None
 
     def __post_init__(self) -> None:
         missing = [g for g in GROUPS if g not in self.groups]
@@ -292,6 +294,13 @@ class Hyperparameters:
     def weight_decay(self) -> float:
         """The hidden group's weight decay (PyTorch's coupled convention)."""
         return self.groups["hidden"]["weight_decay"]
+
+    @property
+    def width_mult(self) -> float | None:
+        """s = width / base width (None unless both this scale and the base give ``width``)."""
+        if self.base is None or "width" not in self.base or "width" not in self.scale:
+            return None
+        return self.scale["width"] / self.base["width"]
 
     @property
     def tau_iter(self) -> float:
@@ -320,6 +329,7 @@ class Hyperparameters:
             "coordinates": dict(self.coordinates),
             "extra": dict(self.extra),
             "notes": list(self.notes),
+            "base": None if self.base is None else self.base.to_dict(),
         }
 
     @classmethod
@@ -338,6 +348,7 @@ class Hyperparameters:
                 coordinates=data.get("coordinates", {}),
                 extra=data.get("extra", {}),
                 notes=tuple(data.get("notes", ())),
+                base=None if data.get("base") is None else Scale(data["base"]),
             )
         except (KeyError, TypeError, IndexError) as exc:
             raise TransferSearchError(
@@ -534,6 +545,7 @@ class TransferSpace:
             coordinates={k: v for k, v in merged.items() if k in self.distributions},
             extra=extra,
             notes=tuple(notes),
+            base=self.base,
         )
 
     def _total_steps(self, target: Scale, kappa: float) -> float | None:
