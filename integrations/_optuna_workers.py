@@ -295,6 +295,7 @@ def run_worker(
         The number of trials this worker ran.
     """
     import optuna
+    from optuna.storages._heartbeat import is_heartbeat_enabled
     from transfersearch.integrations.optuna import RUNG_ATTR, _system_attrs, make_storage
 
     func, sampler, pruner = _load(objective, sampler_attr)
@@ -333,7 +334,7 @@ def run_worker(
         if waiting or done + running < n_trials:
             study.optimize(leased, n_trials=1, catch=(Exception,), gc_after_trial=False)
             ran += 1
-        elif running and heartbeat_interval is not None:
+        elif running and is_heartbeat_enabled(study._storage):
             time.sleep(poll)  # a running trial may belong to a dead worker: wait for its retry
         else:
             return ran
