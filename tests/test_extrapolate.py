@@ -344,3 +344,13 @@ def test_interval_level_is_checked() -> None:
     res = extrapolate(_few(3), target=TARGET, params=["lr"], n_bootstrap=0)
     with pytest.raises(TransferSearchError, match="level"):
         res.interval(1.5)
+
+
+def test_params_default_to_those_every_complete_trial_records() -> None:
+    obs = landscape(3, n=60)
+    explicit = extrapolate(obs, target=TARGET, params=["lr", "tau"], n_bootstrap=0)
+    inferred = extrapolate(obs, target=TARGET, n_bootstrap=0)
+    assert list(inferred.params) == ["lr", "tau"]
+    assert inferred.params == pytest.approx(explicit.params)
+    with pytest.raises(TransferSearchError, match="params=\\[...\\]"):
+        extrapolate([Observation(TARGET, {"lr": 1.0}, math.nan, "failed")], target=TARGET)

@@ -64,7 +64,7 @@ from transfersearch.scale import Scale
 if TYPE_CHECKING:
     from transfersearch.space import Hyperparameters, TransferSpace
 
-__all__ = ["Extrapolation", "Validation", "extrapolate", "validate"]
+__all__ = ["Extrapolation", "Validation", "extrapolate", "infer_params", "validate"]
 
 FloatArray = NDArray[np.float64]
 Model = Literal["auto", "independent", "joint"]
@@ -641,7 +641,7 @@ def extrapolate(
     observations: Any,
     *,
     target: Scale | Mapping[str, float],
-    params: Sequence[str],
+    params: Sequence[str] | None = None,
     direction: Direction = "minimize",
     log_params: Iterable[str] | None = None,
     scale_variables: Sequence[str] | None = None,
@@ -664,7 +664,8 @@ def extrapolate(
             (``scale.*`` / ``params.*`` / ``value`` columns, or ``scale_columns=`` and plain
             parameter columns), an Optuna Study or a Ray Tune ResultGrid.
         target: the scale to predict for; must have every scale variable the laws use.
-        params: the swept parameters to predict, jointly.
+        params: the swept parameters to predict, jointly (default: every parameter that all the
+            complete trials record, see :func:`infer_params`).
         direction: ``"minimize"`` (default) or ``"maximize"`` the value.
         log_params: parameters fitted in log space (default: every all-positive parameter).
         scale_variables: scale names the laws may use (default: those all proxies share).
@@ -698,10 +699,31 @@ def extrapolate(
     obs = as_observations(
         observations, params=params, scale_columns=scale_columns, value_column=value_column
     )
+    params = infer_params(obs) if params is None else params
     setup = _prepare(
         obs, params, direction, log_params, scale_variables, fixed_exponents, target_scale
     )
     return _extrapolate(setup, target_scale, direction, simplify, model, n_bootstrap, seed)
+
+
+def infer_params(observations: Sequence[Observation]) -> list[str]:
+    """The parameters every complete trial records, in first-seen order.
+
+    Raises:
+        TransferSearchError: no complete trial, or no parameter common to all of them.
+    """
+    complete = [o for o in observations if o.state == "complete"]
+    if not complete:
+        raise TransferSearchError(
+            "no complete trial to read parameter names from. Pass params=[...] explicitly or "
+            "add finished trials."
+        )
+    common = [name for name in complete[0].params if all(name in o.params for o in complete)]
+    if not common:
+        raise TransferSearchError(
+            "the complete trials share no parameter name. Pass params=[...] explicitly."
+        )
+    return common
 
 
 def _as_scale(target: Any) -> Scale:
@@ -1036,7 +1058,7 @@ def _law_predictor(
 def validate(
     observations: Any,
     *,
-    params: Sequence[str],
+    params: Sequence[str] | None = None,
     held_out: Scale | Mapping[str, float] | None = None,
     direction: Direction = "minimize",
     log_params: Iterable[str] | None = None,
@@ -1058,7 +1080,7 @@ def validate(
 
     Args:
         observations: as for :func:`extrapolate`; needs three or more scales.
-        params: the swept parameters.
+        params: the swept parameters (default: as for :func:`extrapolate`).
         held_out: the scale to hold out (default: the largest).
         direction, log_params, scale_variables, fixed_exponents, simplify, model, n_bootstrap,
             seed, scale_columns, value_column: as for :func:`extrapolate`.
@@ -1073,6 +1095,7 @@ def validate(
     obs = as_observations(
         observations, params=params, scale_columns=scale_columns, value_column=value_column
     )
+    params = infer_params(obs) if params is None else params
     groups = _group([o for o in obs if o.state != "pruned"])
     if len(groups) < 3:
         raise TransferSearchError(
