@@ -125,7 +125,7 @@ MODES: dict[str, DemoConfig] = {
         epochs=4,
         target_width=256,
         target_dataset_size=16384,
-        trials=60,
+        trials=96,
         grid_lr=(0.004, 0.015, 0.06),
         grid_tau=(0.3, 1.0, 3.0),
     ),
@@ -175,14 +175,23 @@ def rung_budgets(rungs: int, trials: int) -> list[int]:
 # ----------------------------------------------------------------------------------------------
 # The proxy sweep
 # ----------------------------------------------------------------------------------------------
-def _sweep(
+def sweep(
     config: DemoConfig,
     space: TransferSpace,
-    out: Path,
+    storage: str,
     device: torch.device,
     trials: int,
     seed: int,
+    *,
+    study_name: str | None = None,
+    progress: bool = True,
 ) -> optuna.Study:
+    """Run (or resume) the proxy sweep until the study holds ``trials`` finished trials.
+
+    The study uses :class:`~transfersearch.integrations.optuna.TransferSampler` over the config's
+    ladder with per-rung budgets from :func:`rung_budgets` and a seeded TPE base sampler; each
+    objective call trains the demo model at the trial's rung.
+    """
     from transfersearch.integrations.optuna import TransferSampler
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -193,11 +202,12 @@ def _sweep(
         base_sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=4),
         trials_per_rung=budgets,
         min_trials=min(6, min(budgets)),
+        focus=0.5,
         seed=seed,
     )
     study = optuna.create_study(
-        storage=f"sqlite:///{out / 'study.db'}",
-        study_name=f"demo-{config.name}",
+        storage=storage,
+        study_name=study_name or f"demo-{config.name}",
         sampler=sampler,
         direction="minimize",
         load_if_exists=True,
@@ -216,23 +226,18 @@ def _sweep(
     remaining = max(0, trials - done)
     if remaining:
         print(f"proxy sweep: {remaining} trials over {len(config.ladder)} rungs "
-              f"({done} already in {out / 'study.db'})")
-        study.optimize(objective, n_trials=remaining, show_progress_bar=True,
+              f"({done} already in {storage})")
+        study.optimize(objective, n_trials=remaining, show_progress_bar=progress,
                        catch=(RuntimeError,))
     else:
-        print(f"proxy sweep: {done} trials already in {out / 'study.db'}; resuming from them")
+        print(f"proxy sweep: {done} trials already in {storage}; resuming from them")
     return study
-
-
-def _observations(study: optuna.Study) -> list[Observation]:
-    """The study's finished trials as observations (read as ``extrapolate`` reads them)."""
-    return as_observations(study)
 
 
 # ----------------------------------------------------------------------------------------------
 # The three methods at the target
 # ----------------------------------------------------------------------------------------------
-def _best_proxy(observations: list[Observation]) -> Observation:
+def best_proxy(observations: list[Observation]) -> Observation:
     """The best trial at the largest (most expensive) rung."""
     usable = [o for o in observations if o.usable]
     if not usable:
@@ -264,29 +269,44 @@ def method_hyperparameters(
     }
 
 
-def _key(hp: Hyperparameters) -> str:
-    groups = {g: (round(v["lr"], 12), round(v["weight_decay"], 12)) for g, v in hp.groups.items()}
-    return json.dumps([hp.scale.to_dict(), groups], sort_keys=True)
+class TargetRuns:
+    """Training runs at the target, cached in a JSON file so that a re-run reuses them.
 
+    A run is keyed by the mode, the device and the concrete per-group (lr, weight_decay), so two
+    methods that land on the same hyperparameters share one run.
+    """
 
-def _train_target(
-    label: str,
-    hp: Hyperparameters,
-    config: DemoConfig,
-    space: TransferSpace,
-    device: torch.device,
-    cache: dict[str, Any],
-    cache_path: Path,
-) -> float:
-    key = f"{config.name}|{device.type}|{_key(hp)}"
-    if key in cache:
-        return float(cache[key]["val_loss"])
-    outcome = task.train(
-        config.target, hp, epochs=config.epochs, device=device
-    )
-    cache[key] = {"label": label, "val_loss": outcome.val_loss, "seconds": outcome.seconds}
-    cache_path.write_text(json.dumps(cache, indent=1))
-    return outcome.val_loss
+    def __init__(self, path: Path, config: DemoConfig, device: torch.device) -> None:
+        self.path = path
+        self.config = config
+        self.device = device
+        self.cache: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {}
+
+    def key(self, hp: Hyperparameters) -> str:
+        groups = {
+            g: (round(v["lr"], 12), round(v["weight_decay"], 12)) for g, v in hp.groups.items()
+        }
+        return json.dumps(
+            [self.config.name, self.device.type, hp.scale.to_dict(), groups], sort_keys=True
+        )
+
+    def loss(self, label: str, hp: Hyperparameters) -> float:
+        """The final validation loss at the target with ``hp`` (trained once, then cached)."""
+        key = self.key(hp)
+        if key not in self.cache:
+            outcome = task.train(
+                self.config.target, hp, epochs=self.config.epochs, device=self.device
+            )
+            self.cache[key] = {
+                "label": label, "val_loss": outcome.val_loss, "seconds": outcome.seconds
+            }
+            self.path.write_text(json.dumps(self.cache, indent=1))
+        return float(self.cache[key]["val_loss"])
+
+    @property
+    def train_seconds(self) -> float:
+        """Seconds spent training the cached runs."""
+        return float(sum(entry["seconds"] for entry in self.cache.values()))
 
 
 def _coords_at_target(space: TransferSpace, hp: Hyperparameters) -> dict[str, float]:
@@ -338,15 +358,14 @@ def run(
     print(f"transfersearch demo ({config.name}) on {dev.type}: ladder widths {config.widths} x "
           f"dataset sizes {config.dataset_sizes}, target {target!r}")
 
-    study = _sweep(config, space, folder, dev, config.trials, seed)
+    study = sweep(config, space, f"sqlite:///{folder / 'study.db'}", dev, config.trials, seed)
     sweep_seconds = time.perf_counter() - started
-    observations = _observations(study)
+    observations = as_observations(study)
     result = extrapolate(observations, target=target, params=list(PARAMS), n_bootstrap=200, seed=seed)
-    best = _best_proxy(observations)
+    best = best_proxy(observations)
     hps = method_hyperparameters(config, space, result, best)
 
-    cache_path = folder / "target_runs.json"
-    cache: dict[str, Any] = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
+    target_runs = TargetRuns(folder / "target_runs.json", config, dev)
     runs: list[tuple[str, Hyperparameters]] = list(hps.items())
     for lr in config.grid_lr:
         for tau in config.grid_tau:
@@ -356,7 +375,7 @@ def run(
     bar = tqdm(runs, desc="target runs", unit="run")
     for label, hp in bar:
         bar.set_postfix_str(label)
-        losses[label] = _train_target(label, hp, config, space, dev, cache, cache_path)
+        losses[label] = target_runs.loss(label, hp)
     bar.close()
     finite = [v for v in losses.values() if math.isfinite(v)]
     best_loss = min(finite) if finite else math.nan
