@@ -252,8 +252,16 @@ def _law_panel(
                 target_x * (1.15 + 0.15 * index), values[name], marker="D", s=30, label=label,
             )
     ax.set_xscale("log")
+    shown = [o.params[name] for o in extrapolation.optima] + [predicted, *interval]
+    shown += [values[name] for values in marks.values() if name in values]
     if log_space:
         ax.set_yscale("log")
+        positive = [v for v in shown if v > 0]
+        if positive:  # error bars wider than this are clipped: they would hide the points
+            ax.set_ylim(min(positive) / 3.0, max(positive) * 3.0)
+    else:
+        span = (max(shown) - min(shown)) or 1.0
+        ax.set_ylim(min(shown) - 0.5 * span, max(shown) + 0.5 * span)
     exponents = ", ".join(f"{k}^{v:+.2f}" for k, v in sorted(law.exponents.items()))
     ax.set_title(f"optimal {name} ∝ {exponents or 'const'}", fontsize=9)
     ax.set_xlabel("relative compute (width² × dataset_size × epochs)")
