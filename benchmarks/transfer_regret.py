@@ -23,7 +23,7 @@ tau_epoch at the target, every method's runs and every TPE run). All target runs
 
 Usage::
 
-    python benchmarks/transfer_regret.py [--budgets 27,54,108] [--tpe-runs 8] [--out DIR]
+    python benchmarks/transfer_regret.py [--budgets 54,108,216] [--tpe-runs 8] [--out DIR]
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ CONFIG = demo.DemoConfig(
     epochs=4,
     target_width=256,
     target_dataset_size=16384,
-    trials=108,
+    trials=216,
     grid_lr=(0.003, 0.008, 0.02, 0.05),
     grid_tau=(0.3, 1.0, 3.0),
 )
@@ -79,8 +79,8 @@ def proxy_compute(study: optuna.Study) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budgets", default="27,54,108",
-                        help="proxy trials per sweep, comma-separated (default 27,54,108)")
+    parser.add_argument("--budgets", default="54,108,216",
+                        help="proxy trials per sweep, comma-separated (default 54,108,216)")
     parser.add_argument("--tpe-runs", type=int, default=8, help="TPE runs at the target (8)")
     parser.add_argument("--out", type=Path, default=Path("benchmark-transfer-regret"),
                         help="working folder: studies and the target-run cache (resumable)")

@@ -125,7 +125,7 @@ MODES: dict[str, DemoConfig] = {
         epochs=4,
         target_width=256,
         target_dataset_size=16384,
-        trials=96,
+        trials=160,
         grid_lr=(0.004, 0.015, 0.06),
         grid_tau=(0.3, 1.0, 3.0),
     ),
