@@ -131,13 +131,28 @@ class RungResources:
         if self._cluster_gpus is None:
             import ray
 
-            self._cluster_gpus = float(ray.cluster_resources().get("GPU", 0)) if ray.is_initialized() else 0.0
+            if ray.is_initialized():
+                available = ray.cluster_resources()  # type: ignore[no-untyped-call,unused-ignore]
+                self._cluster_gpus = float(available.get("GPU", 0))
+            else:
+                self._cluster_gpus = 0.0
         return self._cluster_gpus
 
-    def request(self, config: Mapping[str, Any]) -> dict[str, float]:
-        """The resource dict for ``config``'s rung: ``{"CPU": c}`` or ``{"CPU": c, "GPU": g}``."""
+    def request(
+        self, config: Mapping[str, Any], cluster_gpus: float | None = None
+    ) -> dict[str, float]:
+        """The resource dict for ``config``'s rung: ``{"CPU": c}`` or ``{"CPU": c, "GPU": g}``.
+
+        Args:
+            config: a trial config made by the searcher.
+            cluster_gpus: GPUs in the cluster; default: read from the connected Ray cluster.
+
+        Raises:
+            TransferSearchError: the config has no ladder scale, or the rung asks for more GPUs
+                than the cluster has.
+        """
         rung = self.rung_of(config)
-        gpus = self.cluster_gpus()
+        gpus = self.cluster_gpus() if cluster_gpus is None else float(cluster_gpus)
         share = self.gpu[rung] if gpus > 0 else 0.0
         if share > gpus > 0:
             raise TransferSearchError(

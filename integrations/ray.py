@@ -125,7 +125,7 @@ def _snap(dist: Float | Int | Choice, value: Any) -> Any:
     return value
 
 
-class TransferSearch(Searcher):  # type: ignore[misc]
+class TransferSearch(Searcher):
     """A Ray Tune Searcher that sweeps a :class:`TransferSpace` over a ladder of proxy scales.
 
     Each suggestion picks a rung with :meth:`TransferPlanner.assign_rung` (cheapest rung with budget
@@ -298,7 +298,7 @@ class TransferSearch(Searcher):  # type: ignore[misc]
             base = self._base_for(rung)
             if base is not None:
                 suggested = base.suggest(trial_id)
-                if suggested is None or suggested == Searcher.FINISHED:
+                if not isinstance(suggested, dict):  # None (wait) or Searcher.FINISHED
                     return None
                 coords = {n: suggested[n] for n in self.space.distributions if n in suggested}
                 by_base = True
@@ -339,8 +339,9 @@ class TransferSearch(Searcher):  # type: ignore[misc]
     def _absorb(self, record: dict[str, Any], result: Mapping[str, Any] | None, errored: bool) -> None:
         record["errored"] = errored
         if result:
-            if self._metric in result and result[self._metric] is not None:
-                record["value"] = float(result[self._metric])
+            metric = self._metric
+            if metric is not None and result.get(metric) is not None:
+                record["value"] = float(result[metric])
             progress = result.get(self.time_attr)
             if isinstance(progress, (int, float)) and not isinstance(progress, bool):
                 record["progress"] = float(progress)
