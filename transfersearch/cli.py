@@ -200,19 +200,9 @@ def load_observations(args: argparse.Namespace) -> Any:
     return _read_json(path)
 
 
-def _default_params(source: Any) -> list[str]:
-    if isinstance(source, list):
-        names = sorted({n for o in source if isinstance(o, Observation) for n in o.params})
-        if names:
-            return names
-    raise TransferSearchError(
-        "name the swept parameters to fit with --params, e.g. --params base_lr,tau_epoch."
-    )
-
-
-def _params(args: argparse.Namespace, source: Any) -> list[str]:
-    names = _split_names(args.params)
-    return names if names is not None else _default_params(source)
+def _params(args: argparse.Namespace) -> list[str] | None:
+    """``--params`` as a list, or None: then the fit uses every parameter all trials record."""
+    return _split_names(args.params)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -245,9 +235,9 @@ def _extrapolation_dict(result: Extrapolation, level: float) -> dict[str, Any]:
     }
 
 
-def _fit(args: argparse.Namespace) -> tuple[Any, list[str], Extrapolation]:
+def _fit(args: argparse.Namespace) -> tuple[Any, list[str] | None, Extrapolation]:
     source = load_observations(args)
-    params = _params(args, source)
+    params = _params(args)
     target = parse_scale(args.target)
     result = extrapolate(
         source, target=target, params=params, direction=args.direction,
@@ -276,7 +266,7 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     source = load_observations(args)
-    params = _params(args, source)
+    params = _params(args)
     held = parse_scale(args.held_out, option="--held-out") if args.held_out else None
     result: Validation = validate(
         source, params=params, held_out=held, direction=args.direction,
