@@ -223,8 +223,12 @@ def test_help_does_not_import_frameworks() -> None:
 
 
 def test_demo_rejects_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("torch")
+    torch = pytest.importorskip("torch")
     pytest.importorskip("optuna")
+    if not torch.cuda.is_available():
+        assert main(["demo", "--out", str(tmp_path / "gpu"), "--quick", "--device", "cuda"]) == 2
+        assert "no CUDA GPU" in capsys.readouterr().err
+        assert not (tmp_path / "gpu").exists()
     status = main(["demo", "--out", str(tmp_path), "--quick", "--full"])
     assert status == 2
     assert "--full and --quick" in capsys.readouterr().err
