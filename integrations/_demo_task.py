@@ -176,7 +176,8 @@ class CharMLP(nn.Module):
     def forward(self, contexts: torch.Tensor) -> torch.Tensor:
         h = nn.functional.gelu(self.mix(self.embed(contexts).flatten(1)))
         h = h + nn.functional.gelu(self.mlp(self.norm(h)))
-        return self.readout(self.out_norm(h))
+        logits: torch.Tensor = self.readout(self.out_norm(h))
+        return logits
 
 
 def make_model(width: int) -> CharMLP:
@@ -312,7 +313,7 @@ def train(
             idx = perm[i * batch : (i + 1) * batch]
             loss = loss_fn(model(xs[idx]), ys[idx])
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]
             optimizer.step()
             scheduler.step()
             step += 1
