@@ -1,40 +1,25 @@
 """Per-rung resource requests for Ray Tune: pack small proxies onto shared GPUs.
 
-The rule (:func:`gpu_shares`): a rung whose cost is ``c`` and the largest rung's ``c_max`` asks for
-``max_gpu · c / c_max`` GPUs, never less than ``min_gpu``; shares below one GPU are rounded *up* to
-a unit fraction 1/k (so k trials fill one GPU exactly), shares of one or more to whole GPUs. A share
-is the GPU compute a trial's cost deserves: every rung then runs for a similar wall time, and a
-proxy too small to saturate a GPU shares it. Ray only accounts for the fraction; it does not cap a
-trial's GPU memory, so a packed trainable should stay within its share (e.g.
-``torch.cuda.set_per_process_memory_fraction(gpu_fraction(config))``).
+The rule is the core's :func:`transfersearch.ladder.gpu_shares` (the Optuna launcher's
+:meth:`TransferPlanner.gpu_packing` applies it too): a rung whose cost is ``c`` and the largest
+rung's ``c_max`` asks for ``max_gpu · c / c_max`` GPUs, never less than ``min_gpu``; shares below
+one GPU are rounded *up* to a unit fraction 1/k (so k trials fill one GPU exactly), shares of one
+or more to whole GPUs. A share is the GPU compute a trial's cost deserves: every rung then runs for
+a similar wall time, and a proxy too small to saturate a GPU shares it. Ray only accounts for the
+fraction; it does not cap a trial's GPU memory, so a packed trainable should stay within its share
+(e.g. ``torch.cuda.set_per_process_memory_fraction(gpu_fraction(config))``).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from transfersearch.errors import TransferSearchError, check_positive
+from transfersearch.ladder import gpu_shares
 from transfersearch.scale import Scale
 
-__all__ = ["RungResources", "gpu_shares", "snap_share"]
-
-
-def snap_share(share: float) -> float:
-    """Round a GPU share up to 1/k below one GPU (k trials fill a GPU) and to a whole number above."""
-    if share <= 0:
-        return 0.0
-    if share >= 1.0:
-        return float(math.ceil(share - 1e-9))
-    per_gpu = math.floor(1.0 / share + 1e-9)
-    return 1.0 / per_gpu
-
-
-def gpu_shares(costs: Sequence[float], *, min_gpu: float, max_gpu: float = 1.0) -> list[float]:
-    """GPUs per trial for each rung from its cost relative to the largest rung (see module doc)."""
-    top = max(costs)
-    return [snap_share(max(min_gpu, max_gpu * cost / top)) for cost in costs]
+__all__ = ["RungResources"]
 
 
 class RungResources:
@@ -73,7 +58,7 @@ class RungResources:
         if min_gpu == 0:
             shares = [0.0] * len(self.ladder)
         else:
-            shares = gpu_shares(costs, min_gpu=float(min_gpu), max_gpu=float(max_gpu))
+            shares = list(gpu_shares(costs, min_gpu=float(min_gpu), max_gpu=float(max_gpu)))
         for key, value in (gpu_per_rung or {}).items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                 raise TransferSearchError(

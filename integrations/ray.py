@@ -47,12 +47,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without ray
     ) from exc
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.ladder import TransferPlanner
+from transfersearch.ladder import TransferPlanner, gpu_shares
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
 
-from ._ray_resources import RungResources, gpu_shares
+from ._ray_resources import RungResources
 from ._ray_results import TrialOutcome, classify
 
 __all__ = [

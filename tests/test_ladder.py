@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import transfersearch as ts
-from transfersearch.ladder import TransferPlanner, default_cost
+from transfersearch.ladder import TransferPlanner, default_cost, gpu_shares
 from transfersearch.observations import Observation
 
 BASE = ts.Scale(width=64, dataset_size=2e4, batch_size=64)
@@ -108,6 +108,25 @@ def test_gpu_packing_and_reseed_and_state() -> None:
     assert np.array_equal(planner._rng.random(3), draws)
     planner.reseed(7)
     assert np.array_equal(planner._rng.random(2), np.random.default_rng(7).random(2))
+
+
+def test_gpu_shares_is_the_rule_behind_gpu_packing() -> None:
+    costs = [1.0, 2.0, 3.0, 16.0, 64.0]
+    # share max(min_gpu, max_gpu * c / c_max): up to 1/k below one GPU, up to whole GPUs above
+    assert gpu_shares(costs, min_gpu=0.25) == (0.25, 0.25, 0.25, 0.25, 1.0)
+    assert gpu_shares(costs, min_gpu=0.01) == (1 / 64, 1 / 32, 1 / 21, 0.25, 1.0)
+    assert gpu_shares(costs, min_gpu=0.3, max_gpu=2) == pytest.approx((1 / 3,) * 3 + (0.5, 2.0))
+    assert gpu_shares(costs, min_gpu=1) == (1.0,) * 5
+    assert gpu_shares([3.0, 1.0], min_gpu=0.1, max_gpu=2.5) == (3.0, 1.0)
+    planner = TransferPlanner(SPACE, LADDER)
+    for max_per_gpu in (1, 2, 3, 4, 32, 100):
+        shares = gpu_shares(planner.costs, min_gpu=1 / max_per_gpu)
+        assert planner.gpu_packing(max_per_gpu) == tuple(round(1 / s) for s in shares)
+    for bad in ({"min_gpu": 0}, {"min_gpu": 0.25, "max_gpu": -1}):
+        with pytest.raises(ts.TransferSearchError, match="positive GPU share"):
+            gpu_shares(costs, **bad)
+    with pytest.raises(ts.TransferSearchError, match="costs"):
+        gpu_shares([1.0, 0.0], min_gpu=0.25)
 
 
 @pytest.mark.parametrize(

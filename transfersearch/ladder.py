@@ -31,7 +31,7 @@ from transfersearch.space import Float, Int, TransferSpace
 if TYPE_CHECKING:
     from transfersearch.observations import Observation
 
-__all__ = ["Proposal", "TransferPlanner", "default_cost"]
+__all__ = ["Proposal", "TransferPlanner", "default_cost", "gpu_shares", "snap_gpu_share"]
 
 STATE_VERSION = 1
 
@@ -44,6 +44,49 @@ def default_cost(scale: Scale) -> float:
     """
     width = scale.get("width", 1.0)
     return width * width * scale.get("dataset_size", 1.0) * scale.get("epochs", 1.0)
+
+
+def snap_gpu_share(share: float) -> float:
+    """Round a GPU share up to a unit fraction 1/k below one GPU (k trials fill it exactly) and to
+    a whole number of GPUs at or above one; 0 stays 0 (CPU only)."""
+    if share <= 0:
+        return 0.0
+    if share >= 1.0:
+        return float(math.ceil(share - 1e-9))
+    return 1.0 / math.floor(1.0 / share + 1e-9)
+
+
+def gpu_shares(
+    costs: Sequence[float], *, min_gpu: float, max_gpu: float = 1.0
+) -> tuple[float, ...]:
+    """GPUs per trial for rungs of the given costs: the one GPU packing rule of both adapters.
+
+    A rung of cost ``c`` gets ``max_gpu · c / c_max`` GPUs (``c_max``: the most expensive rung),
+    never less than ``min_gpu``, snapped by :func:`snap_gpu_share`: below one GPU up to 1/k (k
+    trials share a GPU), from one GPU up to a whole number. A share is the GPU compute a trial's
+    cost deserves, so every rung runs for a similar wall time and a proxy too small to saturate a
+    GPU shares it; with ``min_gpu = 1/k_max`` at most ``k_max`` trials share one GPU.
+
+    Args:
+        costs: the rungs' relative costs (any order; positive and finite).
+        min_gpu: the smallest share a trial gets (e.g. 0.25: at most four trials per GPU).
+        max_gpu: GPUs per trial of the most expensive rung.
+
+    Returns:
+        One share per cost, in the order given.
+
+    Raises:
+        TransferSearchError: no costs, a cost that is not positive and finite, or a share bound
+            that is not positive.
+    """
+    values = [float(c) for c in costs]
+    if not values or any(not math.isfinite(c) or c <= 0 for c in values):
+        raise TransferSearchError(f"`costs` must be positive finite numbers, but got {values}.")
+    for name, bound in (("min_gpu", min_gpu), ("max_gpu", max_gpu)):
+        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not bound > 0:
+            raise TransferSearchError(f"`{name}` must be a positive GPU share, but got {bound!r}.")
+    top = max(values)
+    return tuple(snap_gpu_share(max(min_gpu, max_gpu * cost / top)) for cost in values)
 
 
 @dataclass(frozen=True)
@@ -301,9 +344,11 @@ class TransferPlanner:
     def gpu_packing(self, max_per_gpu: int = 4) -> tuple[int, ...]:
         """How many trials of each rung (cost order) may share one GPU.
 
-        Rule: the most expensive rung runs alone; a rung costing at most 1/k of it packs k per GPU,
-        ``k = clamp(floor(cost_top / cost_rung), 1, max_per_gpu)``. Memory and FLOPs both grow with
-        the cost model, so this keeps a packed GPU no busier than one top-rung trial.
+        The rule is :func:`gpu_shares` with ``min_gpu = 1 / max_per_gpu`` and ``max_gpu = 1``
+        (the one the Ray adapter applies too): the most expensive rung runs alone; a rung costing
+        at most 1/k of it packs k per GPU, ``k = clamp(floor(cost_top / cost_rung), 1,
+        max_per_gpu)``. Memory and FLOPs both grow with the cost model, so this keeps a packed GPU
+        no busier than one top-rung trial.
 
         Raises:
             TransferSearchError: ``max_per_gpu`` is below 1.
@@ -312,8 +357,8 @@ class TransferPlanner:
             raise TransferSearchError(
                 f"`max_per_gpu` must be an int >= 1, but got max_per_gpu={max_per_gpu!r}."
             )
-        top = self.costs[-1]
-        return tuple(min(max_per_gpu, max(1, int(top / cost))) for cost in self.costs)
+        shares = gpu_shares(self.costs, min_gpu=1.0 / max_per_gpu)
+        return tuple(round(1.0 / share) for share in shares)
 
     def reseed(self, seed: int | None = None) -> None:
         """Restart the planner's random draws from ``seed`` (None: fresh OS entropy).
