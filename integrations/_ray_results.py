@@ -56,19 +56,17 @@ def numeric_params(params: Mapping[str, Any]) -> dict[str, float]:
     return out
 
 
-def classify(
-    outcomes: Iterable[TrialOutcome], *, max_t: float | None = None, sign: float = 1.0
-) -> list[Observation]:
+def classify(outcomes: Iterable[TrialOutcome], *, max_t: float | None = None) -> list[Observation]:
     """Turn ended trials into observations (see the module docstring for the rule).
 
     Args:
         outcomes: the ended trials.
         max_t: the full length of a trial in ``time_attr`` units, or None to use, per rung, the
             longest any of its trials ran.
-        sign: 1.0 to keep the metric, -1.0 to negate it (a maximised metric fed to a minimiser).
 
     Returns:
-        One Observation per outcome, in order.
+        One Observation per outcome, in order, with the raw metric (never negated: a maximised
+        metric is fitted with ``direction="maximize"``).
     """
     items = list(outcomes)
     if max_t is not None and (not isinstance(max_t, Real) or not max_t > 0):
@@ -93,7 +91,7 @@ def classify(
             continue
         full = max_t if max_t is not None else longest.get(scale)
         if item.progress is not None and full is not None and item.progress < full:
-            result.append(Observation(scale, params, sign * value, "pruned"))
+            result.append(Observation(scale, params, value, "pruned"))
         else:
-            result.append(Observation(scale, params, sign * value, "complete"))
+            result.append(Observation(scale, params, value, "complete"))
     return result

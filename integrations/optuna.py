@@ -194,13 +194,13 @@ def _numeric_params(params: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
-def _observation(trial: FrozenTrial, scale: Mapping[str, float], sign: float) -> Observation:
-    """One finished trial as an Observation (value × ``sign``; NaN for FAIL or a missing value)."""
+def _observation(trial: FrozenTrial, scale: Mapping[str, float]) -> Observation:
+    """One finished trial as an Observation (its raw value; NaN for FAIL or a missing value)."""
     if trial.state == TrialState.COMPLETE:
-        value, state = sign * float(trial.values[0]), "complete"
+        value, state = float(trial.values[0]), "complete"
     elif trial.state == TrialState.PRUNED:
         last = trial.values[0] if trial.values else math.nan
-        value, state = sign * float(last), "pruned"
+        value, state = float(last), "pruned"
     else:
         value, state = math.nan, "failed"
     return Observation(scale=scale, params=_numeric_params(trial.params), value=value, state=state)
@@ -242,7 +242,7 @@ def observations_from_study(study: Study) -> list[Observation]:
         scale = {k[6:]: v for k, v in trial.user_attrs.items() if k.startswith("scale.")}
         if not scale or _died(trial):
             continue
-        result.append(_observation(trial, scale, 1.0))
+        result.append(_observation(trial, scale))
     if trials and not result:
         raise TransferSearchError(
             f"none of the {len(trials)} finished trials of study {study.study_name!r} records a "
@@ -290,10 +290,12 @@ class TransferSampler(BaseSampler):
             ``optuna.samplers.TPESampler()``).
         **planner_kwargs: passed to :class:`~transfersearch.ladder.TransferPlanner`
             (``trials_per_rung``, ``cost``, ``min_trials``, ``focus``, ``seed``, ``transfer``, ...).
+            Not ``direction``: the planner takes it from the study (``study.direction``) when
+            each trial is planned, so a ``maximize`` study transfers the maximum.
 
     Raises:
-        TransferSearchError: a bad space, ladder or planner option; ``base_sampler`` is not an
-            Optuna sampler.
+        TransferSearchError: a bad space, ladder or planner option (``direction`` among them);
+            ``base_sampler`` is not an Optuna sampler.
     """
 
     def __init__(
@@ -307,6 +309,12 @@ class TransferSampler(BaseSampler):
             raise TransferSearchError(
                 f"`base_sampler` must be an optuna.samplers.BaseSampler, but got {base_sampler!r}. "
                 "Pass e.g. optuna.samplers.TPESampler(seed=0)."
+            )
+        if "direction" in planner_kwargs:
+            raise TransferSearchError(
+                f"TransferSampler takes the direction from the study, but got "
+                f"direction={planner_kwargs['direction']!r}. Drop it and create the study with "
+                "optuna.create_study(direction='maximize') for a maximised metric."
             )
         self._planner = TransferPlanner(space, ladder, **planner_kwargs)
         self._base_sampler = base_sampler or optuna.samplers.TPESampler()
@@ -454,17 +462,16 @@ class TransferSampler(BaseSampler):
                 return Proposal(rung, {}, source)
         else:
             rung = self._planner.assign_rung(counts)
-        observations = self._planner_observations(study, trials)
-        return self._planner.propose(rung, observations, counts[rung])
+        maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
+        self._planner.direction = "maximize" if maximize else "minimize"
+        return self._planner.propose(rung, self._planner_observations(trials), counts[rung])
 
-    def _planner_observations(
-        self, study: Study, trials: Sequence[FrozenTrial]
-    ) -> list[Observation]:
-        """Finished trials as observations for the planner, minimised (maximise: negated).
+    def _planner_observations(self, trials: Sequence[FrozenTrial]) -> list[Observation]:
+        """Finished trials as observations for the planner, with their raw values (the planner
+        knows the study's direction).
 
         Finished trials never change, so each is converted once and cached by trial id.
         """
-        sign = -1.0 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1.0
         result = []
         with self._lock:
             for trial in trials:
@@ -475,7 +482,7 @@ class TransferSampler(BaseSampler):
                     rung = _rung_of(trial)
                     if rung is None or not 0 <= rung < len(self.ladder):
                         continue
-                    cached = _observation(trial, self.ladder[rung], sign)
+                    cached = _observation(trial, self.ladder[rung])
                     self._observations[trial._trial_id] = cached
                 result.append(cached)
         return result

@@ -154,10 +154,12 @@ class TransferSearch(Searcher):
         max_concurrent: a limit on live trials (0: none; Tune's limit overrides it).
         seed: seed of the default random sampling.
         **planner_options: forwarded to :class:`TransferPlanner` (``trials_per_rung``, ``focus``, …).
+            Not ``direction``: the planner's direction follows ``mode`` (``"max"``: maximize), also
+            for a given ``planner``.
 
     Raises:
-        TransferSearchError: bad metric/mode, a ladder the planner rejects, a base searcher that is
-            not a Ray Searcher.
+        TransferSearchError: bad metric/mode, a ladder the planner rejects (or a ``direction``
+            option), a base searcher that is not a Ray Searcher.
     """
 
     def __init__(
@@ -183,6 +185,12 @@ class TransferSearch(Searcher):
             raise TransferSearchError(
                 f"`base_searcher` must be a ray.tune.search.Searcher such as OptunaSearch(), but "
                 f"got {type(base_searcher).__name__}."
+            )
+        if "direction" in planner_options:
+            raise TransferSearchError(
+                f"TransferSearch takes the direction from `mode`, but got "
+                f"direction={planner_options['direction']!r}. Drop it and pass mode='max' (or "
+                "TuneConfig(mode='max')) for a maximised metric."
             )
         if planner is None:
             if ladder is None:
@@ -291,6 +299,7 @@ class TransferSearch(Searcher):
             return None
         started = self._started()
         rung = self.planner.assign_rung(started)
+        self.planner.direction = "maximize" if self._mode == "max" else "minimize"
         proposal = self.planner.propose(rung, self.observations(), started.get(rung, 0))
         coords: dict[str, Any] = dict(proposal.params)
         by_base = False
@@ -367,7 +376,8 @@ class TransferSearch(Searcher):
                 pass
 
     def observations(self, *, ended_only: bool = True) -> list[Observation]:
-        """The trials so far as observations (values negated for mode='max': minimised).
+        """The trials so far as observations, each with the raw metric (for ``mode="max"`` fit
+        them with ``direction="maximize"``).
 
         Live trials are left out unless ``ended_only=False`` (then as pruned, by their latest
         value, if they reported one).
@@ -385,8 +395,7 @@ class TransferSearch(Searcher):
                     progress=record["progress"],
                 )
             )
-        sign = -1.0 if self._mode == "max" else 1.0
-        return classify(outcomes, max_t=self.max_t, sign=sign)
+        return classify(outcomes, max_t=self.max_t)
 
     # Resources --------------------------------------------------------------------------------
     def resources(

@@ -86,6 +86,25 @@ def test_the_law_proposes_the_predicted_optimum_first_then_its_neighbourhood() -
         assert SPACE.distributions["base_lr"].contains(proposal.params["base_lr"])
 
 
+def test_a_maximizing_planner_proposes_the_maximum_of_the_raw_metric() -> None:
+    """An accuracy-like metric (1 − loss, maximised): the law point is its maximum."""
+    planner = TransferPlanner(SPACE, LADDER, n_bootstrap=10, direction="maximize")
+    history = [
+        Observation(o.scale, o.params, 1.0 - o.value) for o in observations(planner, [0, 1, 2], 20)
+    ]
+    first = planner.propose(3, history, started_at_rung=0)
+    lr_star, tau_star = optimum(planner.ladder[3])
+    assert first.source == "law-point" and planner.direction == "maximize"
+    assert abs(math.log(first.params["base_lr"]) - lr_star) < 0.1
+    assert abs(math.log(first.params["tau_epoch"]) - tau_star) < 0.1
+    # minimising the same values looks for the valley's rim instead: not the optimum
+    planner.direction = "minimize"  # drops the cached maximising fit
+    wrong = planner.propose(3, history, started_at_rung=0)
+    assert wrong.source == "base" or abs(math.log(wrong.params["base_lr"]) - lr_star) > 0.5
+    with pytest.raises(ts.TransferSearchError, match="direction"):
+        TransferPlanner(SPACE, LADDER, direction="max")  # type: ignore[arg-type]
+
+
 def test_focus_and_the_transfer_switch_leave_trials_to_the_base_sampler() -> None:
     history = observations(TransferPlanner(SPACE, LADDER), [0, 1, 2], 20)
     unfocused = TransferPlanner(SPACE, LADDER, focus=0.0, n_bootstrap=0)

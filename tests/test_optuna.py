@@ -379,10 +379,17 @@ def test_a_maximised_study_transfers_the_maximum() -> None:
     )
     study = optuna.create_study(sampler=sampler, direction="maximize")
     objective = make_objective(sampler, noise=0.0)
-    study.optimize(lambda trial: -objective(trial), n_trials=40)
+    study.optimize(lambda trial: -objective(trial), n_trials=40)  # maximum at the loss optimum
+    assert sampler.planner.direction == "maximize"  # learnt from the study
     top = [t for t in study.trials if t.system_attrs[RUNG_ATTR] == 3]
     assert top[0].user_attrs["transfer"] == "law-point"
     assert regret(TOP, top[0].params) < 0.05
+    # the planner is fed the raw values: minimising them would look for the valley's rim
+    minimizing = TransferSampler(SPACE, LADDER, trials_per_rung=[12, 12, 12, 4])
+    wrong = minimizing.planner.prediction(3, observations_from_study(study))
+    assert wrong is None or regret(TOP, wrong[0]) > 0.2
+    with pytest.raises(ts.TransferSearchError, match="direction='maximize'"):
+        TransferSampler(SPACE, LADDER, direction="maximize")
 
 
 def test_bad_arguments_raise_with_the_fix() -> None:

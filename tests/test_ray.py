@@ -179,6 +179,31 @@ def test_law_guides_the_third_rung_to_the_moved_optimum():
     assert abs(math.log(first["base_lr"] / 1.5e-3)) < math.log(2.0)
 
 
+def test_mode_max_guides_the_third_rung_to_the_maximum_of_the_raw_metric():
+    """mode='max' (here from TuneConfig via set_search_properties) sets the planner's direction;
+    the searcher keeps the raw metric, and the law point is the metric's maximum."""
+    search = TransferSearch(make_space(), make_ladder(), trials_per_rung=(12, 12, 4),
+                            min_trials=10, n_bootstrap=10)
+    assert search.set_search_properties("score", "max", {})
+    configs, scores = [], []
+    for i in range(25):
+        config = search.suggest(f"t{i}")
+        configs.append(config)
+        if config["rung"] == 2:
+            break
+        coords = {n: config[n] for n in search.space.names}
+        score = 5.0 - quadratic_loss(search.ladder[config["rung"]], coords)  # maximum 5 at lr*
+        scores.append(score)
+        search.on_trial_complete(f"t{i}", {"score": score, "training_iteration": 1})
+    assert [o.value for o in search.observations()] == scores  # raw, not negated
+    assert search.planner.direction == "maximize"
+    first = configs[-1]
+    assert first["rung"] == 2 and first["transfersearch"]["source"] == "law-point"
+    assert abs(math.log(first["base_lr"] / 1.5e-3)) < math.log(2.0)  # the maximum at width 128
+    with pytest.raises(ts.TransferSearchError, match="mode='max'"):
+        TransferSearch(make_space(), make_ladder(), metric="score", direction="maximize")
+
+
 def test_classify_marks_errors_nan_and_early_stops():
     scale = {"width": 32}
     out = classify([

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from transfersearch.errors import TransferSearchError
+from transfersearch.fit import Direction, _check_direction
 from transfersearch.scale import Scale
 from transfersearch.space import Float, Int, TransferSpace
 
@@ -124,6 +125,9 @@ class TransferPlanner:
         refit_growth: the law is refitted for a rung when a new rung qualifies or a qualifying
             rung's finished trials have grown by this factor since the last fit (1.0: on every
             new trial). Refits then grow logarithmically with the study, not linearly.
+        direction: ``"minimize"`` (default) or ``"maximize"`` the observations' values, which
+            are the raw metric; passed to :func:`transfersearch.extrapolate`. The adapters set it
+            from the study's direction (Optuna) or the searcher's mode (Ray).
 
     Raises:
         TransferSearchError: an empty ladder, duplicate scales, a bad budget or probability.
@@ -145,6 +149,7 @@ class TransferPlanner:
         seed: int | None = 0,
         transfer: bool = True,
         refit_growth: float = 1.25,
+        direction: Direction = "minimize",
     ) -> None:
         if not isinstance(space, TransferSpace):
             raise TransferSearchError(f"`space` must be a TransferSpace, but got {space!r}.")
@@ -187,6 +192,8 @@ class TransferPlanner:
         self._cache: dict[
             int, tuple[dict[Scale, int], tuple[dict[str, float], dict[str, float]] | None]
         ] = {}
+        self._direction: Direction = "minimize"
+        self.direction = direction
 
     def _budgets(
         self, trials_per_rung: int | Sequence[int] | None, first: int, later: int
@@ -206,6 +213,23 @@ class TransferPlanner:
         if any(b < 1 for b in budgets):
             raise TransferSearchError(f"`trials_per_rung` must be >= 1, but got {budgets}.")
         return tuple(budgets)
+
+    @property
+    def direction(self) -> Direction:
+        """Whether the law looks for the smallest (``"minimize"``) or largest metric."""
+        return self._direction
+
+    @direction.setter
+    def direction(self, direction: Direction) -> None:
+        """Set the direction; cached fits made for the other direction are dropped.
+
+        Raises:
+            TransferSearchError: ``direction`` is neither ``"minimize"`` nor ``"maximize"``.
+        """
+        _check_direction(direction)
+        if direction != self._direction:
+            self._cache.clear()
+        self._direction = direction
 
     # ------------------------------------------------------------------------------------------
     def rung_of(self, scale: Scale | Mapping[str, float]) -> int:
@@ -282,6 +306,7 @@ class TransferPlanner:
                     usable,
                     target=target,
                     params=names,
+                    direction=self._direction,
                     n_bootstrap=self.n_bootstrap,
                     seed=0 if self.seed is None else self.seed,
                 )
