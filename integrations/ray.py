@@ -553,7 +553,14 @@ def _trials(source: Any) -> list[Any]:
                 f"{path!r} is not an experiment directory. Pass the Tune experiment folder "
                 "(storage_path/name) or a ResultGrid."
             )
-        return list(ExperimentAnalysis(path).trials)
+        try:
+            stored = ExperimentAnalysis(path)
+        except ValueError as exc:  # no experiment_state-*.json: another kind of directory
+            raise TransferSearchError(
+                f"{path!r} is not a Ray Tune experiment directory: {exc} Pass the folder "
+                "storage_path/name of a run made with search_alg=TransferSearch(...)."
+            ) from exc
+        return list(stored.trials)
     if isinstance(source, ExperimentAnalysis):
         return list(source.trials)
     if isinstance(source, ResultGrid):
@@ -591,7 +598,8 @@ def observations_from_result_grid(
         before the full length pruned.
 
     Raises:
-        TransferSearchError: a trial's config was not made by TransferSearch, or no metric is known.
+        TransferSearchError: a path that is not a Tune experiment directory, a trial's config
+            that was not made by TransferSearch, or no metric known.
     """
     outcomes: list[TrialOutcome] = []
     for trial in _trials(source):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pathlib
 import sys
 
 import pytest
@@ -51,6 +52,18 @@ def test_as_observations_rejects_other_sources() -> None:
     with pytest.raises(TransferSearchError, match="list of Observation"):
         as_observations(42)
     assert TransferSearchWarning.__name__ == "TransferSearchWarning"
+
+
+def test_a_path_that_is_not_a_directory_is_refused_naming_the_accepted_sources(
+    tmp_path: pathlib.Path,
+) -> None:
+    results = tmp_path / "results.csv"
+    results.write_text("width,lr,value\n64,0.001,2.0\n")
+    for source in (str(results), results, str(tmp_path / "missing")):
+        with pytest.raises(TransferSearchError, match="not a directory") as info:
+            as_observations(source)
+        assert "directory of a Ray Tune experiment" in str(info.value)
+        assert str(source) in str(info.value)
 
 
 def test_frame_convention_prefixes_and_plain_columns() -> None:

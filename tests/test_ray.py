@@ -339,6 +339,36 @@ def test_errors_and_nan_enter_the_fit_as_diverged(cluster, tmp_path):
     assert sorted(map(_key, from_dir)) == sorted(map(_key, from_grid))  # order may differ
 
 
+def quick_trainable(config):
+    scale, hp = hyperparameters(config)
+    tune.report({"loss": quadratic_loss(scale, dict(hp.coordinates))})
+
+
+def test_extrapolate_reads_an_experiment_directory(cluster, tmp_path):
+    """ts.extrapolate(path) reads a Tune experiment folder (str or PathLike) via the Ray reader."""
+    search = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min",
+                            trials_per_rung=8, seed=2)
+    tuner = tune.Tuner(
+        tune.with_resources(quick_trainable, resources={"CPU": 0.5}),
+        tune_config=tune.TuneConfig(search_alg=search, num_samples=16, reuse_actors=True),
+        run_config=run_config(tmp_path, "directory"),
+    )
+    experiment = tuner.fit().experiment_path
+    assert isinstance(experiment, str) and os.path.isdir(experiment)
+    from_path = as_observations(tmp_path / "ray" / "directory")  # a pathlib.Path
+    from_reader = observations_from_result_grid(experiment)
+    assert sorted(map(_key, from_path)) == sorted(map(_key, from_reader))
+    assert len(from_path) == 16 and all(o.usable for o in from_path)
+    result = ts.extrapolate(experiment, target=BASE.replace(width=128), params=["base_lr"],
+                            n_bootstrap=0)
+    # quadratic_loss: ln lr* = ln(3e-3) - ln(width/64), so 1.5e-3 at width 128
+    assert abs(math.log(result.params["base_lr"] / 1.5e-3)) < math.log(2.0)
+    empty = tmp_path / "not-an-experiment"
+    empty.mkdir()
+    with pytest.raises(ts.TransferSearchError, match="not a Ray Tune experiment directory"):
+        ts.extrapolate(str(empty), target=BASE.replace(width=128))
+
+
 def _key(obs: Observation) -> tuple:
     """Comparable identity of an observation (NaN values compare unequal, so use the state)."""
     return (tuple(sorted(obs.scale.items())), obs.params["base_lr"], obs.state, obs.usable)

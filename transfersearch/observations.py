@@ -15,7 +15,9 @@ Sources accepted by :func:`as_observations` (and so by ``extrapolate`` and ``val
   - the metric: column ``value_column`` (default ``"value"``);
   - optional ``state`` column with ``"complete"``, ``"failed"`` or ``"pruned"`` (default complete);
 
-- an Optuna ``Study`` or a Ray Tune ``ResultGrid``, dispatched lazily to
+- an Optuna ``Study``, a Ray Tune ``ResultGrid`` or ``ExperimentAnalysis``, or the directory of a
+  Ray Tune experiment (a ``str`` or ``os.PathLike`` naming an existing directory, e.g. a restored
+  ``storage_path/name``), dispatched lazily to
   ``transfersearch.integrations.optuna.observations_from_study`` and
   ``transfersearch.integrations.ray.observations_from_result_grid``.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
@@ -134,7 +137,8 @@ def as_observations(
 
     Args:
         source: an iterable of Observation, a pandas DataFrame (see the module docstring for the
-            column convention), an Optuna Study or a Ray Tune ResultGrid.
+            column convention), an Optuna Study, a Ray Tune ResultGrid, or the path of a Ray Tune
+            experiment directory.
         params: the parameters wanted; for a DataFrame they choose the parameter columns.
         scale_columns: DataFrame columns holding scale variables (default: ``scale.*`` columns).
         value_column: DataFrame column holding the metric.
@@ -143,8 +147,8 @@ def as_observations(
         The observations, in source order.
 
     Raises:
-        TransferSearchError: the source is of an unsupported type, a DataFrame lacks a needed
-            column, or an element is not an Observation.
+        TransferSearchError: the source is of an unsupported type (or a path that is not a
+            directory), a DataFrame lacks a needed column, or an element is not an Observation.
     """
     module = type(source).__module__ or ""
     root = module.split(".", 1)[0]
@@ -156,11 +160,16 @@ def as_observations(
         return _from_optuna(source)
     if root == "ray":
         return _from_ray(source)
-    if isinstance(source, (str, bytes, Mapping)) or not isinstance(source, Iterable):
+    if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
+        return _from_ray(source)
+    if isinstance(source, (str, bytes, os.PathLike, Mapping)) or not isinstance(source, Iterable):
+        got = type(source).__name__
+        if isinstance(source, (str, os.PathLike)):
+            got = f"{got} {os.fspath(source)!r}, which is not a directory"
         raise TransferSearchError(
-            f"observations must be a list of Observation, a pandas DataFrame, an Optuna Study or a "
-            f"Ray Tune ResultGrid, but got {type(source).__name__}. Wrap trials as "
-            "Observation(scale=..., params=..., value=...)."
+            f"observations must be a list of Observation, a pandas DataFrame, an Optuna Study, a "
+            f"Ray Tune ResultGrid or the directory of a Ray Tune experiment (storage_path/name), "
+            f"but got {got}. Wrap trials as Observation(scale=..., params=..., value=...)."
         )
     result: list[Observation] = []
     for index, item in enumerate(source):
@@ -269,7 +278,8 @@ def _from_optuna(study: Any) -> list[Observation]:
 
 
 def _from_ray(result_grid: Any) -> list[Observation]:
-    """Dispatch to ``transfersearch.integrations.ray.observations_from_result_grid``."""
+    """Dispatch a ResultGrid (or an experiment directory) to
+    ``transfersearch.integrations.ray.observations_from_result_grid``."""
     return _dispatch("ray", "observations_from_result_grid", result_grid)
 
 
@@ -277,8 +287,13 @@ def _dispatch(framework: str, function: str, source: Any) -> list[Observation]:
     try:
         module = importlib.import_module(f"transfersearch.integrations.{framework}")
     except ImportError as exc:
+        what = (
+            f"the directory {os.fspath(source)!r}"
+            if isinstance(source, (str, os.PathLike))
+            else f"a {type(source).__name__}"
+        )
         raise ImportError(
-            f"reading a {type(source).__name__} needs the {framework} integration: "
+            f"reading {what} needs the {framework} integration: "
             f"pip install 'transfersearch[{framework}]' ({exc})."
         ) from exc
     reader = getattr(module, function)
