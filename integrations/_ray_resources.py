@@ -7,7 +7,8 @@ one GPU are rounded *up* to a unit fraction 1/k (so k trials fill one GPU exactl
 or more to whole GPUs. A share is the GPU compute a trial's cost deserves: every rung then runs for
 a similar wall time, and a proxy too small to saturate a GPU shares it. Ray only accounts for the
 fraction; it does not cap a trial's GPU memory, so a packed trainable should stay within its share
-(e.g. ``torch.cuda.set_per_process_memory_fraction(gpu_fraction(config))``).
+(e.g. ``torch.cuda.set_per_process_memory_fraction(share)`` with
+``share = ray.get_runtime_context().get_assigned_resources().get("GPU", 1.0)``).
 """
 
 from __future__ import annotations
@@ -73,7 +74,9 @@ class RungResources:
         self._cluster_gpus: float | None = None
 
     def __repr__(self) -> str:
-        rows = ", ".join(f"{s!r}: gpu={g:g} cpu={c:g}" for s, g, c in zip(self.ladder, self.gpu, self.cpu))
+        rows = ", ".join(
+            f"{s!r}: gpu={g:g} cpu={c:g}" for s, g, c in zip(self.ladder, self.gpu, self.cpu)
+        )
         return f"RungResources({rows})"
 
     def __getstate__(self) -> dict[str, Any]:

@@ -105,7 +105,9 @@ def _tune_domain(dist: Float | Int | Choice) -> Any:
     from ray import tune
 
     if isinstance(dist, Float):
-        return tune.loguniform(dist.low, dist.high) if dist.log else tune.uniform(dist.low, dist.high)
+        return (
+            tune.loguniform(dist.low, dist.high) if dist.log else tune.uniform(dist.low, dist.high)
+        )
     if isinstance(dist, Int):
         if dist.log:
             return tune.lograndint(dist.low, dist.high + 1)
@@ -197,7 +199,9 @@ class TransferSearch(Searcher):
                 raise TransferSearchError("give `ladder` (the proxy scales) or `planner`.")
             planner = TransferPlanner(space, ladder, **planner_options)
         elif planner.space is not space:
-            raise TransferSearchError("`planner.space` must be the `space` given to TransferSearch.")
+            raise TransferSearchError(
+                "`planner.space` must be the `space` given to TransferSearch."
+            )
         self._check_concurrency(max_concurrent)
         super().__init__(metric=metric, mode=mode)
         self.space = space
@@ -345,7 +349,9 @@ class TransferSearch(Searcher):
         if record["by_base"] and record["rung"] in self._bases:
             self._bases[record["rung"]].on_trial_result(trial_id, result)
 
-    def _absorb(self, record: dict[str, Any], result: Mapping[str, Any] | None, errored: bool) -> None:
+    def _absorb(
+        self, record: dict[str, Any], result: Mapping[str, Any] | None, errored: bool
+    ) -> None:
         record["errored"] = errored
         if result:
             metric = self._metric
@@ -630,4 +636,3 @@ def observations_from_result_grid(
             )
         )
     return classify(outcomes, max_t=max_t)
-
