@@ -54,6 +54,7 @@ from transfersearch.fit import (
     _to_arrays,
     _to_optimum,
     bootstrap_optima,
+    check_fixed_exponents,
     fit_law_arrays,
     identifiable_variables,
     resolve_log_params,
@@ -329,24 +330,7 @@ def _check_fixed_all(
                 f"fixed_exponents[{param!r}] must map scale variable -> exponent, but got "
                 f"{table!r}. Write {{'dataset_size': 0.0}}."
             )
-        checked: dict[str, float] = {}
-        for variable, value in table.items():
-            if variable not in variables:
-                raise TransferSearchError(
-                    f"fixed_exponents[{param!r}] names scale variable {variable!r}, which not "
-                    f"every proxy scale has (shared: {list(variables)}). Fix the name or add it "
-                    "to every Scale."
-                )
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-            ):
-                raise TransferSearchError(
-                    f"fixed_exponents[{param!r}][{variable!r}] must be a finite number, but got "
-                    f"{value!r}."
-                )
-            checked[variable] = float(value)
+        checked = check_fixed_exponents(param, table, variables)
         result[param] = checked
     return result
 

@@ -895,7 +895,7 @@ def fit_power_law(
     variables = _common_variables(
         [o.scale for o in optima], scale_variables, purpose="fit the power law"
     )
-    fixed = _check_fixed(param, fixed_exponents or {}, variables)
+    fixed = check_fixed_exponents(param, fixed_exponents or {}, variables)
     log_scales = np.log(np.array([[o.scale[v] for v in variables] for o in optima]))
     kept, notes = identifiable_variables(log_scales, variables)
     free_names = [variables[k] for k in kept]
@@ -940,9 +940,14 @@ def _common_variables(
     return sorted(common)
 
 
-def _check_fixed(
+def check_fixed_exponents(
     param: str, fixed: Mapping[str, float], variables: Sequence[str]
 ) -> dict[str, float]:
+    """Validate one parameter's fixed exponents: known scale variables, finite numbers.
+
+    Raises:
+        TransferSearchError: an unknown scale variable or a non-finite exponent.
+    """
     checked: dict[str, float] = {}
     for name, value in fixed.items():
         if name not in variables:
