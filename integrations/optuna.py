@@ -25,6 +25,16 @@ the same code the Ray Tune adapter uses):
   ``rung``, ``scale.<name>`` and ``transfer`` (where the coordinates came from) as user attributes.
   With several workers two trials may see the same counts; a budget then overshoots by at most the
   number of workers.
+* Law gating (``gate_on_law=True``, the default; matters only with several workers or
+  ``n_jobs``): a rung from the third cheapest on is not started while its law is pending, i.e.
+  while the trials that would give two other rungs ``min_trials`` finished trials are still
+  RUNNING. An Optuna worker cannot wait, so the trial is detoured to the cheapest lower rung that
+  has started fewer than ``detour_limit`` (default 2) times its budget, and records the rung it
+  was kept from as the user attribute ``detoured_from``. The detours overshoot the lower rungs'
+  budgets (in practice by fewer trials than there are workers, once per gated rung: the gate
+  opens when the running trials finish); the study then needs that many more trials to fill the
+  larger rungs. A RUNNING trial of a dead worker keeps the gate closed until the heartbeat fails
+  it. Trials that run one at a time are never gated.
 * Once two other rungs have optimum estimates, :meth:`TransferPlanner.propose` returns the law's
   predicted optimum (``law-point``) or a draw around it (``law-neighbourhood``);
   ``sample_relative`` returns those coordinates. Otherwise the base sampler decides and sees only
@@ -279,7 +289,8 @@ class TransferSampler(BaseSampler):
 
     It wraps ``base_sampler`` and forwards every hook to it (as Optuna's ``PartialFixedSampler``
     does), handing it a view of the study that holds only the trial's own rung. It intervenes in
-    two places: ``before_trial`` assigns the rung, and ``sample_relative`` returns the law's
+    two places: ``before_trial`` assigns the rung (detouring to a cheaper rung while the law of
+    the next one is pending, see the module docstring), and ``sample_relative`` returns the law's
     proposal when :meth:`TransferPlanner.propose` makes one.
 
     Args:
@@ -289,7 +300,8 @@ class TransferSampler(BaseSampler):
         base_sampler: the sampler used where the law makes no proposal (default
             ``optuna.samplers.TPESampler()``).
         **planner_kwargs: passed to :class:`~transfersearch.ladder.TransferPlanner`
-            (``trials_per_rung``, ``cost``, ``min_trials``, ``focus``, ``seed``, ``transfer``, ...).
+            (``trials_per_rung``, ``cost``, ``min_trials``, ``focus``, ``seed``, ``transfer``,
+            ``gate_on_law``, ``detour_limit``, ...).
             Not ``direction``: the planner takes it from the study (``study.direction``) when
             each trial is planned, so a ``maximize`` study transfers the maximum.
 
@@ -426,20 +438,23 @@ class TransferSampler(BaseSampler):
                 f"TransferSampler fits one metric, but study {study.study_name!r} has "
                 f"{len(study.directions)} objectives. Use a single-objective study."
             )
-        proposal = self._plan(study, trial)
+        proposal, detoured_from = self._plan(study, trial)
         self._proposals[trial._trial_id] = proposal
         storage, trial_id = study._storage, trial._trial_id
         if trial.system_attrs.get(RUNG_ATTR) != proposal.rung:
             storage.set_trial_system_attr(trial_id, RUNG_ATTR, proposal.rung)
-        attrs = {"rung": proposal.rung, "transfer": proposal.source}
+        attrs: dict[str, Any] = {"rung": proposal.rung, "transfer": proposal.source}
+        if detoured_from is not None:
+            attrs["detoured_from"] = detoured_from
         attrs.update({f"scale.{k}": v for k, v in self.ladder[proposal.rung].items()})
         for key, value in attrs.items():
             if trial.user_attrs.get(key) != value:
                 storage.set_trial_user_attr(trial_id, key, value)
         self.rung_sampler(proposal.rung).before_trial(_rung_view(study, proposal.rung), trial)
 
-    def _plan(self, study: Study, trial: FrozenTrial) -> Proposal:
-        """Decide the trial's rung (once) and where its coordinates come from."""
+    def _plan(self, study: Study, trial: FrozenTrial) -> tuple[Proposal, int | None]:
+        """Decide the trial's rung (once) and where its coordinates come from; also the rung the
+        law gate kept the trial from (None: not detoured)."""
         fixed_rung = trial.system_attrs.get(RUNG_ATTR, trial.user_attrs.get("rung"))
         if fixed_rung is not None:
             rung = int(fixed_rung)
@@ -450,21 +465,28 @@ class TransferSampler(BaseSampler):
                 )
         trials = study._get_trials(deepcopy=False, use_cache=False)
         counts = [0] * len(self.ladder)
+        running = [0] * len(self.ladder)
         for other in trials:
             other_rung = other.system_attrs.get(RUNG_ATTR)
             if other.number != trial.number and other_rung is not None:
                 if other.state in _COUNTED_STATES:
                     counts[other_rung] += 1
+                if other.state == TrialState.RUNNING:
+                    running[other_rung] += 1
         if fixed_rung is not None:
             # A retried or enqueued trial keeps its rung and its parameters.
             source = "retry" if "failed_trial" in trial.system_attrs else "enqueued"
             if trial.params or trial.system_attrs.get("fixed_params"):
-                return Proposal(rung, {}, source)
-        else:
-            rung = self._planner.assign_rung(counts)
+                return Proposal(rung, {}, source), None
         maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
         self._planner.direction = "maximize" if maximize else "minimize"
-        return self._planner.propose(rung, self._planner_observations(trials), counts[rung])
+        observations = self._planner_observations(trials)
+        detoured_from = None
+        if fixed_rung is None:
+            rung = self._planner.assign_rung(counts, observations=observations, running=running)
+            budget_rung = self._planner.assign_rung(counts)
+            detoured_from = budget_rung if budget_rung != rung else None
+        return self._planner.propose(rung, observations, counts[rung]), detoured_from
 
     def _planner_observations(self, trials: Sequence[FrozenTrial]) -> list[Observation]:
         """Finished trials as observations for the planner, with their raw values (the planner

@@ -24,6 +24,14 @@ swept coordinates under their own names, ``"hparams"`` (:meth:`Hyperparameters.t
 and ``"transfersearch"`` (metric, mode, where the point came from). The rung policy and the
 law-guided proposals are :class:`transfersearch.ladder.TransferPlanner`'s, shared with the Optuna
 sampler; this module only adapts them to Ray's Searcher hooks.
+
+Law gating: Tune asks for suggestions eagerly, up to ``max_concurrent_trials`` at once, so a rung
+from the third cheapest on could start before two cheaper rungs have finished ``min_trials``
+trials, and lose the law exactly where a trial costs the most. With ``gate_on_law=True`` (the
+planner's default) :meth:`TransferSearch.suggest` returns None while that rung's law is pending
+(:meth:`TransferPlanner.law_pending`: the trials now running would complete it); Tune asks again
+when a trial ends, and the rung's first trial then sits at the law's point. Nothing is detoured,
+so the per-rung budgets hold exactly; the cost is idle slots for at most one trial's duration.
 """
 
 from __future__ import annotations
@@ -139,7 +147,8 @@ class TransferSearch(Searcher):
 
     Concurrency is handled here: under ``ConcurrencyLimiter`` or ``max_concurrent_trials`` the
     limit is passed in by :meth:`set_max_concurrency` and :meth:`suggest` returns None while that
-    many trials are live.
+    many trials are live, and also while the next rung's law is pending (law gating, see the
+    module docstring; ``gate_on_law=False`` turns it off).
 
     Args:
         space: the coordinates to sweep.
@@ -155,7 +164,8 @@ class TransferSearch(Searcher):
         time_attr: the result field that measures progress.
         max_concurrent: a limit on live trials (0: none; Tune's limit overrides it).
         seed: seed of the default random sampling.
-        **planner_options: forwarded to :class:`TransferPlanner` (``trials_per_rung``, ``focus``, …).
+        **planner_options: forwarded to :class:`TransferPlanner` (``trials_per_rung``, ``focus``,
+            ``gate_on_law``, …).
             Not ``direction``: the planner's direction follows ``mode`` (``"max"``: maximize), also
             for a given ``planner``.
 
@@ -266,10 +276,12 @@ class TransferSearch(Searcher):
         """Ids of trials suggested (or restarted) and not yet ended."""
         return [t for t, r in self._trials.items() if r["status"] == "live"]
 
-    def _started(self) -> dict[int, int]:
+    def _started(self, *, live_only: bool = False) -> dict[int, int]:
+        """Trials per rung: every one suggested, or (``live_only``) those not yet ended."""
         counts: dict[int, int] = {}
         for record in self._trials.values():
-            counts[record["rung"]] = counts.get(record["rung"], 0) + 1
+            if not live_only or record["status"] == "live":
+                counts[record["rung"]] = counts.get(record["rung"], 0) + 1
         return counts
 
     # Suggesting -------------------------------------------------------------------------------
@@ -292,7 +304,8 @@ class TransferSearch(Searcher):
         return self._bases[rung]
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
-        """The next trial's config, or None while the concurrency limit is reached."""
+        """The next trial's config, or None while the concurrency limit is reached or the next
+        rung's law is pending (Tune asks again later)."""
         if self._metric is None or self._mode is None:
             raise TransferSearchError(
                 "TransferSearch has no metric/mode. Pass metric='loss', mode='min' to "
@@ -302,9 +315,14 @@ class TransferSearch(Searcher):
         if self.max_concurrent and len(self.live_trials) >= self.max_concurrent:
             return None
         started = self._started()
-        rung = self.planner.assign_rung(started)
+        observations = self.observations()
+        rung = self.planner.assign_rung(
+            started, observations=observations, running=self._started(live_only=True), wait=True
+        )
+        if rung is None:
+            return None
         self.planner.direction = "maximize" if self._mode == "max" else "minimize"
-        proposal = self.planner.propose(rung, self.observations(), started.get(rung, 0))
+        proposal = self.planner.propose(rung, observations, started.get(rung, 0))
         coords: dict[str, Any] = dict(proposal.params)
         by_base = False
         if not coords:

@@ -163,3 +163,88 @@ def test_bad_planner_arguments_name_the_field(kwargs: dict, match: str) -> None:
     arguments = {"ladder": LADDER, **kwargs}
     with pytest.raises(ts.TransferSearchError, match=match):
         TransferPlanner(SPACE, **arguments)
+
+
+# ----------------------------------------------------------------------------------------------
+# Law gating under concurrency
+# ----------------------------------------------------------------------------------------------
+def finished(planner: TransferPlanner, counts: list[int]) -> list[Observation]:
+    """``counts[r]`` complete observations on rung ``r`` (on the known law's valley)."""
+    out: list[Observation] = []
+    for rung, n in enumerate(counts):
+        out += observations(planner, [rung], n, seed=rung) if n else []
+    return out
+
+
+def test_law_pending_counts_running_trials_on_other_rungs_only() -> None:
+    planner = TransferPlanner(SPACE, LADDER, min_trials=6)
+    history = finished(planner, [6, 4, 0, 0])
+    # rung 2's law needs rungs 0 and 1 at 6 complete: 4 + 2 running reach it, 4 + 1 do not
+    assert planner.law_pending(2, history, [0, 2, 0, 0])
+    assert planner.law_pending(2, history, {1: 5})
+    assert not planner.law_pending(2, history, [0, 1, 0, 0])
+    assert not planner.law_pending(2, history, [0, 0, 3, 0])  # its own running trials don't count
+    # rung 3 may use rung 2 instead of rung 1
+    assert planner.law_pending(3, history, [0, 0, 6, 0])
+    # available now: not pending, whatever runs
+    ready = finished(planner, [6, 6, 0, 0])
+    assert planner.prediction(2, ready) is not None
+    assert not planner.law_pending(2, ready, [3, 3, 3, 3])
+    # failed trials are not law sources: two of them leave the law pending
+    crashed = Observation(planner.ladder[1], {"base_lr": 1.0}, math.nan, state="failed")
+    broken = [*history, crashed, crashed]
+    assert planner.law_pending(2, broken, [0, 2, 0, 0])
+    # no law to wait for with transfer off
+    off = TransferPlanner(SPACE, LADDER, min_trials=6, transfer=False)
+    assert not off.law_pending(2, history, [0, 2, 0, 0])
+
+
+def test_a_pending_law_detours_or_waits_and_sequential_use_is_unchanged() -> None:
+    planner = TransferPlanner(SPACE, LADDER, trials_per_rung=[6, 6, 3, 3], min_trials=6)
+    started = [6, 6, 0, 0]
+    history = finished(planner, [6, 4, 0, 0])  # two trials of rung 1 still running
+    running = [0, 2, 0, 0]
+    assert planner.assign_rung(started) == 2  # the budget order
+    assert planner.assign_rung(started, observations=history, running=running, wait=True) is None
+    assert planner.assign_rung(started, observations=history, running=running) == 0
+    # the cheapest unsaturated lower rung: rung 0 up to 2 × its budget, then rung 1
+    assert planner.assign_rung([12, 6, 0, 0], observations=history, running=running) == 1
+    # every lower rung saturated: the trial runs on the rung, without the law
+    assert planner.assign_rung([12, 12, 0, 0], observations=history, running=running) == 2
+    # nothing running (sequential): never gated, so the plain budget order
+    assert planner.assign_rung(started, observations=history, running=[0] * 4, wait=True) == 2
+    assert planner.assign_rung(started, observations=history, wait=True) == 2
+    # the law is open: the rung goes ahead
+    ready = finished(planner, [6, 6, 0, 0])
+    assert planner.assign_rung(started, observations=ready, running=[2, 2, 0, 0], wait=True) == 2
+    # gating off, or detours off
+    ungated = TransferPlanner(SPACE, LADDER, trials_per_rung=[6, 6, 3, 3], gate_on_law=False)
+    assert ungated.assign_rung(started, observations=history, running=running, wait=True) == 2
+    no_detour = TransferPlanner(SPACE, LADDER, trials_per_rung=[6, 6, 3, 3], detour_limit=1)
+    assert no_detour.assign_rung(started, observations=history, running=running) == 2
+    with pytest.raises(ts.TransferSearchError, match="detour_limit"):
+        TransferPlanner(SPACE, LADDER, detour_limit=0.5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(0, 12), min_size=4, max_size=4),
+    st.lists(st.integers(0, 12), min_size=4, max_size=4),
+)
+def test_gating_never_changes_the_rung_without_running_trials_or_a_pending_law(
+    started: list[int], complete: list[int]
+) -> None:
+    """Deterministic in its inputs; gates only a law-using rung whose law is pending, and only to
+    a cheaper rung."""
+    planner = TransferPlanner(SPACE, LADDER, trials_per_rung=[5, 4, 3, 2], min_trials=3)
+    history = finished(planner, complete)
+    plain = planner.assign_rung(started)
+    assert planner.assign_rung(started, observations=history, running=[0] * 4) == plain
+    running = [max(s - c, 0) for s, c in zip(started, complete)]
+    gated = planner.assign_rung(started, observations=history, running=running)
+    waited = planner.assign_rung(started, observations=history, running=running, wait=True)
+    assert gated == planner.assign_rung(started, observations=history, running=running)
+    if plain >= 2 and planner.law_pending(plain, history, running):
+        assert waited is None and gated is not None and gated <= plain
+    else:
+        assert waited == gated == plain

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -216,6 +217,45 @@ def test_rungs_follow_the_planner_budgets_and_are_recorded() -> None:
         {**last.user_attrs["hp"], "scale": hp.scale.to_dict(), "coordinates": last.params}
     )
     assert rebuilt == hp
+
+
+def test_concurrent_workers_detour_until_the_law_opens_for_the_larger_rungs() -> None:
+    """Two workers (n_jobs=2): while rung 1's last trial runs, the law of rung 2 is pending, so
+    the other worker gets cheap rung-0 trials instead; no trial of rungs 2 and 3 starts before the
+    law, and all of them are law-guided (focus=1)."""
+    sampler = TransferSampler(
+        SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=0),
+        trials_per_rung=[4, 4, 3, 3], min_trials=4, focus=1.0, n_bootstrap=5,
+    )  # fmt: skip
+    study = optuna.create_study(sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> float:
+        scale, _ = sampler.suggest(trial)
+        # rung 1 has stragglers (odd trial numbers), so it finishes while the other worker asks
+        time.sleep(0.2 if sampler.rung(trial) == 1 and trial.number % 2 else 0.01)
+        return 1.0 + regret(scale, trial.params)
+
+    study.optimize(objective, n_trials=24, n_jobs=2)
+    trials = study.trials
+    detoured = [t for t in trials if "detoured_from" in t.user_attrs]
+    assert detoured, "no trial was detoured: the workers never overlapped on rung 1"
+    assert {t.user_attrs["detoured_from"] for t in detoured} == {2}
+    assert all(t.system_attrs[RUNG_ATTR] < 2 for t in detoured)
+    assert all(t.user_attrs["transfer"] == "base" for t in detoured)
+    # rung 1's fourth finished trial gives the law its second source rung
+    rung_1_ends = sorted(t.datetime_complete for t in trials if t.system_attrs[RUNG_ATTR] == 1)
+    law_opened = rung_1_ends[3]
+    for rung in (2, 3):
+        on_rung = [t for t in trials if t.system_attrs[RUNG_ATTR] == rung]
+        assert len(on_rung) >= 3
+        sources = [t.user_attrs["transfer"] for t in on_rung]
+        # the first is the law's point (two workers planning at once may both get it)
+        assert sources[0] == "law-point", sources
+        assert set(sources) <= {"law-point", "law-neighbourhood"}, sources
+        assert all(t.datetime_start >= law_opened for t in on_rung)
+    # the overshoot: rung 0 took the detours beyond its budget of 4, at most 2 x 4
+    rung_0 = sum(t.system_attrs[RUNG_ATTR] == 0 for t in trials)
+    assert 4 < rung_0 <= 8
 
 
 def test_an_enqueued_trial_keeps_its_rung_and_parameters() -> None:

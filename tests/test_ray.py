@@ -103,8 +103,9 @@ def test_config_carries_scale_coordinates_and_hparams_readable_without_searcher(
 
 
 def test_rungs_follow_the_planner_policy():
-    search = TransferSearch(make_space(), make_ladder(), metric="loss", mode="min",
-                            trials_per_rung=(2, 3, 1))
+    search = TransferSearch(
+        make_space(), make_ladder(), metric="loss", mode="min", trials_per_rung=(2, 3, 1)
+    )
     rungs = [search.suggest(f"t{i}")["rung"] for i in range(8)]
     # cheapest rung with budget left first; past every budget, the least-used fraction
     assert rungs[:6] == [0, 0, 1, 1, 1, 2]
@@ -125,6 +126,7 @@ def test_concurrency_limit_is_enforced_by_the_searcher():
 
 def test_state_round_trip_continues_identically(tmp_path):
     """A restored searcher makes exactly the suggestions the original would have made."""
+
     def drive(search, ids):
         out = []
         for trial_id in ids:
@@ -162,8 +164,15 @@ def test_state_round_trip_continues_identically(tmp_path):
 
 def test_law_guides_the_third_rung_to_the_moved_optimum():
     """After two rungs have min_trials, the first trial of the next rung sits at the law's point."""
-    search = TransferSearch(make_space(), make_ladder(), metric="loss", mode="min",
-                            trials_per_rung=(12, 12, 4), min_trials=10, n_bootstrap=10)
+    search = TransferSearch(
+        make_space(),
+        make_ladder(),
+        metric="loss",
+        mode="min",
+        trials_per_rung=(12, 12, 4),
+        min_trials=10,
+        n_bootstrap=10,
+    )
     configs = []
     for i in range(25):
         config = search.suggest(f"t{i}")
@@ -179,11 +188,48 @@ def test_law_guides_the_third_rung_to_the_moved_optimum():
     assert abs(math.log(first["base_lr"] / 1.5e-3)) < math.log(2.0)
 
 
+def test_suggest_waits_while_the_third_rungs_law_is_pending():
+    """Eager suggestions (several trials live): rung 2 is not started until rung 1's running
+    trials have given the law its two rungs; then its first trial is the law's point."""
+
+    def search_for(**options):
+        return TransferSearch(
+            make_space(),
+            make_ladder(),
+            metric="loss",
+            mode="min",
+            trials_per_rung=(4, 4, 2),
+            min_trials=3,
+            n_bootstrap=5,
+            **options,
+        )
+
+    def complete(search, trial_id):
+        config = search._trials[trial_id]
+        loss = quadratic_loss(search.ladder[config["rung"]], config["params"])
+        search.on_trial_complete(trial_id, {"loss": loss, "training_iteration": 1})
+
+    search, ungated = search_for(), search_for(gate_on_law=False)
+    for each in (search, ungated):
+        for i in range(8):
+            assert each.suggest(f"t{i}")["rung"] == (0 if i < 4 else 1)
+        for i in range(5):  # rung 0 done; rung 1: one complete, three running
+            complete(each, f"t{i}")
+    assert ungated.suggest("t8")["transfersearch"]["source"] == "base"  # what gating prevents
+    assert search.suggest("t8") is None  # 1 complete + 3 running on rung 1 would reach 3
+    complete(search, "t5")
+    assert search.suggest("t8") is None and search.live_trials == ["t6", "t7"]
+    complete(search, "t6")
+    config = search.suggest("t8")
+    assert config["rung"] == 2 and config["transfersearch"]["source"] == "law-point"
+
+
 def test_mode_max_guides_the_third_rung_to_the_maximum_of_the_raw_metric():
     """mode='max' (here from TuneConfig via set_search_properties) sets the planner's direction;
     the searcher keeps the raw metric, and the law point is the metric's maximum."""
-    search = TransferSearch(make_space(), make_ladder(), trials_per_rung=(12, 12, 4),
-                            min_trials=10, n_bootstrap=10)
+    search = TransferSearch(
+        make_space(), make_ladder(), trials_per_rung=(12, 12, 4), min_trials=10, n_bootstrap=10
+    )
     assert search.set_search_properties("score", "max", {})
     configs, scores = [], []
     for i in range(25):
@@ -206,13 +252,17 @@ def test_mode_max_guides_the_third_rung_to_the_maximum_of_the_raw_metric():
 
 def test_classify_marks_errors_nan_and_early_stops():
     scale = {"width": 32}
-    out = classify([
-        TrialOutcome(scale, {"lr": 1e-3}, 1.0, errored=False, progress=4),
-        TrialOutcome(scale, {"lr": 2e-3}, 0.5, errored=False, progress=1),  # stopped early
-        TrialOutcome(scale, {"lr": 3e-3}, None, errored=True, progress=None),
-        TrialOutcome(scale, {"lr": 4e-3}, math.nan, errored=False, progress=4),
-        TrialOutcome({"width": 64}, {"lr": 1e-3, "act": "relu"}, 2.0, errored=False, progress=1),
-    ])
+    out = classify(
+        [
+            TrialOutcome(scale, {"lr": 1e-3}, 1.0, errored=False, progress=4),
+            TrialOutcome(scale, {"lr": 2e-3}, 0.5, errored=False, progress=1),  # stopped early
+            TrialOutcome(scale, {"lr": 3e-3}, None, errored=True, progress=None),
+            TrialOutcome(scale, {"lr": 4e-3}, math.nan, errored=False, progress=4),
+            TrialOutcome(
+                {"width": 64}, {"lr": 1e-3, "act": "relu"}, 2.0, errored=False, progress=1
+            ),
+        ]
+    )
     assert [o.state for o in out] == ["complete", "pruned", "failed", "complete", "complete"]
     assert out[2].diverged and out[3].diverged and not out[0].diverged
     assert out[4].params == {"lr": 1e-3}  # a Choice string cannot enter the fit
@@ -253,13 +303,15 @@ def timed_trainable(config):
     start = time.time()
     time.sleep(config.get("sleep_s", 0.0))
     coords = {n: hp.coordinates[n] for n in ("base_lr", "tau_epoch")}
-    tune.report({
-        "loss": quadratic_loss(scale, coords),
-        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>"),
-        "gpu_ids": ",".join(str(g) for g in ray.get_gpu_ids()),
-        "start": start,
-        "end": time.time(),
-    })
+    tune.report(
+        {
+            "loss": quadratic_loss(scale, coords),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>"),
+            "gpu_ids": ",".join(str(g) for g in ray.get_gpu_ids()),
+            "start": start,
+            "end": time.time(),
+        }
+    )
 
 
 def overlaps(a, b) -> bool:
@@ -268,8 +320,9 @@ def overlaps(a, b) -> bool:
 
 def test_rungs_and_fractional_gpu_packing(cluster, tmp_path):
     """Small rungs share a GPU (two trials on one id at once); the large rung holds a whole GPU."""
-    search = TransferSearch(make_space(), make_ladder(), metric="loss", mode="min",
-                            trials_per_rung=2)
+    search = TransferSearch(
+        make_space(), make_ladder(), metric="loss", mode="min", trials_per_rung=2
+    )
     resources = search.resources(gpu=0.5, cpu=0.5)  # shares 0.5, 0.5, 1
     tuner = tune.Tuner(
         tune.with_resources(timed_trainable, resources=resources),
@@ -288,7 +341,8 @@ def test_rungs_and_fractional_gpu_packing(cluster, tmp_path):
     large = [r for r in rows if r["rung"] == 2]
     assert any(
         a["gpu_ids"] == b["gpu_ids"] and overlaps(a, b)
-        for i, a in enumerate(small) for b in small[i + 1:]
+        for i, a in enumerate(small)
+        for b in small[i + 1 :]
     ), "no two small proxies shared a GPU at the same time"
     for big in large:
         assert not any(
@@ -310,8 +364,9 @@ def failing_trainable(config):
 
 
 def test_errors_and_nan_enter_the_fit_as_diverged(cluster, tmp_path):
-    search = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min",
-                            trials_per_rung=4, seed=3)
+    search = TransferSearch(
+        make_space(), make_ladder((32, 64)), metric="loss", mode="min", trials_per_rung=4, seed=3
+    )
     tuner = tune.Tuner(
         tune.with_resources(failing_trainable, resources=search.resources(gpu=0, cpu=1)),
         tune_config=tune.TuneConfig(search_alg=search, num_samples=8),
@@ -346,8 +401,9 @@ def quick_trainable(config):
 
 def test_extrapolate_reads_an_experiment_directory(cluster, tmp_path):
     """ts.extrapolate(path) reads a Tune experiment folder (str or PathLike) via the Ray reader."""
-    search = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min",
-                            trials_per_rung=8, seed=2)
+    search = TransferSearch(
+        make_space(), make_ladder((32, 64)), metric="loss", mode="min", trials_per_rung=8, seed=2
+    )
     tuner = tune.Tuner(
         tune.with_resources(quick_trainable, resources={"CPU": 0.5}),
         tune_config=tune.TuneConfig(search_alg=search, num_samples=16, reuse_actors=True),
@@ -359,8 +415,9 @@ def test_extrapolate_reads_an_experiment_directory(cluster, tmp_path):
     from_reader = observations_from_result_grid(experiment)
     assert sorted(map(_key, from_path)) == sorted(map(_key, from_reader))
     assert len(from_path) == 16 and all(o.usable for o in from_path)
-    result = ts.extrapolate(experiment, target=BASE.replace(width=128), params=["base_lr"],
-                            n_bootstrap=0)
+    result = ts.extrapolate(
+        experiment, target=BASE.replace(width=128), params=["base_lr"], n_bootstrap=0
+    )
     # quadratic_loss: ln lr* = ln(3e-3) - ln(width/64), so 1.5e-3 at width 128
     assert abs(math.log(result.params["base_lr"] / 1.5e-3)) < math.log(2.0)
     empty = tmp_path / "not-an-experiment"
@@ -387,7 +444,10 @@ def test_asha_pruned_trials_are_pruned_and_tune_config_sets_the_metric(cluster, 
         tune.with_resources(curve_trainable, resources=search.resources(gpu=0, cpu=1)),
         param_space={"note": "asha"},  # Tune forwards TuneConfig's metric only with a param_space
         tune_config=tune.TuneConfig(
-            search_alg=search, num_samples=8, metric="loss", mode="min",
+            search_alg=search,
+            num_samples=8,
+            metric="loss",
+            mode="min",
             scheduler=ASHAScheduler(max_t=4, grace_period=1, reduction_factor=2),
         ),
         run_config=run_config(tmp_path, "asha"),
@@ -402,9 +462,49 @@ def test_asha_pruned_trials_are_pruned_and_tune_config_sets_the_metric(cluster, 
     assert "pruned" in {o.state for o in observations}, f"ASHA pruned nothing: {iterations}"
     fresh = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min")
     fresh.set_state(saved_state(grid.experiment_path))
-    assert Counter(o.state for o in fresh.observations()) == Counter(
-        o.state for o in observations
+    assert Counter(o.state for o in fresh.observations()) == Counter(o.state for o in observations)
+
+
+def test_law_gating_under_max_concurrent_trials(cluster, tmp_path):
+    """Four trials at once (Tune suggests eagerly): the top rung's first trial still sits at the
+    law's point, because the searcher waits for the cheaper rungs' running trials."""
+    search = TransferSearch(
+        make_space(),
+        make_ladder(),
+        metric="loss",
+        mode="min",
+        trials_per_rung=(4, 4, 2),
+        min_trials=3,
+        n_bootstrap=5,
+        focus=1.0,
     )
+    tuner = tune.Tuner(
+        tune.with_resources(timed_trainable, resources=search.resources(gpu=0, cpu=0.5)),
+        param_space={"sleep_s": 0.5},
+        tune_config=tune.TuneConfig(
+            search_alg=search, num_samples=10, max_concurrent_trials=4, reuse_actors=True
+        ),
+        run_config=run_config(tmp_path, "gating"),
+    )
+    grid = tuner.fit()
+    assert not grid.errors
+    rows = [
+        dict(r.metrics, rung=r.config["rung"], source=r.config["transfersearch"]["source"])
+        for r in grid
+    ]
+    assert Counter(r["rung"] for r in rows) == {0: 4, 1: 4, 2: 2}  # waiting overshoots nothing
+    assert any(
+        overlaps(a, b)
+        for a in rows
+        for b in rows
+        if a is not b and a["rung"] == 1 and b["rung"] == 1
+    ), "rung 1 never ran concurrently: the test gates nothing"
+    top = [r for r in rows if r["rung"] == 2]
+    # focus=1: once the law is open every top-rung trial is law-guided; one law point = the first
+    assert sorted(r["source"] for r in top) == ["law-neighbourhood", "law-point"]
+    complete_rung_1 = [r["end"] for r in rows if r["rung"] == 1]
+    for row in top:  # no top-rung trial started before rung 1 had three finished trials
+        assert sum(end <= row["start"] for end in complete_rung_1) >= 3
 
 
 def test_max_concurrent_trials_is_respected(cluster, tmp_path):
@@ -417,7 +517,7 @@ def test_max_concurrent_trials_is_respected(cluster, tmp_path):
     )
     rows = [r.metrics for r in tuner.fit()]
     assert len(rows) == 4
-    assert not any(overlaps(a, b) for i, a in enumerate(rows) for b in rows[i + 1:])
+    assert not any(overlaps(a, b) for i, a in enumerate(rows) for b in rows[i + 1 :])
     assert all(r["cuda_visible_devices"] in ("", "<unset>") for r in rows)  # CPU-only trials
 
 
@@ -500,19 +600,36 @@ def test_driver_killed_then_restored_resumes_the_searcher(cluster, tmp_path):
 
 def test_base_searcher_is_used_per_rung_and_saved(tmp_path):
     optuna_search = pytest.importorskip("ray.tune.search.optuna")
-    search = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min",
-                            base_searcher=optuna_search.OptunaSearch(seed=0), trials_per_rung=2)
+    search = TransferSearch(
+        make_space(),
+        make_ladder((32, 64)),
+        metric="loss",
+        mode="min",
+        base_searcher=optuna_search.OptunaSearch(seed=0),
+        trials_per_rung=2,
+    )
     configs = [search.suggest(f"t{i}") for i in range(4)]
     assert [c["rung"] for c in configs] == [0, 0, 1, 1]
     assert set(search._bases) == {0, 1}  # one base searcher per rung
     for i, config in enumerate(configs):
         coords = {n: config[n] for n in search.space.names}
-        search.on_trial_complete(f"t{i}", {"loss": quadratic_loss(search.ladder[config["rung"]],
-                                                                 coords), "training_iteration": 1})
+        search.on_trial_complete(
+            f"t{i}",
+            {
+                "loss": quadratic_loss(search.ladder[config["rung"]], coords),
+                "training_iteration": 1,
+            },
+        )
     path = tmp_path / "state.json"
     search.save(str(path))
-    restored = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min",
-                              base_searcher=optuna_search.OptunaSearch(seed=0), trials_per_rung=2)
+    restored = TransferSearch(
+        make_space(),
+        make_ladder((32, 64)),
+        metric="loss",
+        mode="min",
+        base_searcher=optuna_search.OptunaSearch(seed=0),
+        trials_per_rung=2,
+    )
     restored.restore(str(path))
     assert len(restored._bases[0]._ot_study.trials) == 2  # the Optuna study came back
     assert restored.suggest("n")["base_lr"] == search.suggest("n")["base_lr"]
@@ -524,4 +641,3 @@ def test_missing_metric_names_the_fix():
         search.suggest("t0")
     with pytest.raises(ts.TransferSearchError, match="mode"):
         TransferSearch(make_space(), make_ladder(), metric="loss", mode="minimize")
-

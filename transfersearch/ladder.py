@@ -6,6 +6,17 @@ One implementation, used by both the Optuna sampler and the Ray Tune searcher:
   width² × dataset_size, see :func:`default_cost`); each trial goes to the cheapest rung whose budget
   (``trials_per_rung``) is not yet used up. Once every budget is spent, further trials go to the rung
   with the smallest fraction of its budget used (cheapest first on ties).
+* **Law gating** (``gate_on_law``, for concurrent trials): the law of a rung needs two *other*
+  rungs with ``min_trials`` finished trials, so the rungs from the third cheapest on are the ones
+  that use it. When such a rung is next by the budget order but its law is only *pending*
+  (:meth:`TransferPlanner.law_pending`: not available now, but available once trials now running
+  on other rungs finish), :meth:`TransferPlanner.assign_rung` does not start it without the law:
+  given ``wait=True`` it returns None (the caller asks again later: Ray Tune's ``suggest``), else
+  it *detours* the trial to the cheapest lower rung that is not saturated (fewer than
+  ``detour_limit`` × its budget started; an Optuna worker cannot wait). Detours overshoot the
+  lower rungs' budgets, by at most the number of concurrent trials per gated rung in practice,
+  since a pending law opens as soon as the running trials finish. With one trial at a time
+  nothing is running, no law is ever pending, and the policy is the plain budget order.
 * **Law-guided focus** (:meth:`TransferPlanner.propose`): once at least two rungs have enough
   finished trials for an optimum estimate, :func:`transfersearch.extrapolate` fits the
   optimum-vs-scale law and predicts the optimum at the trial's rung. The first trial of the rung
@@ -20,7 +31,7 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -128,9 +139,14 @@ class TransferPlanner:
         direction: ``"minimize"`` (default) or ``"maximize"`` the observations' values, which
             are the raw metric; passed to :func:`transfersearch.extrapolate`. The adapters set it
             from the study's direction (Optuna) or the searcher's mode (Ray).
+        gate_on_law: hold back a law-using rung whose law is pending (see :meth:`assign_rung`);
+            only matters when trials run concurrently. False: the plain budget order.
+        detour_limit: a lower rung takes detoured trials until it has started this many times
+            its budget (>= 1; 1: no detour, a trial that cannot wait runs without the law).
 
     Raises:
-        TransferSearchError: an empty ladder, duplicate scales, a bad budget or probability.
+        TransferSearchError: an empty ladder, duplicate scales, a bad budget, probability or
+            detour limit.
     """
 
     def __init__(
@@ -150,6 +166,8 @@ class TransferPlanner:
         transfer: bool = True,
         refit_growth: float = 1.25,
         direction: Direction = "minimize",
+        gate_on_law: bool = True,
+        detour_limit: float = 2.0,
     ) -> None:
         if not isinstance(space, TransferSpace):
             raise TransferSearchError(f"`space` must be a TransferSpace, but got {space!r}.")
@@ -187,6 +205,14 @@ class TransferPlanner:
                 f"`refit_growth` must be a number >= 1, but got refit_growth={refit_growth!r}."
             )
         self.refit_growth = float(refit_growth)
+        if isinstance(detour_limit, bool) or not (
+            isinstance(detour_limit, (int, float)) and detour_limit >= 1.0
+        ):
+            raise TransferSearchError(
+                f"`detour_limit` must be a number >= 1, but got detour_limit={detour_limit!r}."
+            )
+        self.gate_on_law = bool(gate_on_law)
+        self.detour_limit = float(detour_limit)
         self._rng = np.random.default_rng(seed)
         # rung -> (finished trials per qualifying rung at the last fit, the fit's result)
         self._cache: dict[
@@ -242,21 +268,126 @@ class TransferPlanner:
                 f"{target!r} is not a rung of the ladder {self.ladder}."
             ) from None
 
-    def assign_rung(self, started: Mapping[int, int] | Sequence[int]) -> int:
-        """The rung for the next trial, given how many trials each rung has started.
+    def _per_rung(self, counts: Mapping[int, int] | Sequence[int] | None) -> list[int]:
+        """Per-rung counts (cost order) from a mapping rung -> count or a sequence; None: zeros."""
+        if counts is None:
+            return [0] * len(self.ladder)
+        if isinstance(counts, Mapping):
+            return [int(counts.get(i, 0)) for i in range(len(self.ladder))]
+        return [int(counts[i]) for i in range(len(self.ladder))]
 
-        ``started`` counts trials per rung that are running or finished (not the failed ones that
-        will be retried). Cheapest rung with budget left first; past every budget, the rung with
-        the smallest used fraction.
-        """
-        counts = [
-            int(started.get(i, 0)) if isinstance(started, Mapping) else int(started[i])
-            for i in range(len(self.ladder))
-        ]
+    def _budget_order(self, counts: Sequence[int]) -> int:
+        """Cheapest rung with budget left; past every budget, the smallest used fraction."""
         for i, (count, budget) in enumerate(zip(counts, self.budgets)):
             if count < budget:
                 return i
         return min(range(len(self.ladder)), key=lambda i: (counts[i] / self.budgets[i], i))
+
+    @overload
+    def assign_rung(
+        self,
+        started: Mapping[int, int] | Sequence[int],
+        *,
+        observations: Sequence[Observation] | None = None,
+        running: Mapping[int, int] | Sequence[int] | None = None,
+        wait: Literal[False] = False,
+    ) -> int: ...
+
+    @overload
+    def assign_rung(
+        self,
+        started: Mapping[int, int] | Sequence[int],
+        *,
+        observations: Sequence[Observation] | None = None,
+        running: Mapping[int, int] | Sequence[int] | None = None,
+        wait: bool,
+    ) -> int | None: ...
+
+    def assign_rung(
+        self,
+        started: Mapping[int, int] | Sequence[int],
+        *,
+        observations: Sequence[Observation] | None = None,
+        running: Mapping[int, int] | Sequence[int] | None = None,
+        wait: bool = False,
+    ) -> int | None:
+        """The rung for the next trial, given how many trials each rung has started.
+
+        The budget order: the cheapest rung with budget left; past every budget, the rung with
+        the smallest used fraction (cheapest on ties). With ``gate_on_law`` and ``observations``
+        given, a rung from the third cheapest on whose law is pending (:meth:`law_pending`) is
+        held back: with ``wait=True`` the answer is None (ask again when a trial finishes), else
+        the trial detours to the cheapest lower rung that has started fewer than
+        ``detour_limit`` × its budget and is not itself waiting for its law; when every lower
+        rung is saturated the trial stays on the rung and runs without the law. Sequential use
+        (nothing ``running``) never gates.
+
+        Args:
+            started: trials per rung (mapping rung -> count, or a sequence in cost order) that
+                are running or finished, not the failed ones that will be retried.
+            observations: the finished trials (any rung, any state), for :meth:`law_pending`.
+            running: trials per rung now running (the trial being planned not among them).
+            wait: whether the caller can wait (None means "ask again later").
+
+        Returns:
+            A rung index in cost order, or None (only with ``wait=True``) to wait.
+        """
+        counts = self._per_rung(started)
+        rung = self._budget_order(counts)
+        if not self.gate_on_law or observations is None or rung < 2:
+            return rung
+        in_flight = self._per_rung(running)
+        if not self.law_pending(rung, observations, in_flight):
+            return rung
+        if wait:
+            return None
+        for lower in range(rung):
+            if counts[lower] >= self.detour_limit * self.budgets[lower]:
+                continue
+            if lower >= 2 and self.law_pending(lower, observations, in_flight):
+                continue
+            return lower
+        return rung
+
+    def law_pending(
+        self,
+        rung: int,
+        observations: Sequence[Observation],
+        running: Mapping[int, int] | Sequence[int],
+    ) -> bool:
+        """Whether the law for ``rung`` is not available now but will be once running trials end.
+
+        The law needs two rungs other than ``rung`` with at least ``min_trials`` complete trials
+        (see :meth:`prediction`). It is pending when fewer than two qualify now, but at least two
+        would if every trial now ``running`` on them completed. Always False with ``transfer``
+        off or no numeric coordinate (no law to wait for). A pending law can still fail to open
+        (running trials may fail or the fit may fail); the rung then runs without it.
+
+        Args:
+            rung: the rung a trial would run on (cost order).
+            observations: the finished trials (any rung, any state).
+            running: trials per rung now running (mapping rung -> count, or a sequence).
+        """
+        if not self.transfer or not self.numeric_names():
+            return False
+        complete = self._complete_counts(self.ladder[rung], observations)
+        if sum(n >= self.min_trials for n in complete.values()) >= 2:
+            return False
+        in_flight = self._per_rung(running)
+        for other, count in enumerate(in_flight):
+            if other != rung and count > 0:
+                scale = self.ladder[other]
+                complete[scale] = complete.get(scale, 0) + count
+        return sum(n >= self.min_trials for n in complete.values()) >= 2
+
+    @staticmethod
+    def _complete_counts(target: Scale, observations: Sequence[Observation]) -> dict[Scale, int]:
+        """Complete observations per scale, ``target`` left out: the law's sources."""
+        complete: dict[Scale, int] = {}
+        for obs in observations:
+            if obs.scale != target and obs.state == "complete":
+                complete[obs.scale] = complete.get(obs.scale, 0) + 1
+        return complete
 
     @property
     def total_budget(self) -> int:
@@ -279,13 +410,7 @@ class TransferPlanner:
         names = self.numeric_names()
         if not names:
             return None
-        finished: dict[Scale, int] = {}
-        usable: list[Observation] = []
-        for obs in observations:
-            scale = obs.scale  # Observation stores a Scale already
-            if scale == target or obs.state != "complete":
-                continue
-            finished[scale] = finished.get(scale, 0) + 1
+        finished = self._complete_counts(target, observations)
         rungs = {s for s, n in finished.items() if n >= self.min_trials}
         if len(rungs) < 2:
             return None
