@@ -11,8 +11,12 @@ launcher starts ``cpu_workers`` plain processes.
 
 All workers share the study through its storage: each counts finished and running trials there
 and stops when the study holds ``n_trials`` (complete, pruned, or failed by the objective), after
-waiting for running trials whose worker might have died so their retries are run. Machines join
-the same study by running the launcher against the same PostgreSQL URL, e.g. on every node::
+waiting for running trials whose worker might have died so their retries are run. Many workers
+are where the sampler's law gating matters: a worker about to start a law-using rung while the
+trials that would open its law still run elsewhere gets a cheaper rung instead (user attribute
+``detoured_from``; see :mod:`transfersearch.integrations.optuna`). ``n_trials`` counts those
+detours, so give it a few trials more than the budgets' sum. Machines join the same study by
+running the launcher against the same PostgreSQL URL, e.g. on every node::
 
     python -m transfersearch.integrations.optuna workers \\
         --storage postgresql://tuner:secret@db-host:5432/proxy --study-name proxy \\

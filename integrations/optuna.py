@@ -31,10 +31,11 @@ the same code the Ray Tune adapter uses):
   RUNNING. An Optuna worker cannot wait, so the trial is detoured to the cheapest lower rung that
   has started fewer than ``detour_limit`` (default 2) times its budget, and records the rung it
   was kept from as the user attribute ``detoured_from``. The detours overshoot the lower rungs'
-  budgets (in practice by fewer trials than there are workers, once per gated rung: the gate
-  opens when the running trials finish); the study then needs that many more trials to fill the
-  larger rungs. A RUNNING trial of a dead worker keeps the gate closed until the heartbeat fails
-  it. Trials that run one at a time are never gated.
+  budgets by the cheap trials that fit into the wait (the gate opens when the running trials
+  finish; a rung never goes past ``detour_limit`` × its budget, after which the trial runs
+  without the law), and the study needs that many more trials to fill the larger rungs. A
+  RUNNING trial of a dead worker keeps the gate closed until the heartbeat fails it. Trials
+  that run one at a time are never gated.
 * Once two other rungs have optimum estimates, :meth:`TransferPlanner.propose` returns the law's
   predicted optimum (``law-point``) or a draw around it (``law-neighbourhood``);
   ``sample_relative`` returns those coordinates. Otherwise the base sampler decides and sees only

@@ -14,9 +14,10 @@ One implementation, used by both the Optuna sampler and the Ray Tune searcher:
   given ``wait=True`` it returns None (the caller asks again later: Ray Tune's ``suggest``), else
   it *detours* the trial to the cheapest lower rung that is not saturated (fewer than
   ``detour_limit`` × its budget started; an Optuna worker cannot wait). Detours overshoot the
-  lower rungs' budgets, by at most the number of concurrent trials per gated rung in practice,
-  since a pending law opens as soon as the running trials finish. With one trial at a time
-  nothing is running, no law is ever pending, and the policy is the plain budget order.
+  lower rungs' budgets by the cheap trials that fit into the wait (a pending law opens as soon
+  as the running trials finish), never beyond ``detour_limit`` × budget; past that the trial
+  runs on its rung without the law. With one trial at a time nothing is running, no law is
+  ever pending, and the policy is the plain budget order.
 * **Law-guided focus** (:meth:`TransferPlanner.propose`): once at least two rungs have enough
   finished trials for an optimum estimate, :func:`transfersearch.extrapolate` fits the
   optimum-vs-scale law and predicts the optimum at the trial's rung. The first trial of the rung
