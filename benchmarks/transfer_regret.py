@@ -5,14 +5,16 @@ standard-library source, see ``transfersearch.integrations._demo_task``) on a bi
 ``transfersearch demo``: widths 16, 32, 64 × dataset sizes 1024, 2048, 4096 (nine rungs), and the
 same target, width 256 with 16384 samples (4× wider, 4× more data than the largest proxy).
 
-For each proxy budget (trials over the whole ladder, run by Optuna with ``TransferSampler``):
+For each proxy budget (trials over the whole ladder, run by Optuna with ``TransferSampler``) and
+each sweep seed (the samplers' seeds; training itself is seeded identically everywhere):
 
 - ``transfersearch``: extrapolate the fitted laws to the target, concretise with µP (weight decay ∝
   width, constant τ_epoch across dataset size);
 - ``copy_best_proxy``: the largest rung's best trial, its (lr, weight_decay) copied to every group;
 - ``mup_fixed_wd``: the same trial under µP learning rates with weight decay held fixed.
 
-Against them, Optuna's TPE tuning directly at the target: regret of the best of its first k runs.
+Against them, Optuna's TPE tuning directly at the target (one study per seed): regret of the best of
+its first k runs.
 "Same compute" means the number of target runs whose cost (width² × dataset_size × epochs) equals
 the proxy sweep's; the proxies here are so much cheaper that even the largest sweep costs less than
 one target run, so the TPE row at equal compute gets one run (more compute than the proxies).
@@ -23,7 +25,7 @@ tau_epoch at the target, every method's runs and every TPE run). All target runs
 
 Usage::
 
-    python benchmarks/transfer_regret.py [--budgets 54,108,216] [--tpe-runs 8] [--out DIR]
+    python benchmarks/transfer_regret.py [--budgets 54,108,216] [--seeds 0,1] [--tpe-runs 8]
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
 import time
 from dataclasses import replace
@@ -77,19 +80,25 @@ def proxy_compute(study: optuna.Study) -> tuple[float, float]:
     return relative, seconds
 
 
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budgets", default="54,108,216",
                         help="proxy trials per sweep, comma-separated (default 54,108,216)")
+    parser.add_argument("--seeds", default="0,1",
+                        help="sweep seeds (samplers), comma-separated (default 0,1)")
     parser.add_argument("--tpe-runs", type=int, default=8, help="TPE runs at the target (8)")
     parser.add_argument("--out", type=Path, default=Path("benchmark-transfer-regret"),
                         help="working folder: studies and the target-run cache (resumable)")
     parser.add_argument("--device", default="auto", choices=("cpu", "cuda", "auto"))
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--results", type=Path, default=RESULTS, help="the markdown table to write")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     budgets = [int(b) for b in args.budgets.split(",")]
+    seeds = [int(b) for b in args.seeds.split(",")]
     device = task.resolve_device(args.device)
     args.out.mkdir(parents=True, exist_ok=True)
     space = demo.build_space(CONFIG)
@@ -98,28 +107,27 @@ def main(argv: list[str] | None = None) -> None:
     target = CONFIG.target
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-    # 1. proxy sweeps and the three methods, per budget
-    per_budget = []
+    # 1. proxy sweeps and the three methods, per budget and seed
+    sweeps = []
     for budget in budgets:
-        config = replace(CONFIG, trials=budget)
-        study = demo.sweep(config, space, storage, device, budget, args.seed,
-                           study_name=f"benchmark-{budget}", progress=False)
-        observations = as_observations(study)
-        result = extrapolate(observations, target=target, params=list(demo.PARAMS),
-                             n_bootstrap=100, seed=args.seed)
-        hps = demo.method_hyperparameters(config, space, result, demo.best_proxy(observations))
-        losses = {m: runs.loss(f"{m} @ {budget} trials", hps[m]) for m in demo.METHODS}
-        relative, seconds = proxy_compute(study)
-        per_budget.append({"budget": budget, "relative_compute": relative,
+        for seed in seeds:
+            config = replace(CONFIG, trials=budget)
+            study = demo.sweep(config, space, storage, device, budget, seed,
+                               study_name=f"benchmark-{budget}-seed{seed}", progress=False)
+            observations = as_observations(study)
+            result = extrapolate(observations, target=target, params=list(demo.PARAMS),
+                                 n_bootstrap=100, seed=seed)
+            best_trial = demo.best_proxy(observations)
+            hps = demo.method_hyperparameters(config, space, result, best_trial)
+            losses = {m: runs.loss(f"{m} @ {budget} trials seed {seed}", hps[m])
+                      for m in demo.METHODS}
+            relative, seconds = proxy_compute(study)
+            sweeps.append({"budget": budget, "seed": seed, "relative_compute": relative,
                            "proxy_seconds": seconds, "losses": losses,
                            "predicted": dict(result.params)})
-        print(f"budget {budget}: {losses}")
+            print(f"budget {budget} seed {seed}: {losses}")
 
-    # 2. TPE directly at the target
-    tpe = optuna.create_study(
-        storage=storage, study_name=f"benchmark-tpe-{args.seed}", load_if_exists=True,
-        sampler=optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=3),
-    )
+    # 2. TPE directly at the target, one study per seed
     def objective(trial: optuna.Trial) -> float:
         coords = {
             name: trial.suggest_float(name, dist.low, dist.high, log=dist.log)
@@ -128,13 +136,19 @@ def main(argv: list[str] | None = None) -> None:
         }
         return runs.loss(f"tpe #{trial.number}", space.concretize(coords, target))
 
-    done = len([t for t in tpe.trials if t.state.is_finished()])
-    if done < args.tpe_runs:
-        tpe.optimize(objective, n_trials=args.tpe_runs - done)
-    tpe_values = [
-        t.value if t.value is not None else math.nan
-        for t in sorted(tpe.trials, key=lambda t: t.number)[: args.tpe_runs]
-    ]
+    tpe_values: dict[int, list[float]] = {}
+    for seed in seeds:
+        tpe = optuna.create_study(
+            storage=storage, study_name=f"benchmark-tpe-seed{seed}", load_if_exists=True,
+            sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=3),
+        )
+        done = len([t for t in tpe.trials if t.state.is_finished()])
+        if done < args.tpe_runs:
+            tpe.optimize(objective, n_trials=args.tpe_runs - done)
+        tpe_values[seed] = [
+            t.value if t.value is not None else math.nan
+            for t in sorted(tpe.trials, key=lambda t: t.number)[: args.tpe_runs]
+        ]
 
     # 3. the reference grid at the target
     for lr in CONFIG.grid_lr:
@@ -149,60 +163,73 @@ def main(argv: list[str] | None = None) -> None:
     def regret(value: float) -> float:
         return value - best if math.isfinite(value) else math.inf
 
-    def best_of(k: int) -> float:
-        head = [v for v in tpe_values[:k] if math.isfinite(v)]
-        return min(head) if head else math.nan
+    def tpe_regret(seed: int, k: int) -> float:
+        head = [v for v in tpe_values[seed][:k] if math.isfinite(v)]
+        return regret(min(head)) if head else math.inf
+
+    def cell(values: list[float]) -> str:
+        return f"{mean(values):.4f} (" + ", ".join(f"{v:.3f}" for v in values) + ")"
 
     rows = []
-    for entry in per_budget:
-        equal_k = max(1, math.floor(entry["relative_compute"]))
+    for budget in budgets:
+        here = [e for e in sweeps if e["budget"] == budget]
+        relative = mean([e["relative_compute"] for e in here])
+        equal_k = max(1, math.floor(relative))
         rows.append([
-            entry["budget"], f"{entry['relative_compute']:.3f}", f"{entry['proxy_seconds']:.0f}",
-            *[f"{regret(entry['losses'][m]):.4f}" for m in demo.METHODS],
-            f"{regret(best_of(equal_k)):.4f} ({equal_k} run)",
+            budget, f"{relative:.3f}", f"{mean([e['proxy_seconds'] for e in here]):.0f}",
+            *[cell([regret(e["losses"][m]) for e in here]) for m in demo.METHODS],
+            cell([tpe_regret(seed, equal_k) for seed in seeds]) + f" [{equal_k} run]",
         ])
     table = format_table(
         ["proxy trials", "proxy compute (target runs)", "proxy train s", *demo.METHODS,
          "TPE at target, same compute"],
         rows,
     )
-    tpe_rows = [[k, f"{regret(best_of(k)):.4f}"] for k in (1, 2, 4, 8, 16) if k <= args.tpe_runs]
-    tpe_table = format_table(["TPE runs at the target (= target-run compute)", "regret"], tpe_rows)
+    tpe_rows = [
+        [k, cell([tpe_regret(seed, k) for seed in seeds])]
+        for k in (1, 2, 4, 8, 16) if k <= args.tpe_runs
+    ]
+    tpe_table = format_table(["TPE runs at the target", "regret: mean (per seed)"], tpe_rows)
     elapsed = time.perf_counter() - started
     target_seconds = runs.train_seconds / max(1, len(runs.cache))
     text = "\n".join([
         "# Regret at the target vs proxy compute",
         "",
         f"Written by `benchmarks/transfer_regret.py` ({time.strftime('%Y-%m-%d')}, "
-        f"{platform.machine()}, {torch.get_num_threads()} torch threads max, device {device.type}, "
-        f"torch {torch.__version__}, optuna {optuna.__version__}; {elapsed:.0f} s wall).",
+        f"{platform.machine()}, {os.cpu_count()} CPU cores, device {device.type}, "
+        f"torch {torch.__version__}, optuna {optuna.__version__}; {elapsed:.0f} s wall, "
+        "shared with other processes).",
         "",
         "Task: the demo's character-level MLP language model on Python's standard-library source, "
         f"{CONFIG.epochs} epochs, batch {CONFIG.batch_size}. Ladder: widths {CONFIG.widths} x "
         f"dataset sizes {CONFIG.dataset_sizes}. Target: {target!r}. Regret = final validation "
         f"loss (nats/char) minus the best loss any of the {len(runs.cache)} target runs reached "
-        f"({best:.4f}, {best_label}). Proxy compute = sum over proxy trials of width^2 x "
-        "dataset_size x epochs, divided by the same for one target run "
-        f"(one target run trained in {target_seconds:.0f} s on average here).",
+        f"({best:.4f}, {best_label}). Each cell: mean over sweep seeds {seeds}, then per seed. "
+        "Proxy compute = sum over proxy trials of width^2 x dataset_size x epochs, divided by the "
+        "same for one target run; 'proxy train s' is the measured training time of the sweep "
+        f"(one target run trained in {target_seconds:.0f} s on average here: small proxies are "
+        "dominated by per-step overhead, so in seconds the sweeps cost more than in FLOPs).",
         "",
         "```",
         table,
         "```",
         "",
+        "TPE (n_startup_trials=3) directly at the target, same coordinates and ranges:",
+        "",
         "```",
         tpe_table,
         "```",
         "",
-        "Predicted coordinates at the target per budget: "
+        "Predicted coordinates at the target: "
         + "; ".join(
-            f"{e['budget']} trials: "
+            f"{e['budget']} trials seed {e['seed']}: "
             + ", ".join(f"{k}={v:.3g}" for k, v in e["predicted"].items())
-            for e in per_budget
+            for e in sweeps
         )
         + ".",
         "",
         "Raw target losses: `" + json.dumps(
-            {e["budget"]: e["losses"] for e in per_budget}, sort_keys=True
+            {f"{e['budget']}/seed{e['seed']}": e["losses"] for e in sweeps}, sort_keys=True
         ) + "`",
         "",
     ])
