@@ -24,7 +24,8 @@ What it does, end to end, on Python's own standard-library source text (see
    three methods' own runs.
 
 Outputs in ``DIR``: ``study.db``, ``target_runs.json`` (a cache, so a re-run resumes),
-``summary.json`` and ``report.png``. The numbers are measured, never edited: if another method
+``summary.json`` (strict JSON: a method whose target run diverged has loss and regret ``null``)
+and ``report.png``. The numbers are measured, never edited: if another method
 wins, the table says so.
 """
 
@@ -417,11 +418,22 @@ def run(
         "regret": regret,
         "seconds": {"sweep": sweep_seconds, "total": time.perf_counter() - started},
     }
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2, allow_nan=True))
+    (folder / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2, allow_nan=False))
     _print_summary(summary, result, interval)
     print(f"wrote {folder / 'summary.json'} and {folder / 'report.png'} "
           f"in {summary['seconds']['total']:.0f} s")
     return summary
+
+
+def _json_safe(value: Any) -> Any:
+    """Strict JSON: a diverged run's NaN or infinite loss/regret is written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def _print_summary(

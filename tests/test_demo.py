@@ -33,12 +33,24 @@ def run_cli(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _refuse_constant(name: str) -> None:
+    raise AssertionError(f"summary.json is not strict JSON: it holds {name}")
+
+
+def test_summary_json_writes_diverged_losses_as_null() -> None:
+    assert demo._json_safe({"a": math.inf, "b": [math.nan, 1.0], "c": "x"}) == {
+        "a": None,
+        "b": [None, 1.0],
+        "c": "x",
+    }
+
+
 @pytest.mark.slow
 def test_quick_demo_end_to_end_and_resume(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     first = run_cli(out, "--trials", "20")
     assert first.returncode == 0, first.stderr[-3000:]
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "summary.json").read_text(), parse_constant=_refuse_constant)
     config = demo.MODES["quick"]
 
     # the target is >= 4x wider and has >= 4x more data than every proxy
