@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import optuna
-from transfersearch.integrations.optuna import TransferSampler
 
 import transfersearch as ts
+from transfersearch.integrations.optuna import TransferSampler
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 

@@ -26,9 +26,9 @@ from pathlib import Path
 import ray
 import torch
 from ray import tune
-from transfersearch.integrations.ray import TransferSearch, hyperparameters
 
 import transfersearch as ts
+from transfersearch.integrations.ray import TransferSearch, hyperparameters
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ray_packing.md"
 BASE = ts.Scale(width=256, dataset_size=4096, batch_size=64)

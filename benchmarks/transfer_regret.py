@@ -41,10 +41,10 @@ from pathlib import Path
 
 import optuna
 import torch
-from transfersearch.integrations import _demo_task as task
-from transfersearch.integrations import demo
 
 from transfersearch import extrapolate
+from transfersearch.integrations import _demo_task as task
+from transfersearch.integrations import demo
 from transfersearch.ladder import default_cost
 from transfersearch.observations import as_observations
 from transfersearch.report import format_table

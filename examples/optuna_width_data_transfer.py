@@ -22,9 +22,9 @@ import math
 
 import numpy as np
 import optuna
-from transfersearch.integrations.optuna import TransferSampler
 
 import transfersearch as ts
+from transfersearch.integrations.optuna import TransferSampler
 
 BASE = ts.Scale(width=64, dataset_size=1e4, batch_size=64)
 LADDER = [

@@ -17,9 +17,9 @@ import tempfile
 import ray
 import torch
 from ray import tune
-from transfersearch.integrations.ray import TransferSearch, hyperparameters
 
 import transfersearch as ts
+from transfersearch.integrations.ray import TransferSearch, hyperparameters
 
 BASE = ts.Scale(width=64, dataset_size=1024, batch_size=64, epochs=2)
 LADDER = [BASE.replace(width=w) for w in (32, 64, 128)]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transfersearch.integrations.torch import ModelEMA, diagnostics, param_groups, schedule
 
 import transfersearch as ts
+from transfersearch.integrations.torch import ModelEMA, diagnostics, param_groups, schedule
 
 BASE_WIDTH, DATASET_SIZE, BATCH_SIZE, STEPS = 32, 4096, 64, 30
 

@@ -261,6 +261,7 @@ def _load(objective: str, sampler_attr: str) -> tuple[Callable[..., Any], Any, A
 def _progress(study: optuna.Study) -> tuple[int, int, int]:
     """(done, running, waiting): done = complete, pruned, or failed by the objective."""
     from optuna.trial import TrialState
+
     from transfersearch.integrations.optuna import _died
 
     trials = study.get_trials(deepcopy=False)
@@ -300,6 +301,7 @@ def run_worker(
     """
     import optuna
     from optuna.storages._heartbeat import is_heartbeat_enabled
+
     from transfersearch.integrations.optuna import RUNG_ATTR, _system_attrs, make_storage
 
     func, sampler, pruner = _load(objective, sampler_attr)
@@ -396,6 +398,7 @@ def launch_workers(
         TransferSearchError: a bad argument, or a worker did not exit cleanly.
     """
     import optuna
+
     from transfersearch.integrations.optuna import TransferSampler, make_storage
 
     if direction not in ("minimize", "maximize"):

@@ -42,10 +42,10 @@ from typing import Any
 import optuna
 import torch
 from tqdm.auto import tqdm
-from transfersearch.integrations import _demo_task as task
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.extrapolate import Extrapolation, extrapolate
+from transfersearch.integrations import _demo_task as task
 from transfersearch.observations import Observation, as_observations
 from transfersearch.report import format_table, plot_report
 from transfersearch.rules import MuP, Standard

@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 optuna = pytest.importorskip("optuna")
 
+import transfersearch as ts  # noqa: E402
+from transfersearch.extrapolate import extrapolate  # noqa: E402
 from transfersearch.integrations.optuna import (  # noqa: E402
     RUNG_ATTR,
     RungPruner,
@@ -22,9 +24,6 @@ from transfersearch.integrations.optuna import (  # noqa: E402
     observations_from_study,
     to_optuna_distribution,
 )
-
-import transfersearch as ts  # noqa: E402
-from transfersearch.extrapolate import extrapolate  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 

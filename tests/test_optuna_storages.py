@@ -17,6 +17,8 @@ import pytest
 
 optuna = pytest.importorskip("optuna")
 
+import transfersearch as ts  # noqa: E402
+from transfersearch.extrapolate import extrapolate  # noqa: E402
 from transfersearch.integrations._optuna_workers import _packing, _units, detect_gpus  # noqa: E402
 from transfersearch.integrations.optuna import (  # noqa: E402
     RUNG_ATTR,
@@ -26,9 +28,6 @@ from transfersearch.integrations.optuna import (  # noqa: E402
     observations_from_study,
     plan_slots,
 )
-
-import transfersearch as ts  # noqa: E402
-from transfersearch.extrapolate import extrapolate  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 pytestmark = pytest.mark.timeout(120)

@@ -27,6 +27,8 @@ pytest.importorskip("ray.tune")
 from ray import cloudpickle, tune  # noqa: E402
 from ray.tune.schedulers import ASHAScheduler  # noqa: E402
 from ray.tune.search import ConcurrencyLimiter  # noqa: E402
+
+import transfersearch as ts  # noqa: E402
 from transfersearch.integrations._ray_results import TrialOutcome, classify  # noqa: E402
 from transfersearch.integrations.ray import (  # noqa: E402
     STATE_VERSION,
@@ -34,8 +36,6 @@ from transfersearch.integrations.ray import (  # noqa: E402
     hyperparameters,
     observations_from_result_grid,
 )
-
-import transfersearch as ts  # noqa: E402
 from transfersearch.observations import Observation, as_observations  # noqa: E402
 
 # Trainables defined here travel to Ray workers by value (the tests folder is not importable there).

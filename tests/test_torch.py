@@ -13,6 +13,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
+
+import transfersearch as ts  # noqa: E402
 from transfersearch.integrations.torch import (  # noqa: E402
     ModelEMA,
     WeightDecaySchedule,
@@ -22,8 +24,6 @@ from transfersearch.integrations.torch import (  # noqa: E402
     param_groups,
     schedule,
 )
-
-import transfersearch as ts  # noqa: E402
 from transfersearch.rules import exp_warmup_factor, su_proportional_lr_wd  # noqa: E402
 
 BASE_WIDTH, WIDTH = 32, 128
