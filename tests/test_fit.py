@@ -238,3 +238,63 @@ def test_power_law_bad_input() -> None:
         fit_power_law(two, "lr", fixed_exponents={"depth": 0.0})
     with pytest.raises(TransferSearchError, match="lacks"):
         fit_power_law(two, "lr").predict(Scale(depth=3))
+
+
+def clustered_valley(seed: int, n: int = 25, noise: float = 0.03) -> list[Observation]:
+    """A diagonal valley (log lr ≈ log wd) sampled TPE-like: a tight cluster plus 5 explorers.
+
+    The best region is the thin cluster, so a local quadratic fitted to it can run along the
+    valley out to a corner of the box the explorers span and promise a deep minimum there.
+    """
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        if i < 5:
+            d1, d2 = rng.uniform(-2.5, 2.5, 2)
+        else:
+            centre = rng.normal(0.0, 0.3)
+            d1, d2 = centre + rng.normal(0.0, 0.1), centre + rng.normal(0.0, 0.1)
+        value = 2.85 + 0.3 * (d1 - d2) ** 2 + 0.01 * (d1 + d2) ** 2 + rng.normal(0.0, noise)
+        out.append(Observation(SCALE, {"lr": math.exp(d1), "wd": math.exp(d2)}, value))
+    return out
+
+
+def test_implausible_deep_minimum_at_the_box_edge_is_rejected_with_a_warning() -> None:
+    # The demo's failure: the model promises 2.11 at the box edge; every trial is ≥ 2.81.
+    obs = clustered_valley(3)
+    with pytest.warns(TransferSearchWarning, match="fallback-implausible") as caught:
+        opt = estimate_optimum(obs, ["lr", "wd"])
+    message = str(caught[0].message)
+    assert "width=256" in message and "best trial is" in message
+    assert opt.method == "fallback-implausible"
+    assert opt.hessian is None and opt.regret(opt.params) is None
+    # Near the truth (the origin) and no promise below what the trials show.
+    assert abs(math.log(opt.params["lr"])) < 0.5 and abs(math.log(opt.params["wd"])) < 0.5
+    assert opt.value == pytest.approx(min(o.value for o in obs))
+    # An honest, wide stderr: at least the spread of the good trials.
+    assert min(opt.stderr.values()) > 0.05
+
+
+def test_clustered_valley_never_promises_a_deep_minimum_over_seeds() -> None:
+    methods, errors = [], []
+    for seed in range(30):
+        obs = clustered_valley(seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TransferSearchWarning)
+            opt = estimate_optimum(obs, ["lr", "wd"])
+        values = sorted(o.value for o in obs)
+        assert opt.value > values[0] - (values[-1] - values[0])
+        methods.append(opt.method)
+        errors.append(max(abs(math.log(opt.params["lr"])), abs(math.log(opt.params["wd"]))))
+    assert methods.count("fallback-implausible") >= 5
+    assert max(errors) < 1.0  # unchecked, the quadratic reached the box corners (≈2.5)
+
+
+@pytest.mark.parametrize("noise", [0.002, 0.01])
+def test_clean_noisy_bowls_are_never_flagged(noise: float) -> None:
+    methods = []
+    for seed in range(50):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", TransferSearchWarning)
+            methods.append(estimate_optimum(bowl(seed, noise=noise), ["lr", "wd"]).method)
+    assert methods.count("quadratic") == 50

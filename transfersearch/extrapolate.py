@@ -57,6 +57,7 @@ from transfersearch.fit import (
     check_fixed_exponents,
     fit_law_arrays,
     identifiable_variables,
+    implausible_message,
     resolve_log_params,
 )
 from transfersearch.observations import Observation, TransferSearchWarning, as_observations
@@ -236,6 +237,7 @@ def _prepare(
     rungs: list[_Rung] = []
     dropped: list[str] = []
     fallbacks: list[str] = []
+    implausible: list[str] = []
     for scale, group in groups.items():
         coords, values = _to_arrays(group, names, logs, sign)
         if not np.isfinite(values).any():
@@ -244,6 +246,8 @@ def _prepare(
         local = _fit_local(coords, values)
         if local.method == "fallback":
             fallbacks.append(f"{scale!r} ({local.n_trials} finite trials)")
+        if local.method == "fallback-implausible":
+            implausible.append(implausible_message(local, scale, names, logs, sign))
         rungs.append(_Rung(scale, coords, values, local))
     if dropped:
         warnings.warn(
@@ -259,6 +263,8 @@ def _prepare(
             TransferSearchWarning,
             stacklevel=3,
         )
+    for message in implausible:
+        warnings.warn(message, TransferSearchWarning, stacklevel=3)
     if len(rungs) < 2:
         raise TransferSearchError(
             f"only {len(rungs)} scale has a finite trial; extrapolation needs two or more. Run "
@@ -821,7 +827,7 @@ def _bootstrap(
     rng = np.random.default_rng(seed)
     if chosen == "independent":
         optima = np.stack(
-            [bootstrap_optima(r.coords, r.values, n_bootstrap, rng) for r in setup.rungs], axis=1
+            [_rung_resamples(r, n_bootstrap, rng) for r in setup.rungs], axis=1
         )  # (B, S, d)
         samples = np.empty((n_bootstrap, dims))
         for j, name in enumerate(setup.names):
@@ -830,6 +836,23 @@ def _bootstrap(
         return samples
     picks = _draw_resamples(setup, n_bootstrap, rng)
     return _joint_bootstrap(setup, target, picks)
+
+
+def _rung_resamples(rung: _Rung, n_bootstrap: int, rng: np.random.Generator) -> FloatArray:
+    """(B, d) resampled optima of one rung; a rejected local model is not refitted.
+
+    A rung whose local model was rejected (``"fallback-implausible"``) would be refitted with the
+    very model it does not support; its optimum is drawn from its Gaussian (mean of the best
+    trials, their covariance) instead.
+    """
+    local = rung.local
+    if local.method != "fallback-implausible":
+        return bootstrap_optima(rung.coords, rung.values, n_bootstrap, rng)
+    finite = np.isfinite(np.diag(local.covariance))
+    out = np.repeat(local.coords[None, :], n_bootstrap, axis=0)
+    cov = local.covariance[np.ix_(finite, finite)]
+    out[:, finite] += rng.multivariate_normal(np.zeros(int(finite.sum())), cov, n_bootstrap)
+    return out
 
 
 def _draw_resamples(

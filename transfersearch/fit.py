@@ -58,6 +58,15 @@ FloatArray = NDArray[np.float64]
 _Z90 = 1.6448536269514722
 #: stderr floor, as a fraction of the typical trial spacing per coordinate.
 _FLOOR_FRACTION = 0.1
+#: A local model claiming an improvement over the best trial larger than this fraction of the value
+#: spread it was fitted over (and than :data:`_DEPTH_NOISE` residual standard deviations) is
+#: rejected; see :func:`_implausible`.
+_DEPTH_FRACTION = 1.0
+_DEPTH_NOISE = 3.0
+#: A minimiser whose leverage exceeds this multiple of the largest fitted trial's is rejected.
+_LEVERAGE_RATIO = 3.0
+
+Method = Literal["quadratic", "fallback", "fallback-implausible"]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -82,7 +91,10 @@ class ScaleOptimum:
         n_trials: complete trials with a finite value at this scale.
         n_diverged: diverged (NaN, inf, failed) trials at this scale.
         n_used: trials inside the best region the quadratic was fitted to.
-        method: ``"quadratic"`` (local quadratic model) or ``"fallback"`` (best trial).
+        method: ``"quadratic"`` (local quadratic model), ``"fallback"`` (best trial: too few
+            trials for the model) or ``"fallback-implausible"`` (the model's minimum was not
+            supported by the trials, see :func:`estimate_optimum`: the rank-weighted mean of the
+            best trials, with their spread as stderr).
         at_boundary: the optimum was pulled onto the edge of the region the trials cover.
     """
 
@@ -98,7 +110,7 @@ class ScaleOptimum:
     n_trials: int
     n_diverged: int
     n_used: int
-    method: Literal["quadratic", "fallback"]
+    method: Method
     at_boundary: bool
 
     def regret(self, params: Mapping[str, float]) -> float | None:
@@ -289,8 +301,22 @@ class _Local:
     n_trials: int
     n_diverged: int
     n_used: int
-    method: Literal["quadratic", "fallback"]
+    method: Method
     at_boundary: bool
+    rejected: _Rejected | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class _Rejected:
+    """A local model's optimum that :func:`_implausible` did not trust (minimisation sign)."""
+
+    coords: FloatArray  # (d,) the model's minimiser, fitted coordinates
+    value: float  # the model's value there
+    best: float  # the best trial's value
+    spread: float  # value spread of the fitted trials
+    residual: float  # residual standard deviation of the fit
+    leverage_ratio: float  # h(u*) / max_i h(u_i)
+    reason: str  # which test failed, in words
 
 
 def _n_coef(dims: int) -> int:
@@ -432,6 +458,91 @@ def _fallback(
     )
 
 
+def _implausible(depth: float, spread: float, residual: float, leverage_ratio: float) -> str | None:
+    """Why a fitted local model's minimum is not supported by its trials, or None when it is.
+
+    Two tests, both read off the weighted least-squares fit itself:
+
+    * Depth. With the fitted trials filling the model's sublevel set ``{f < f* + V}`` (``V`` the
+      spread of their values), the trial nearest the minimum lies ``D = y_best − f*`` above it,
+      with ``P(D > qV) = (1 − q^{d/2})^k`` for ``k`` trials in ``d`` dimensions and ``D ≤ V``
+      always: a minimum deeper below the best trial than the whole value spread the model was
+      fitted to is a claim no fitted trial makes — the model extrapolates a valley nobody sampled.
+      (``q = 1``, not smaller: a sweep that covers one side of the optimum only fills half the
+      set, and honest one-sided fits reach ``D ≈ ½V``.) Noise can spread a flat region over a few
+      residual standard deviations ``s``, so the depth must also exceed ``3s``.
+    * Support. The leverage ``h(u) = x(u)ᵀ(AᵀWA)⁻¹x(u)`` of the design row at the minimiser is the
+      prediction variance there in units of ``s²``. A minimiser with ``h(u*) > maxᵢ h(uᵢ)`` lies
+      outside the ellipsoid that holds every fitted trial (the regressor-variable hull; Montgomery,
+      Peck & Vining, *Introduction to Linear Regression Analysis*, §3.8 "hidden extrapolation"):
+      its location is an extrapolation of the model, typically a box corner or a valley running
+      out of the sampled region. A small step outside is normal for a minimum just past the best
+      trials, so the test rejects ``h(u*) > 3·maxᵢ h(uᵢ)`` (prediction stderr above √3 ≈ 1.7× the
+      worst fitted trial's); measured on synthetic ladders, estimates past that ratio were mostly
+      worse than the mean of the best trials, those below it mostly better.
+
+    Args:
+        depth: ``D``, the best fitted trial's value minus the model's minimum.
+        spread: ``V``, the fitted trials' value spread.
+        residual: ``s``, the fit's residual standard deviation.
+        leverage_ratio: ``h(u*) / maxᵢ h(uᵢ)``.
+
+    Returns:
+        The failed test in words, or None.
+    """
+    if depth > max(_DEPTH_FRACTION * spread, _DEPTH_NOISE * residual):
+        return (
+            f"its minimum lies {depth:.4g} below the best trial, more than "
+            f"{_DEPTH_FRACTION:g}x the fitted trials' value spread ({spread:.4g}) and "
+            f"{_DEPTH_NOISE:g}x the residual scale ({residual:.4g})"
+        )
+    if leverage_ratio > _LEVERAGE_RATIO:
+        return (
+            f"its minimiser lies outside the fitted trials (leverage {leverage_ratio:.3g}x the "
+            f"largest of the trials', above {_LEVERAGE_RATIO:g}x): an extrapolation"
+        )
+    return None
+
+
+def _fallback_implausible(
+    coords: FloatArray,
+    values: FloatArray,
+    finite: NDArray[np.bool_],
+    spacing: FloatArray,
+    rejected: _Rejected,
+) -> _Local:
+    """The rank-weighted mean of the best ``⌈√n⌉`` trials, with their spread as covariance.
+
+    The covariance is the weighted covariance of those trials' coordinates (not of their mean:
+    where among them the optimum lies is the uncertainty) plus half the trial spacing squared on
+    the diagonal, so the laws weigh this scale as little as its good trials are tight.
+    """
+    dims = coords.shape[1]
+    good = np.flatnonzero(finite)
+    size = min(len(good), max(dims + 2, math.ceil(math.sqrt(len(good)))))
+    chosen, weights = _select(values[good], size)
+    rows = good[chosen]
+    weights = weights / weights.sum()
+    centre = weights @ coords[rows]
+    deviation = coords[rows] - centre
+    covariance = (deviation * weights[:, None]).T @ deviation
+    swept = spacing > 0.0
+    covariance = covariance + np.diag(np.where(swept, (spacing / 2.0) ** 2, 0.0))
+    covariance[~swept, ~swept] = np.inf
+    return _Local(
+        coords=centre,
+        covariance=covariance,
+        value=float(values[good].min()),
+        hessian=None,
+        n_trials=len(good),
+        n_diverged=int(len(values) - len(good)),
+        n_used=len(rows),
+        method="fallback-implausible",
+        at_boundary=False,
+        rejected=rejected,
+    )
+
+
 def _fit_local(coords: FloatArray, values: FloatArray) -> _Local:
     """Local quadratic optimum from fitted coordinates and minimisation-sign values (NaN=diverged).
 
@@ -477,8 +588,19 @@ def _fit_local(coords: FloatArray, values: FloatArray) -> _Local:
         fit = _solve_local(u, target, sqrt_w, low_u, high_u, cubic=False)
     if fit is None:  # pragma: no cover - the quadratic always has a box minimiser
         return _fallback(coords, values, finite, spacing)
-    u_star, const, hess_star, cov_theta, jac, at_boundary = fit
+    u_star, const, hess_star, cov_theta, jac, at_boundary, sigma2, lev_star, lev_max = fit
     best_value = const + offset
+    spread = float(values[rows].max()) - offset
+    residual = math.sqrt(sigma2)
+    leverage_ratio = lev_star / lev_max if lev_max > 0.0 else math.inf
+    reason = _implausible(offset - best_value, spread, residual, leverage_ratio)
+    if reason is not None:
+        model_coords = good.mean(axis=0)
+        model_coords[swept] = center + width * u_star
+        rejected = _Rejected(
+            model_coords, best_value, offset, spread, residual, leverage_ratio, reason
+        )
+        return _fallback_implausible(coords, values, finite, spacing, rejected)
     floor = _FLOOR_FRACTION * spacing[swept] / width
     if jac is not None and not at_boundary:
         cov_u = jac @ cov_theta @ jac.T
@@ -516,7 +638,9 @@ def _fit_local(coords: FloatArray, values: FloatArray) -> _Local:
     )
 
 
-_Solved = tuple[FloatArray, float, FloatArray, FloatArray, FloatArray | None, bool]
+_Solved = tuple[
+    FloatArray, float, FloatArray, FloatArray, FloatArray | None, bool, float, float, float
+]
 
 
 def _solve_local(
@@ -537,7 +661,10 @@ def _solve_local(
     then refits without cubic terms).
 
     Returns:
-        (u*, f(u*), H(u*), cov(θ), J or None, at_boundary).
+        (u*, f(u*), H(u*), cov(θ), J or None, at_boundary, s², h(u*), max_i h(u_i)): the
+        residual variance ``s²`` and the
+        leverages ``xᵀ(AᵀWA)⁻¹x`` of the model's design row at the minimiser and the largest at a
+        fitted trial (see :func:`_implausible`).
     """
     dims = u.shape[1]
     design = _design(u)
@@ -587,11 +714,27 @@ def _solve_local(
     dof = max(len(target) - design.shape[1], 1)
     residual = target - weighted @ theta
     sigma2 = float(residual @ residual) / dof
-    cov_theta = sigma2 * np.linalg.pinv(weighted.T @ weighted)
+    gram_inv = np.linalg.pinv(weighted.T @ weighted)
+    cov_theta = sigma2 * gram_inv
     jac = None
     if not at_boundary:
         jac = _optimum_jacobian(hess_star, u_star, dims, cubic)
-    return u_star, value, hess_star, cov_theta, jac, at_boundary
+    row = _design(u_star[None, :])
+    if cubic:
+        row = np.column_stack([row, u_star[None, :] ** 3])
+    leverage_star = float(row[0] @ gram_inv @ row[0])
+    leverage_max = float(np.max(np.einsum("ij,jk,ik->i", design, gram_inv, design)))
+    return (
+        u_star,
+        value,
+        hess_star,
+        cov_theta,
+        jac,
+        at_boundary,
+        sigma2,
+        leverage_star,
+        leverage_max,
+    )
 
 
 def _optimum_jacobian(
@@ -645,6 +788,33 @@ def _to_optimum(
     )
 
 
+def implausible_message(
+    local: _Local,
+    scale: Scale,
+    params: Sequence[str],
+    log_params: Sequence[str],
+    sign: float,
+) -> str:
+    """Why ``local`` (method ``"fallback-implausible"``) rejected its model, with the numbers."""
+    rejected = local.rejected
+    if rejected is None:  # pragma: no cover - only called for rejected models
+        return ""
+
+    def where(point: FloatArray) -> str:
+        return ", ".join(
+            f"{name}={math.exp(c) if name in log_params else float(c):.4g}"
+            for name, c in zip(params, point, strict=True)
+        )
+
+    return (
+        f"at {scale!r} the local model predicts {sign * rejected.value:.4g} at "
+        f"({where(rejected.coords)}) while the best trial is {sign * rejected.best:.4g}: "
+        f"{rejected.reason}. Not trusted: using the rank-weighted mean of the best "
+        f"{local.n_used} trials ({where(local.coords)}) with their spread as stderr "
+        "(method='fallback-implausible'). Sample around that point to settle the optimum."
+    )
+
+
 def estimate_optimum(
     observations: Any,
     params: Sequence[str],
@@ -662,12 +832,23 @@ def estimate_optimum(
     pruned runs are ignored. With fewer finite trials than the quadratic needs (``n_coef + 2``),
     return the best trial with a stderr of half the trial spacing (``method="fallback"``).
 
+    The model's minimum is not trusted when the trials do not support it (:func:`_implausible`):
+    (1) it lies below the best trial by more than the fitted trials' whole value spread ``V`` and
+    three residual standard deviations ``s`` — no fitted trial supports such a drop; or (2) its
+    leverage ``x(u*)ᵀ(AᵀWA)⁻¹x(u*)`` exceeds three times every fitted trial's, i.e. the minimiser
+    lies well outside the trials' regressor-variable hull and is an extrapolation (Montgomery,
+    Peck & Vining, §3.8). Then the estimate is the ``1 − ¾t²`` rank-weighted mean of the best
+    ``⌈√n⌉`` trials with their weighted covariance (plus half the spacing squared) as its
+    covariance (``method="fallback-implausible"``): a wide stderr, so power laws weigh that scale
+    little.
+
     Args:
         observations: trials at a single scale (any source :func:`as_observations` reads).
         params: the swept parameters to locate jointly.
         direction: ``"minimize"`` (default) or ``"maximize"`` the value.
         log_params: names fitted in log space (default: every all-positive parameter).
-        warn: warn (TransferSearchWarning) when falling back to the best trial.
+        warn: warn (TransferSearchWarning) when falling back to the best trial or rejecting the
+            local model as implausible (the warning names the scale and the numbers).
 
     Returns:
         A :class:`ScaleOptimum`.
@@ -703,6 +884,12 @@ def estimate_optimum(
             f"only {local.n_trials} finite trials at {obs[0].scale!r}, fewer than the "
             f"{_n_coef(len(names)) + 2} a quadratic in {len(names)} parameters needs: using the "
             "best trial (method='fallback'). Add trials for a better estimate.",
+            TransferSearchWarning,
+            stacklevel=2,
+        )
+    if warn and local.method == "fallback-implausible":
+        warnings.warn(
+            implausible_message(local, obs[0].scale, names, logs, sign),
             TransferSearchWarning,
             stacklevel=2,
         )
