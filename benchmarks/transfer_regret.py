@@ -3,7 +3,10 @@
 The task is the demo's (a character-level MLP language model trained for several epochs on Python's
 standard-library source, see ``transfersearch.integrations._demo_task``) on a bigger ladder than
 ``transfersearch demo``: widths 16, 32, 64 × dataset sizes 1024, 2048, 4096 (nine rungs), and the
-same target, width 256 with 16384 samples (4× wider, 4× more data than the largest proxy).
+same target, width 256 with 32768 samples (4× wider, 8× more data than the largest proxy). The two
+ratios differ on purpose: were they equal, constant τ_epoch under µP (weight decay ∝ width, ∝ 1/N)
+would give the same hidden weight decay as holding it fixed, and ``transfersearch`` and
+``mup_fixed_wd`` would differ only in the input group's decay and in their coordinates.
 
 For each proxy budget (trials over the whole ladder, run by Optuna with ``TransferSampler``) and
 each sweep seed (the samplers' seeds; training itself is seeded identically everywhere):
@@ -38,6 +41,7 @@ import platform
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import optuna
 import torch
@@ -57,7 +61,7 @@ CONFIG = demo.DemoConfig(
     batch_size=64,
     epochs=4,
     target_width=256,
-    target_dataset_size=16384,
+    target_dataset_size=32768,
     trials=216,
     grid_lr=(0.003, 0.008, 0.02, 0.05),
     grid_tau=(0.3, 1.0, 3.0),
@@ -86,13 +90,21 @@ def mean(values: list[float]) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--budgets", default="54,108,216",
-                        help="proxy trials per sweep, comma-separated (default 54,108,216)")
-    parser.add_argument("--seeds", default="0,1",
-                        help="sweep seeds (samplers), comma-separated (default 0,1)")
+    parser.add_argument(
+        "--budgets",
+        default="54,108,216",
+        help="proxy trials per sweep, comma-separated (default 54,108,216)",
+    )
+    parser.add_argument(
+        "--seeds", default="0,1", help="sweep seeds (samplers), comma-separated (default 0,1)"
+    )
     parser.add_argument("--tpe-runs", type=int, default=8, help="TPE runs at the target (8)")
-    parser.add_argument("--out", type=Path, default=Path("benchmark-transfer-regret"),
-                        help="working folder: studies and the target-run cache (resumable)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("benchmark-transfer-regret"),
+        help="working folder: studies and the target-run cache (resumable)",
+    )
     parser.add_argument("--device", default="auto", choices=("cpu", "cuda", "auto"))
     parser.add_argument("--results", type=Path, default=RESULTS, help="the markdown table to write")
     args = parser.parse_args(argv)
@@ -108,23 +120,40 @@ def main(argv: list[str] | None = None) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
     # 1. proxy sweeps and the three methods, per budget and seed
-    sweeps = []
+    sweeps: list[dict[str, Any]] = []
     for budget in budgets:
         for seed in seeds:
             config = replace(CONFIG, trials=budget)
-            study = demo.sweep(config, space, storage, device, budget, seed,
-                               study_name=f"benchmark-{budget}-seed{seed}", progress=False)
+            study = demo.sweep(
+                config,
+                space,
+                storage,
+                device,
+                budget,
+                seed,
+                study_name=f"benchmark-{budget}-seed{seed}",
+                progress=False,
+            )
             observations = as_observations(study)
-            result = extrapolate(observations, target=target, params=list(demo.PARAMS),
-                                 n_bootstrap=100, seed=seed)
+            result = extrapolate(
+                observations, target=target, params=list(demo.PARAMS), n_bootstrap=100, seed=seed
+            )
             best_trial = demo.best_proxy(observations)
-            hps = demo.method_hyperparameters(config, space, result, best_trial)
-            losses = {m: runs.loss(f"{m} @ {budget} trials seed {seed}", hps[m])
-                      for m in demo.METHODS}
+            hps = demo.method_hyperparameters(config, space, result.params, best_trial)
+            losses = {
+                m: runs.loss(f"{m} @ {budget} trials seed {seed}", hps[m]) for m in demo.METHODS
+            }
             relative, seconds = proxy_compute(study)
-            sweeps.append({"budget": budget, "seed": seed, "relative_compute": relative,
-                           "proxy_seconds": seconds, "losses": losses,
-                           "predicted": dict(result.params)})
+            sweeps.append(
+                {
+                    "budget": budget,
+                    "seed": seed,
+                    "relative_compute": relative,
+                    "proxy_seconds": seconds,
+                    "losses": losses,
+                    "predicted": dict(result.params),
+                }
+            )
             print(f"budget {budget} seed {seed}: {losses}")
 
     # 2. TPE directly at the target, one study per seed
@@ -134,12 +163,14 @@ def main(argv: list[str] | None = None) -> None:
             for name, dist in space.distributions.items()
             if isinstance(dist, Float)
         }
-        return runs.loss(f"tpe #{trial.number}", space.concretize(coords, target))
+        return float(runs.loss(f"tpe #{trial.number}", space.concretize(coords, target)))
 
     tpe_values: dict[int, list[float]] = {}
     for seed in seeds:
         tpe = optuna.create_study(
-            storage=storage, study_name=f"benchmark-tpe-seed{seed}", load_if_exists=True,
+            storage=storage,
+            study_name=f"benchmark-tpe-seed{seed}",
+            load_if_exists=True,
             sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=3),
         )
         done = len([t for t in tpe.trials if t.state.is_finished()])
@@ -153,8 +184,9 @@ def main(argv: list[str] | None = None) -> None:
     # 3. the reference grid at the target
     for lr in CONFIG.grid_lr:
         for tau in CONFIG.grid_tau:
-            runs.loss(f"grid {lr:g} {tau:g}",
-                      space.concretize({"base_lr": lr, "tau_epoch": tau}, target))
+            runs.loss(
+                f"grid {lr:g} {tau:g}", space.concretize({"base_lr": lr, "tau_epoch": tau}, target)
+            )
 
     finite = [v["val_loss"] for v in runs.cache.values() if math.isfinite(v["val_loss"])]
     best = min(finite)
@@ -175,64 +207,78 @@ def main(argv: list[str] | None = None) -> None:
         here = [e for e in sweeps if e["budget"] == budget]
         relative = mean([e["relative_compute"] for e in here])
         equal_k = max(1, math.floor(relative))
-        rows.append([
-            budget, f"{relative:.3f}", f"{mean([e['proxy_seconds'] for e in here]):.0f}",
-            *[cell([regret(e["losses"][m]) for e in here]) for m in demo.METHODS],
-            cell([tpe_regret(seed, equal_k) for seed in seeds]) + f" [{equal_k} run]",
-        ])
+        rows.append(
+            [
+                budget,
+                f"{relative:.3f}",
+                f"{mean([e['proxy_seconds'] for e in here]):.0f}",
+                *[cell([regret(e["losses"][m]) for e in here]) for m in demo.METHODS],
+                cell([tpe_regret(seed, equal_k) for seed in seeds]) + f" [{equal_k} run]",
+            ]
+        )
     table = format_table(
-        ["proxy trials", "proxy compute (target runs)", "proxy train s", *demo.METHODS,
-         "TPE at target, same compute"],
+        [
+            "proxy trials",
+            "proxy compute (target runs)",
+            "proxy train s",
+            *demo.METHODS,
+            "TPE at target, same compute",
+        ],
         rows,
     )
     tpe_rows = [
         [k, cell([tpe_regret(seed, k) for seed in seeds])]
-        for k in (1, 2, 4, 8, 16) if k <= args.tpe_runs
+        for k in (1, 2, 4, 8, 16)
+        if k <= args.tpe_runs
     ]
     tpe_table = format_table(["TPE runs at the target", "regret: mean (per seed)"], tpe_rows)
     elapsed = time.perf_counter() - started
     target_seconds = runs.train_seconds / max(1, len(runs.cache))
-    text = "\n".join([
-        "# Regret at the target vs proxy compute",
-        "",
-        f"Written by `benchmarks/transfer_regret.py` ({time.strftime('%Y-%m-%d')}, "
-        f"{platform.machine()}, {os.cpu_count()} CPU cores, device {device.type}, "
-        f"torch {torch.__version__}, optuna {optuna.__version__}; {elapsed:.0f} s wall, "
-        "shared with other processes).",
-        "",
-        "Task: the demo's character-level MLP language model on Python's standard-library source, "
-        f"{CONFIG.epochs} epochs, batch {CONFIG.batch_size}. Ladder: widths {CONFIG.widths} x "
-        f"dataset sizes {CONFIG.dataset_sizes}. Target: {target!r}. Regret = final validation "
-        f"loss (nats/char) minus the best loss any of the {len(runs.cache)} target runs reached "
-        f"({best:.4f}, {best_label}). Each cell: mean over sweep seeds {seeds}, then per seed. "
-        "Proxy compute = sum over proxy trials of width^2 x dataset_size x epochs, divided by the "
-        "same for one target run; 'proxy train s' is the measured training time of the sweep "
-        f"(one target run trained in {target_seconds:.0f} s on average here: small proxies are "
-        "dominated by per-step overhead, so in seconds the sweeps cost more than in FLOPs).",
-        "",
-        "```",
-        table,
-        "```",
-        "",
-        "TPE (n_startup_trials=3) directly at the target, same coordinates and ranges:",
-        "",
-        "```",
-        tpe_table,
-        "```",
-        "",
-        "Predicted coordinates at the target: "
-        + "; ".join(
-            f"{e['budget']} trials seed {e['seed']}: "
-            + ", ".join(f"{k}={v:.3g}" for k, v in e["predicted"].items())
-            for e in sweeps
-        )
-        + ".",
-        "",
-        "Raw target losses: `" + json.dumps(
-            {f"{e['budget']}/seed{e['seed']}": e["losses"] for e in sweeps}, sort_keys=True
-        ) + "`",
-        "",
-    ])
+    text = "\n".join(
+        [
+            "# Regret at the target vs proxy compute",
+            "",
+            f"Written by `benchmarks/transfer_regret.py` ({time.strftime('%Y-%m-%d')}, "
+            f"{platform.machine()}, {os.cpu_count()} CPU cores, device {device.type}, "
+            f"torch {torch.__version__}, optuna {optuna.__version__}; {elapsed:.0f} s wall, "
+            "shared with other processes).",
+            "",
+            "Task: the demo's character-level MLP language model on Python's standard-library source, "
+            f"{CONFIG.epochs} epochs, batch {CONFIG.batch_size}. Ladder: widths {CONFIG.widths} x "
+            f"dataset sizes {CONFIG.dataset_sizes}. Target: {target!r}. Regret = final validation "
+            f"loss (nats/char) minus the best loss any of the {len(runs.cache)} target runs reached "
+            f"({best:.4f}, {best_label}). Each cell: mean over sweep seeds {seeds}, then per seed. "
+            "Proxy compute = sum over proxy trials of width^2 x dataset_size x epochs, divided by the "
+            "same for one target run; 'proxy train s' is the measured training time of the sweep "
+            f"(one target run trained in {target_seconds:.0f} s on average here: small proxies are "
+            "dominated by per-step overhead, so in seconds the sweeps cost more than in FLOPs).",
+            "",
+            "```",
+            table,
+            "```",
+            "",
+            "TPE (n_startup_trials=3) directly at the target, same coordinates and ranges:",
+            "",
+            "```",
+            tpe_table,
+            "```",
+            "",
+            "Predicted coordinates at the target: "
+            + "; ".join(
+                f"{e['budget']} trials seed {e['seed']}: "
+                + ", ".join(f"{k}={v:.3g}" for k, v in e["predicted"].items())
+                for e in sweeps
+            )
+            + ".",
+            "",
+            "Raw target losses: `"
+            + json.dumps(
+                {f"{e['budget']}/seed{e['seed']}": e["losses"] for e in sweeps}, sort_keys=True
+            )
+            + "`",
+            "",
+        ]
+    )
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(text)
     print(text)

@@ -1,4 +1,4 @@
-"""``transfersearch demo``: a real proxy ladder transferred to a 4× wider target with 4× more data.
+"""``transfersearch demo``: a real proxy ladder transferred to a 4× wider target with 8× more data.
 
 What it does, end to end, on Python's own standard-library source text (see
 :mod:`transfersearch.integrations._demo_task`):
@@ -22,6 +22,14 @@ What it does, end to end, on Python's own standard-library source text (see
 4. Runs a small grid at the target (in the same coordinates; it does not depend on any method) and
    reports each method's regret: its loss minus the best loss found at the target, counting the
    three methods' own runs.
+
+Why the target is 4× wider but 8× more data (in every mode): under constant τ_epoch with
+``MuP()`` the hidden/output weight decay moves by s·(N_proxy/N_target) from the largest proxy to the
+target. Were the width and data ratios equal (say 4× and 4×) that factor would be exactly 1, the
+same as ``mup_fixed_wd``'s, and the comparison could not tell the two rules apart. At 4× and 8× the
+rules disagree by a factor of 2 on the hidden weight decay (and copying the proxy's lr differs from
+µP's by 4×); ``tests/test_demo.py`` checks that the three methods' hidden-group (lr, weight_decay)
+differ pairwise at the target in every mode.
 
 Outputs in ``DIR``: ``study.db``, ``target_runs.json`` (a cache, so a re-run resumes),
 ``summary.json`` (strict JSON: a method whose target run diverged has loss and regret ``null``)
@@ -64,10 +72,13 @@ class DemoConfig:
 
     Attributes:
         name: the mode ("quick", "default", "full"); also the Optuna study's name suffix.
-        widths, dataset_sizes: the ladder is their product (every width at every size).
+        widths, dataset_sizes: the ladder is their product (every width at every size). The
+            dataset sizes span at least 4×, so the dataset exponent of a law is identifiable.
         batch_size: samples per step (the same on every rung and at the target).
         epochs: passes over the data; several, so the run overfits and weight decay matters.
-        target_width, target_dataset_size: the scale transferred to.
+        target_width, target_dataset_size: the scale transferred to: at least 4× the largest
+            proxy's width and dataset size, with *different* width and data ratios (see the module
+            docstring: equal ratios make µP-with-fixed-decay coincide with constant τ_epoch).
         trials: proxy trials in total (split over the rungs by :func:`rung_budgets`).
         grid_lr, grid_tau: the target grid, in base_lr × tau_epoch.
         lr_range, tau_range: the swept ranges (log-uniform).
@@ -109,11 +120,11 @@ MODES: dict[str, DemoConfig] = {
     "quick": DemoConfig(
         name="quick",
         widths=(8, 16),
-        dataset_sizes=(512, 1024),
+        dataset_sizes=(256, 1024),
         batch_size=64,
         epochs=2,
         target_width=64,
-        target_dataset_size=4096,
+        target_dataset_size=8192,
         trials=20,
         grid_lr=(0.01, 0.05),
         grid_tau=(0.3, 2.0),
@@ -125,7 +136,7 @@ MODES: dict[str, DemoConfig] = {
         batch_size=64,
         epochs=4,
         target_width=256,
-        target_dataset_size=16384,
+        target_dataset_size=32768,
         trials=160,
         grid_lr=(0.004, 0.015, 0.06),
         grid_tau=(0.3, 1.0, 3.0),
@@ -137,7 +148,7 @@ MODES: dict[str, DemoConfig] = {
         batch_size=64,
         epochs=4,
         target_width=512,
-        target_dataset_size=32768,
+        target_dataset_size=65536,
         trials=270,
         grid_lr=(0.002, 0.005, 0.012, 0.03, 0.08),
         grid_tau=(0.3, 1.0, 3.0),
@@ -217,19 +228,20 @@ def sweep(
 
     def objective(trial: optuna.Trial) -> float:
         scale, hp = sampler.suggest(trial)
-        result = task.train(
-            scale, hp, epochs=config.epochs, device=device, corpus=corpus
-        )
+        result = task.train(scale, hp, epochs=config.epochs, device=device, corpus=corpus)
         trial.set_user_attr("seconds", result.seconds)
         return float(result.val_loss)
 
     done = sum(1 for t in study.trials if t.state.is_finished())
     remaining = max(0, trials - done)
     if remaining:
-        print(f"proxy sweep: {remaining} trials over {len(config.ladder)} rungs "
-              f"({done} already in {storage})")
-        study.optimize(objective, n_trials=remaining, show_progress_bar=progress,
-                       catch=(RuntimeError,))
+        print(
+            f"proxy sweep: {remaining} trials over {len(config.ladder)} rungs "
+            f"({done} already in {storage})"
+        )
+        study.optimize(
+            objective, n_trials=remaining, show_progress_bar=progress, catch=(RuntimeError,)
+        )
     else:
         print(f"proxy sweep: {done} trials already in {storage}; resuming from them")
     return study
@@ -248,9 +260,22 @@ def best_proxy(observations: list[Observation]) -> Observation:
 
 
 def method_hyperparameters(
-    config: DemoConfig, space: TransferSpace, result: Extrapolation, best: Observation
+    config: DemoConfig,
+    space: TransferSpace,
+    predicted: Mapping[str, float],
+    best: Observation,
 ) -> dict[str, Hyperparameters]:
-    """The target hyperparameters of each method (see the module docstring)."""
+    """The target hyperparameters of each method (see the module docstring).
+
+    Args:
+        config: the demo size (its ``target`` is where the hyperparameters are concretised).
+        space: the swept space (:func:`build_space`).
+        predicted: the extrapolated coordinates at the target (``Extrapolation.params``).
+        best: the best trial of the largest proxy rung (:func:`best_proxy`).
+
+    Returns:
+        Concrete hyperparameters at the target, by method name (``METHODS``).
+    """
     target = config.target
     proxy_hp = space.concretize(dict(best.params), best.scale)
     copy_space = TransferSpace(
@@ -264,7 +289,7 @@ def method_hyperparameters(
         MuP(wd_width_exponent=0.0, dataset=None, batch=None),
     )
     return {
-        "transfersearch": result.hyperparameters(space),
+        "transfersearch": space.concretize(dict(predicted), target),
         "copy_best_proxy": copy_space.concretize({}, target),
         "mup_fixed_wd": fixed_space.concretize({}, target),
     }
@@ -299,7 +324,9 @@ class TargetRuns:
                 self.config.target, hp, epochs=self.config.epochs, device=self.device
             )
             self.cache[key] = {
-                "label": label, "val_loss": outcome.val_loss, "seconds": outcome.seconds
+                "label": label,
+                "val_loss": outcome.val_loss,
+                "seconds": outcome.seconds,
             }
             self.path.write_text(json.dumps(self.cache, indent=1))
         return float(self.cache[key]["val_loss"])
@@ -344,7 +371,11 @@ def run(
         raise TransferSearchError("--full and --quick exclude each other; pick one.")
     config = MODES["full" if full else "quick" if quick else "default"]
     if trials is not None:
-        if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2 * len(config.ladder):
+        if (
+            isinstance(trials, bool)
+            or not isinstance(trials, int)
+            or trials < 2 * len(config.ladder)
+        ):
             raise TransferSearchError(
                 f"`--trials` must be an integer >= {2 * len(config.ladder)} (two per rung of the "
                 f"{len(config.ladder)}-rung ladder), but got trials={trials!r}."
@@ -356,22 +387,30 @@ def run(
     folder.mkdir(parents=True, exist_ok=True)
     space = build_space(config)
     target = config.target
-    print(f"transfersearch demo ({config.name}) on {dev.type}: ladder widths {config.widths} x "
-          f"dataset sizes {config.dataset_sizes}, target {target!r}")
+    print(
+        f"transfersearch demo ({config.name}) on {dev.type}: ladder widths {config.widths} x "
+        f"dataset sizes {config.dataset_sizes}, target {target!r}"
+    )
 
     study = sweep(config, space, f"sqlite:///{folder / 'study.db'}", dev, config.trials, seed)
     sweep_seconds = time.perf_counter() - started
     observations = as_observations(study)
-    result = extrapolate(observations, target=target, params=list(PARAMS), n_bootstrap=200, seed=seed)
+    result = extrapolate(
+        observations, target=target, params=list(PARAMS), n_bootstrap=200, seed=seed
+    )
     best = best_proxy(observations)
-    hps = method_hyperparameters(config, space, result, best)
+    hps = method_hyperparameters(config, space, result.params, best)
 
     target_runs = TargetRuns(folder / "target_runs.json", config, dev)
     runs: list[tuple[str, Hyperparameters]] = list(hps.items())
     for lr in config.grid_lr:
         for tau in config.grid_tau:
-            runs.append((f"grid base_lr={lr:g} tau_epoch={tau:g}",
-                         space.concretize({"base_lr": lr, "tau_epoch": tau}, target)))
+            runs.append(
+                (
+                    f"grid base_lr={lr:g} tau_epoch={tau:g}",
+                    space.concretize({"base_lr": lr, "tau_epoch": tau}, target),
+                )
+            )
     losses: dict[str, float] = {}
     bar = tqdm(runs, desc="target runs", unit="run")
     for label, hp in bar:
@@ -380,13 +419,16 @@ def run(
     bar.close()
     finite = [v for v in losses.values() if math.isfinite(v)]
     best_loss = min(finite) if finite else math.nan
-    best_label = min((k for k in losses if math.isfinite(losses[k])), key=losses.__getitem__,
-                     default="none")
+    best_label = min(
+        (k for k in losses if math.isfinite(losses[k])), key=losses.__getitem__, default="none"
+    )
     regret = {m: losses[m] - best_loss if math.isfinite(losses[m]) else math.inf for m in METHODS}
 
     marks = {m: _coords_at_target(space, hps[m]) for m in METHODS[1:]}
     plot_report(
-        observations, result, folder / "report.png",
+        observations,
+        result,
+        folder / "report.png",
         title=f"transfersearch demo ({config.name}): char-MLP on the stdlib, target {target!r}",
         marks=marks,
     )
@@ -405,12 +447,19 @@ def run(
             "exponents": {k: dict(law.exponents) for k, law in result.laws.items()},
             "model": result.model,
         },
-        "best_proxy": {"scale": best.scale.to_dict(), "params": dict(best.params),
-                       "value": best.value},
+        "best_proxy": {
+            "scale": best.scale.to_dict(),
+            "params": dict(best.params),
+            "value": best.value,
+        },
         "methods": {
-            m: {"val_loss": losses[m], "regret": regret[m],
-                "lr": hps[m].lr, "weight_decay": hps[m].weight_decay,
-                "coordinates": _coords_at_target(space, hps[m])}
+            m: {
+                "val_loss": losses[m],
+                "regret": regret[m],
+                "lr": hps[m].lr,
+                "weight_decay": hps[m].weight_decay,
+                "coordinates": _coords_at_target(space, hps[m]),
+            }
             for m in METHODS
         },
         "target_grid": {k: v for k, v in losses.items() if k not in METHODS},
@@ -420,8 +469,10 @@ def run(
     }
     (folder / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2, allow_nan=False))
     _print_summary(summary, result, interval)
-    print(f"wrote {folder / 'summary.json'} and {folder / 'report.png'} "
-          f"in {summary['seconds']['total']:.0f} s")
+    print(
+        f"wrote {folder / 'summary.json'} and {folder / 'report.png'} "
+        f"in {summary['seconds']['total']:.0f} s"
+    )
     return summary
 
 
@@ -440,33 +491,62 @@ def _print_summary(
     summary: Mapping[str, Any], result: Extrapolation, interval: Mapping[str, tuple[float, float]]
 ) -> None:
     print()
-    print(format_table(
-        ["param", "predicted at target", "90% low", "90% high", "law"],
-        [
-            [name, value, interval[name][0], interval[name][1],
-             ", ".join(f"{k}^{v:+.2f}" for k, v in sorted(result.laws[name].exponents.items()))]
-            for name, value in result.params.items()
-        ],
-    ))
+    print(
+        format_table(
+            ["param", "predicted at target", "90% low", "90% high", "law"],
+            [
+                [
+                    name,
+                    value,
+                    interval[name][0],
+                    interval[name][1],
+                    ", ".join(
+                        f"{k}^{v:+.2f}" for k, v in sorted(result.laws[name].exponents.items())
+                    ),
+                ]
+                for name, value in result.params.items()
+            ],
+        )
+    )
     print()
     methods = summary["methods"]
-    print(format_table(
-        ["method", "val loss (nats/char)", "regret", "hidden lr", "hidden wd", "base_lr", "tau_epoch"],
-        [
-            [m, methods[m]["val_loss"], methods[m]["regret"], methods[m]["lr"],
-             methods[m]["weight_decay"], methods[m]["coordinates"]["base_lr"],
-             methods[m]["coordinates"]["tau_epoch"]]
-            for m in METHODS
-        ],
-    ))
+    print(
+        format_table(
+            [
+                "method",
+                "val loss (nats/char)",
+                "regret",
+                "hidden lr",
+                "hidden wd",
+                "base_lr",
+                "tau_epoch",
+            ],
+            [
+                [
+                    m,
+                    methods[m]["val_loss"],
+                    methods[m]["regret"],
+                    methods[m]["lr"],
+                    methods[m]["weight_decay"],
+                    methods[m]["coordinates"]["base_lr"],
+                    methods[m]["coordinates"]["tau_epoch"],
+                ]
+                for m in METHODS
+            ],
+        )
+    )
     best = summary["best_at_target"]
-    print(f"best loss at the target: {best['val_loss']:.4f} ({best['label']}); "
-          f"{len(summary['target_grid'])} grid runs + 3 methods")
+    print(
+        f"best loss at the target: {best['val_loss']:.4f} ({best['label']}); "
+        f"{len(summary['target_grid'])} grid runs + 3 methods"
+    )
     regret = summary["regret"]
     winner = min(METHODS, key=lambda m: regret[m])
     if winner == "transfersearch":
         print("lowest regret of the three methods: transfersearch")
     else:
-        print(f"lowest regret of the three methods: {winner} (transfersearch's regret "
-              f"{regret['transfersearch']:.4g} vs {regret[winner]:.4g}); this run's numbers are "
-              "reported as measured")
+        print(
+            f"lowest regret of the three methods: {winner} (transfersearch's regret "
+            f"{regret['transfersearch']:.4g} vs {regret[winner]:.4g}); this run's numbers are "
+            "reported as measured"
+        )

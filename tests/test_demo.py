@@ -9,6 +9,8 @@ against the best loss found there, and the report picture. Re-running must resum
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import json
 import math
 import subprocess
@@ -23,13 +25,41 @@ pytest.importorskip("matplotlib")
 pytest.importorskip("tqdm")
 
 from transfersearch.integrations import _demo_task, demo  # noqa: E402
+from transfersearch.observations import Observation  # noqa: E402
+
+BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks" / "transfer_regret.py"
+
+
+def _benchmark_config() -> demo.DemoConfig:
+    """The ladder and target of ``benchmarks/transfer_regret.py`` (imported from its file)."""
+    spec = importlib.util.spec_from_file_location("_transfer_regret_benchmark", BENCHMARK)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    config: demo.DemoConfig = module.CONFIG
+    return config
+
+
+CONFIGS = {**demo.MODES, "benchmark": _benchmark_config()}
 
 
 def run_cli(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "transfersearch.cli", "demo", "--quick", "--device", "cpu",
-         "--out", str(out), *extra],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "transfersearch.cli",
+            "demo",
+            "--quick",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
@@ -135,3 +165,54 @@ def test_device_resolution() -> None:
     assert _demo_task.resolve_device("cpu").type == "cpu"
     with pytest.raises(ValueError, match="device"):
         _demo_task.resolve_device("tpu")
+
+
+@pytest.mark.parametrize("mode", sorted(CONFIGS))
+def test_ladder_and_target_make_the_comparison_informative(mode: str) -> None:
+    """Issue 7's target (>= 4x wider, >= 4x more data) with unequal width and data ratios.
+
+    Equal ratios make constant tau_epoch under muP move the hidden weight decay by s * N_p/N_t = 1,
+    i.e. coincide with muP holding the weight decay fixed; a >= 4x spread of dataset sizes keeps
+    the dataset exponent identifiable.
+    """
+    config = CONFIGS[mode]
+    width_ratio = config.target_width / max(config.widths)
+    data_ratio = config.target_dataset_size / max(config.dataset_sizes)
+    assert width_ratio >= 4 and data_ratio >= 4
+    assert not math.isclose(width_ratio, data_ratio, rel_tol=0.25), (width_ratio, data_ratio)
+    assert max(config.dataset_sizes) / min(config.dataset_sizes) >= 4
+    assert config.target_dataset_size <= _demo_task.load_corpus().max_dataset_size
+
+
+@pytest.mark.parametrize("mode", sorted(CONFIGS))
+def test_the_three_methods_differ_at_the_target_even_from_the_same_coordinates(mode: str) -> None:
+    """Each pair of methods gives a different hidden-group (lr, weight_decay) at the target.
+
+    The hardest case: the extrapolation predicts exactly the best proxy trial's coordinates, so only
+    the scaling rules can make the methods differ. Equal width and data ratios (the old 4x / 4x
+    targets) gave transfersearch and mup_fixed_wd the same hidden lr and weight decay.
+    """
+    config = CONFIGS[mode]
+    space = demo.build_space(config)
+    coords = {
+        "base_lr": math.sqrt(config.lr_range[0] * config.lr_range[1]),
+        "tau_epoch": math.sqrt(config.tau_range[0] * config.tau_range[1]),
+    }
+    observations = [
+        Observation(scale, coords, 2.0 + 0.01 * i) for i, scale in enumerate(config.ladder)
+    ]
+    best = demo.best_proxy(observations)
+    assert best.scale["width"] == max(config.widths)
+    assert best.scale["dataset_size"] == max(config.dataset_sizes)
+    hps = demo.method_hyperparameters(config, space, coords, best)
+    assert set(hps) == set(demo.METHODS)
+    hidden = {
+        method: (hp.groups["hidden"]["lr"], hp.groups["hidden"]["weight_decay"])
+        for method, hp in hps.items()
+    }
+    for first, second in itertools.combinations(demo.METHODS, 2):
+        (lr_a, wd_a), (lr_b, wd_b) = hidden[first], hidden[second]
+        same = math.isclose(lr_a, lr_b, rel_tol=0.25) and math.isclose(wd_a, wd_b, rel_tol=0.25)
+        assert not same, f"{mode}: {first} {hidden[first]} vs {second} {hidden[second]}"
+    for hp in hps.values():
+        assert hp.scale == config.target

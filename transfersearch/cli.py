@@ -381,10 +381,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     demo = sub.add_parser(
-        "demo", help="train a real proxy ladder and transfer it to a 4x larger target (~5 min CPU)",
+        "demo", help="train a real proxy ladder and transfer it to a 4x wider target (~4 min CPU)",
         description="Sweep base lr and tau_epoch with Optuna on a ladder of small character-level "
         "models trained on Python's standard library, fit how the optimum moves with width and "
-        "data, extrapolate to a target 4x wider with 4x more data, and measure the regret there "
+        "data, extrapolate to a target 4x wider with 8x more data, and measure the regret there "
         "of transfersearch, copying the best proxy, and muP with weight decay held fixed.",
     )
     demo.add_argument("--out", default="transfersearch-demo", metavar="DIR",
