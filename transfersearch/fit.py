@@ -64,7 +64,7 @@ _FLOOR_FRACTION = 0.1
 _DEPTH_FRACTION = 1.0
 _DEPTH_NOISE = 3.0
 #: A minimiser whose leverage exceeds this multiple of the largest fitted trial's is rejected.
-_LEVERAGE_RATIO = 3.0
+_LEVERAGE_RATIO = 10.0
 
 Method = Literal["quadratic", "fallback", "fallback-implausible"]
 
@@ -476,10 +476,14 @@ def _implausible(depth: float, spread: float, residual: float, leverage_ratio: f
       outside the ellipsoid that holds every fitted trial (the regressor-variable hull; Montgomery,
       Peck & Vining, *Introduction to Linear Regression Analysis*, §3.8 "hidden extrapolation"):
       its location is an extrapolation of the model, typically a box corner or a valley running
-      out of the sampled region. A small step outside is normal for a minimum just past the best
-      trials, so the test rejects ``h(u*) > 3·maxᵢ h(uᵢ)`` (prediction stderr above √3 ≈ 1.7× the
-      worst fitted trial's); measured on synthetic ladders, estimates past that ratio were mostly
-      worse than the mean of the best trials, those below it mostly better.
+      out of the sampled region. A step outside is normal for a minimum just past the best
+      trials — and the rule, not the exception, on a rung whose trials a law-guided sampler
+      clustered around a prediction that was slightly off — so the test rejects only
+      ``h(u*) > 10·maxᵢ h(uᵢ)`` (prediction stderr above √10 ≈ 3.2× the worst fitted trial's).
+      Calibrated by measurement: at 3× the Optuna sampler's synthetic-law test lost its transfer
+      (correct extrapolations at ratios 3.1–16 on clustered rungs were rejected for a worse mean
+      of the best trials); at 10× those are kept and the clustered-valley test cases (ratios in
+      the hundreds and more) are still caught.
 
     Args:
         depth: ``D``, the best fitted trial's value minus the model's minimum.
