@@ -480,7 +480,8 @@ def test_law_gating_under_max_concurrent_trials(cluster, tmp_path):
     )
     tuner = tune.Tuner(
         tune.with_resources(timed_trainable, resources=search.resources(gpu=0, cpu=0.5)),
-        param_space={"sleep_s": 0.5},
+        # long enough that rung-1 trials overlap even when the machine is loaded
+        param_space={"sleep_s": 1.5},
         tune_config=tune.TuneConfig(
             search_alg=search, num_samples=10, max_concurrent_trials=4, reuse_actors=True
         ),
