@@ -15,7 +15,6 @@ Run: ``python benchmarks/optuna_transfer.py`` (about 2 minutes on 2 CPU cores). 
 
 from __future__ import annotations
 
-import math
 import statistics
 import sys
 import time
@@ -24,38 +23,21 @@ from pathlib import Path
 import numpy as np
 import optuna
 
-import transfersearch as ts
+from transfersearch import synthetic
 from transfersearch.integrations.optuna import TransferSampler
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 
-BASE = ts.Scale(width=64, dataset_size=2e4, batch_size=64)
-SPACE = ts.TransferSpace(
-    BASE,
-    {"base_lr": ts.Float(1e-5, 1.0, log=True), "tau_epoch": ts.Float(1e-2, 1e2, log=True)},
-)
-LADDER = [
-    ts.Scale(width=w, dataset_size=n, batch_size=64)
-    for w, n in ((64, 2e4), (128, 2e4), (64, 8e4), (256, 8e4))
-]
+SPACE = synthetic.make_space()
+LADDER = list(synthetic.LADDER)
 BUDGETS = [12, 12, 12, 150]
 SEEDS = range(10)
 TARGETS = (0.1, 0.02)
 RESULTS = Path(__file__).parent / "results" / "optuna_transfer.md"
 
 
-def optimum(scale: ts.Scale) -> tuple[float, float]:
-    s = math.log(scale["width"] / 64)
-    d = math.log(scale["dataset_size"] / 2e4)
-    return math.log(3e-3) - 0.6 * s + 0.25 * d, 0.4 * s - 0.3 * d
-
-
-def regret(scale: ts.Scale, params: dict[str, float]) -> float:
-    lr_star, tau_star = optimum(scale)
-    return (
-        0.5 * (math.log(params["base_lr"]) - lr_star) ** 2
-        + 0.3 * (math.log(params["tau_epoch"]) - tau_star) ** 2
-    )
+optimum = synthetic.log_optimum
+regret = synthetic.regret
 
 
 def run(method: str, seed: int, target: float) -> tuple[int, float] | None:

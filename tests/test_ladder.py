@@ -10,24 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import transfersearch as ts
+from transfersearch import synthetic
 from transfersearch.ladder import TransferPlanner, default_cost, gpu_shares
 from transfersearch.observations import Observation
 
-BASE = ts.Scale(width=64, dataset_size=2e4, batch_size=64)
-SPACE = ts.TransferSpace(
-    BASE,
-    {"base_lr": ts.Float(1e-5, 1.0, log=True), "tau_epoch": ts.Float(1e-2, 1e2, log=True)},
-)
-LADDER = [
-    ts.Scale(width=w, dataset_size=n, batch_size=64)
-    for w, n in ((256, 8e4), (64, 2e4), (128, 2e4), (64, 8e4))
-]
-
-
-def optimum(scale: ts.Scale) -> tuple[float, float]:
-    """Known law: log base_lr* = log 3e-3 − 0.6 log(w/64) + 0.25 log(N/2e4); log τ* = ..."""
-    s, d = math.log(scale["width"] / 64), math.log(scale["dataset_size"] / 2e4)
-    return math.log(3e-3) - 0.6 * s + 0.25 * d, 0.4 * s - 0.3 * d
+SPACE = synthetic.make_space()
+BASE = synthetic.BASE
+#: Deliberately not in cost order: the planner must sort it.
+LADDER = [synthetic.LADDER[i] for i in (3, 0, 1, 2)]
+optimum = synthetic.log_optimum
 
 
 def observations(planner: TransferPlanner, rungs: list[int], n: int, seed: int = 0) -> list:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 optuna = pytest.importorskip("optuna")
 
 import transfersearch as ts  # noqa: E402
+from transfersearch import synthetic  # noqa: E402
 from transfersearch.extrapolate import extrapolate  # noqa: E402
 from transfersearch.integrations.optuna import (  # noqa: E402
     RUNG_ATTR,
@@ -27,33 +28,13 @@ from transfersearch.integrations.optuna import (  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 
-BASE = ts.Scale(width=64, dataset_size=2e4, batch_size=64)
-SPACE = ts.TransferSpace(
-    BASE,
-    {"base_lr": ts.Float(1e-5, 1.0, log=True), "tau_epoch": ts.Float(1e-2, 1e2, log=True)},
-)
+BASE = synthetic.BASE
+SPACE = synthetic.make_space()
 #: Cost order: (64, 2e4) < (128, 2e4) = (64, 8e4) < (256, 8e4). Width and data both vary.
-LADDER = [
-    ts.Scale(width=w, dataset_size=n, batch_size=64)
-    for w, n in ((64, 2e4), (128, 2e4), (64, 8e4), (256, 8e4))
-]
-TOP = ts.Scale(width=256, dataset_size=8e4, batch_size=64)
-
-
-def optimum(scale: ts.Scale) -> tuple[float, float]:
-    """The known law: log base_lr* and log tau_epoch* drift with width and dataset size."""
-    s = math.log(scale["width"] / 64)
-    d = math.log(scale["dataset_size"] / 2e4)
-    return math.log(3e-3) - 0.6 * s + 0.25 * d, 0.4 * s - 0.3 * d
-
-
-def regret(scale: ts.Scale, params: dict[str, float]) -> float:
-    """Loss above the optimum: 0.5·(Δ log lr)² + 0.3·(Δ log τ)²."""
-    lr_star, tau_star = optimum(scale)
-    return (
-        0.5 * (math.log(params["base_lr"]) - lr_star) ** 2
-        + 0.3 * (math.log(params["tau_epoch"]) - tau_star) ** 2
-    )
+LADDER = list(synthetic.LADDER)
+TOP = synthetic.TOP
+optimum = synthetic.log_optimum
+regret = synthetic.regret
 
 
 def make_objective(sampler: TransferSampler, noise: float = 0.01, seed: int = 0) -> Any:
