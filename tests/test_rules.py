@@ -75,3 +75,9 @@ def test_vector_weight_decay_is_optional() -> None:
     assert on["vector"] == (1.0, 1.0) and off["vector"] == (1.0, 0.0)
     assert off["hidden"] == (0.25, 4.0)
     assert math.isclose(rules.MuP(wd_width_exponent=0.5).group_multipliers(4.0)["hidden"][1], 2.0)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, "1", None])
+def test_mup_refuses_a_non_finite_exponent_at_construction(bad: object) -> None:
+    with pytest.raises(ts.TransferSearchError, match="wd_width_exponent"):
+        rules.MuP(wd_width_exponent=bad)  # type: ignore[arg-type]

@@ -301,3 +301,10 @@ def test_longer_tau_epoch_means_less_weight_decay_and_wider_lowers_hidden_lr(
         raise
     assert longer.weight_decay < hp.weight_decay
     assert wider.lr < hp.lr and wider.weight_decay > hp.weight_decay
+
+
+def test_unstable_target_names_the_scale_and_group() -> None:
+    with pytest.raises(ts.TransferSearchError, match=r"at Scale\(.*dataset_size=100.*group \(lr=.*Lower lr or weight_decay"):
+        make_space().concretize(
+            {"base_lr": 0.1, "tau_epoch": 0.05}, ts.Scale(batch_size=256, dataset_size=100)
+        )

@@ -375,11 +375,20 @@ class MuP(Rule):
 
     wd_width_exponent: float = 1.0
 
-    def width_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
-        if not math.isfinite(self.wd_width_exponent):
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        exponent = self.wd_width_exponent
+        if (
+            isinstance(exponent, bool)
+            or not isinstance(exponent, (int, float))
+            or not math.isfinite(exponent)
+        ):
             raise TransferSearchError(
-                f"`wd_width_exponent` must be finite, but got {self.wd_width_exponent!r}."
+                f"`wd_width_exponent` must be a finite number (0 standard, 0.5 Fan et al., 1 "
+                f"constant tau), but got wd_width_exponent={exponent!r}."
             )
+
+    def width_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
         matrix = (1.0 / width_mult, width_mult**self.wd_width_exponent)
         return {"input": (1.0, 1.0), "hidden": matrix, "output": matrix, "vector": (1.0, 1.0)}
 

@@ -69,7 +69,9 @@ class Float:
         _check_bounds(self.low, self.high, self.log)
 
     def contains(self, value: object) -> bool:
-        return isinstance(value, Real) and _is_number(value) and self.low <= float(value) <= self.high
+        return (
+            isinstance(value, Real) and _is_number(value) and self.low <= float(value) <= self.high
+        )
 
     def sample(self, rng: np.random.Generator) -> float:
         if self.log:
@@ -442,7 +444,7 @@ class TransferSpace:
                         f"coordinate {name}={value!r} lies outside its distribution {dist!r}. "
                         "Widen the distribution or pick a value inside it."
                     )
-            elif name in COORDINATES[:-4] or name in ("eps",):
+            elif name in (*LR_COORDS, *WD_COORDS, *PRODUCT_COORDS, "eps"):
                 check_positive(f"coords.{name}", value)
             elif name in ("beta1", "beta2", "ema_momentum"):
                 if not _is_number(value) or not 0.0 <= float(value) < 1.0:
@@ -524,7 +526,13 @@ class TransferSpace:
             lr = lr0 * lr_mult
             wd = wd0 * wd_mult * dataset_factor
             if rule.batch_rule is not None and kappa != 1.0:
-                moved = rule.batch_rule.transfer(lr, wd, betas, eps, kappa)
+                try:
+                    moved = rule.batch_rule.transfer(lr, wd, betas, eps, kappa)
+                except TransferSearchError as exc:
+                    raise TransferSearchError(
+                        f"at {target!r}, {group} group (lr={lr:g}, weight_decay={wd:g} before the "
+                        f"batch rule, kappa={kappa:g}): {exc}"
+                    ) from exc
                 lr, wd, new_betas, new_eps = moved.lr, moved.weight_decay, moved.betas, moved.eps
                 beta_forms = moved.beta_forms
             groups[group] = {"lr": lr, "weight_decay": wd, "independent_wd": lr * wd}
