@@ -20,7 +20,8 @@ How a trial is planned (all decisions are made by :class:`~transfersearch.ladder
 the same code the Ray Tune adapter uses):
 
 * ``before_trial`` picks the rung with :meth:`TransferPlanner.assign_rung` from the trials in
-  storage (running, complete and pruned count; failed ones do not, they are retried), stores it in
+  storage (running, complete, pruned and failed-by-the-objective count: a diverged trial cost
+  compute; a dead worker's trial does not, it is retried), stores it in
   the trial's system attributes (``"transfersearch:rung"``) so it is decided once, and records
   ``rung``, ``scale.<name>`` and ``transfer`` (where the coordinates came from) as user attributes.
   With several workers two trials may see the same counts; a budget then overshoots by at most the
@@ -49,7 +50,8 @@ the same code the Ray Tune adapter uses):
   show them.
 
 Faults: a trial returning NaN is marked FAIL by Optuna and read back as a diverged observation
-(``state="failed"``); a trial failed by the storage heartbeat (its worker died) is left out of the
+(``state="failed"``); it uses up its rung's budget, and its rung's base sampler sees it as a
+COMPLETE trial with the worst value of the rung, so TPE or GP learns to stay off the cliff. A trial failed by the storage heartbeat (its worker died) is left out of the
 fit, and :func:`make_storage` retries it. Use :class:`RungPruner` to make a pruner compare trials
 within one rung. :func:`launch_workers` (and ``python -m transfersearch.integrations.optuna
 workers``) runs one worker process per GPU slot on one study.
@@ -161,11 +163,17 @@ def _rung_of(trial: FrozenTrial) -> int | None:
 
 class _RungView:
     """A study as seen from one rung: ``get_trials``/``_get_trials``/``trials`` keep only the
-    trials of ``rung``; every other attribute is the study's own."""
+    trials of ``rung``; every other attribute is the study's own.
 
-    def __init__(self, study: Study, rung: int) -> None:
+    With ``failed_as_worst`` (the base sampler's view), a trial the objective failed (it returned
+    NaN, i.e. diverged, or raised) appears as COMPLETE with the worst value seen (see
+    :func:`_worst_value`), so TPE or GP learns to avoid its region instead of never hearing of it.
+    """
+
+    def __init__(self, study: Study, rung: int, *, failed_as_worst: bool = False) -> None:
         self._study = study
         self._rung = rung
+        self._failed_as_worst = failed_as_worst
 
     def _get_trials(
         self,
@@ -173,8 +181,23 @@ class _RungView:
         states: Container[TrialState] | None = None,
         use_cache: bool = False,
     ) -> list[FrozenTrial]:
-        trials = self._study._get_trials(deepcopy=deepcopy, states=states, use_cache=use_cache)
-        return [t for t in trials if t.system_attrs.get(RUNG_ATTR) == self._rung]
+        if not self._failed_as_worst or (states is not None and TrialState.COMPLETE not in states):
+            trials = self._study._get_trials(deepcopy=deepcopy, states=states, use_cache=use_cache)
+            return [t for t in trials if t.system_attrs.get(RUNG_ATTR) == self._rung]
+        # Fetch the FAIL trials too: the told ones stand in as COMPLETE.
+        everything = self._study._get_trials(deepcopy=deepcopy, states=None, use_cache=use_cache)
+        worst = _worst_value(everything, self._rung, self._study.direction)
+        result = []
+        for trial in everything:
+            if trial.system_attrs.get(RUNG_ATTR) != self._rung:
+                continue
+            if worst is not None and _told_fail(trial):
+                trial = copy.copy(trial)  # never change the study's (cached) trial
+                trial.state = TrialState.COMPLETE
+                trial.values = [worst]
+            if states is None or trial.state in states:
+                result.append(trial)
+        return result
 
     def get_trials(
         self, deepcopy: bool = True, states: Container[TrialState] | None = None
@@ -189,9 +212,39 @@ class _RungView:
         return getattr(self._study, name)
 
 
-def _rung_view(study: Study, rung: int) -> Study:
+def _rung_view(study: Study, rung: int, *, failed_as_worst: bool = False) -> Study:
     """``study`` restricted to the trials of ``rung`` (typed as a Study for its users)."""
-    return cast(Study, _RungView(study, rung))
+    return cast(Study, _RungView(study, rung, failed_as_worst=failed_as_worst))
+
+
+def _told_fail(trial: FrozenTrial) -> bool:
+    """True for a FAIL the objective decided (NaN = diverged, or an exception), not the heartbeat."""
+    return trial.state == TrialState.FAIL and bool(trial.system_attrs.get(_TOLD_ATTR, False))
+
+
+def _worst_value(
+    trials: Sequence[FrozenTrial], rung: int, direction: optuna.study.StudyDirection
+) -> float | None:
+    """The worst finite COMPLETE value on ``rung`` (the study's worst where the rung has none;
+    None where no trial completed): what a failed trial is told to the base sampler as.
+
+    The worst value, not a penalty beyond it: it ranks a diverged point last without inventing a
+    scale, so TPE puts it among the bad trials and a GP sees a plateau, not a cliff of made-up
+    height.
+    """
+    pick = max if direction == optuna.study.StudyDirection.MINIMIZE else min
+    for own_rung_only in (True, False):
+        values = [
+            float(t.values[0])
+            for t in trials
+            if t.state == TrialState.COMPLETE
+            and t.values
+            and math.isfinite(t.values[0])
+            and (not own_rung_only or t.system_attrs.get(RUNG_ATTR) == rung)
+        ]
+        if values:
+            return pick(values)
+    return None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -451,7 +504,8 @@ class TransferSampler(BaseSampler):
         for key, value in attrs.items():
             if trial.user_attrs.get(key) != value:
                 storage.set_trial_user_attr(trial_id, key, value)
-        self.rung_sampler(proposal.rung).before_trial(_rung_view(study, proposal.rung), trial)
+        view = _rung_view(study, proposal.rung, failed_as_worst=True)
+        self.rung_sampler(proposal.rung).before_trial(view, trial)
 
     def _plan(self, study: Study, trial: FrozenTrial) -> tuple[Proposal, int | None]:
         """Decide the trial's rung (once) and where its coordinates come from; also the rung the
@@ -470,7 +524,7 @@ class TransferSampler(BaseSampler):
         for other in trials:
             other_rung = other.system_attrs.get(RUNG_ATTR)
             if other.number != trial.number and other_rung is not None:
-                if other.state in _COUNTED_STATES:
+                if other.state in _COUNTED_STATES or _told_fail(other):
                     counts[other_rung] += 1
                 if other.state == TrialState.RUNNING:
                     running[other_rung] += 1
@@ -522,7 +576,7 @@ class TransferSampler(BaseSampler):
         self, study: Study, trial: FrozenTrial
     ) -> dict[str, BaseDistribution]:
         proposal = self._proposal(study, trial)
-        view = _rung_view(study, proposal.rung)
+        view = _rung_view(study, proposal.rung, failed_as_worst=True)
         search_space = self.rung_sampler(proposal.rung).infer_relative_search_space(view, trial)
         for name in proposal.params:
             if name in self._distributions:
@@ -539,7 +593,7 @@ class TransferSampler(BaseSampler):
             if name in search_space
         }
         rest = {name: dist for name, dist in search_space.items() if name not in proposed}
-        view = _rung_view(study, proposal.rung)
+        view = _rung_view(study, proposal.rung, failed_as_worst=True)
         base = self.rung_sampler(proposal.rung)
         params = base.sample_relative(view, trial, rest) if rest else {}
         params.update(proposed)
@@ -555,7 +609,7 @@ class TransferSampler(BaseSampler):
         rung = self._proposal(study, trial).rung
         base = self.rung_sampler(rung)
         return base.sample_independent(
-            _rung_view(study, rung), trial, param_name, param_distribution
+            _rung_view(study, rung, failed_as_worst=True), trial, param_name, param_distribution
         )
 
     def after_trial(
@@ -569,7 +623,7 @@ class TransferSampler(BaseSampler):
         if state == TrialState.FAIL:
             study._storage.set_trial_system_attr(trial._trial_id, _TOLD_ATTR, True)
         try:
-            view = _rung_view(study, proposal.rung)
+            view = _rung_view(study, proposal.rung, failed_as_worst=True)
             self.rung_sampler(proposal.rung).after_trial(view, trial, state, values)
         finally:
             self._proposals.pop(trial._trial_id, None)

@@ -316,9 +316,65 @@ def test_nan_exceptions_and_pruned_trials_map_to_observation_states() -> None:
     assert observations[4].diverged  # +inf: complete but diverged
     assert observations[0].scale == sampler.ladder[0]
     assert set(observations[0].params) == {"base_lr", "tau_epoch"}
-    # Failed trials do not use up a rung's budget (they are retried elsewhere); pruned ones do.
-    counted = [t for t in study.trials if t.state != optuna.trial.TrialState.FAIL]
-    assert len(counted) == 4
+    # Every one of them cost compute: all six used up rung 0's budget of 6, the next goes up.
+    sampler.planner.budgets = (6, *sampler.planner.budgets[1:])
+    assert sampler.rung(study.ask()) == 1
+
+
+#: The issue's landscape: six rungs of the known law; past a cliff 5x above a rung's optimal
+#: base_lr the run diverges and the objective returns NaN (as the README tells users to do).
+CLIFF_LADDER = [BASE.replace(width=w) for w in (64, 96, 128, 192, 256, 384)]
+CLIFF_FACTOR = 5.0
+
+
+def cliff_objective(sampler: TransferSampler) -> Any:
+    def objective(trial: optuna.Trial) -> float:
+        scale, _ = sampler.suggest(trial)
+        if math.log(trial.params["base_lr"]) > optimum(scale)[0] + math.log(CLIFF_FACTOR):
+            return math.nan
+        return 1.0 + regret(scale, trial.params)
+
+    return objective
+
+
+def test_a_sweep_with_diverging_trials_climbs_every_rung_and_extrapolates() -> None:
+    sampler = TransferSampler(
+        SPACE, CLIFF_LADDER, base_sampler=optuna.samplers.TPESampler(seed=0), seed=0
+    )
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(cliff_objective(sampler), n_trials=150)
+    states = [(t.system_attrs[RUNG_ATTR], t.state) for t in study.trials]
+    failed = [rung for rung, state in states if state == optuna.trial.TrialState.FAIL]
+    assert failed, "the landscape has a cliff: some trials must diverge"
+    # Diverged trials cost compute and use up their rung's budget, so the sweep climbs.
+    per_rung = [sum(rung == r for rung, _ in states) for r in range(len(CLIFF_LADDER))]
+    assert all(n >= budget for n, budget in zip(per_rung, sampler.planner.budgets)), per_rung
+    result = ts.extrapolate(study, target=BASE.replace(width=1024), n_bootstrap=0)
+    lr_star = optimum(BASE.replace(width=1024))[0]
+    assert abs(math.log(result.params["base_lr"]) - lr_star) < 0.5
+
+
+def test_the_base_sampler_is_told_a_diverged_trial_as_the_worst_value() -> None:
+    seen: dict[int, float] = {}
+
+    class Watching(Recording):
+        def sample_independent(self, study: Any, trial: Any, name: str, dist: Any) -> Any:
+            for other in study.get_trials(states=(optuna.trial.TrialState.COMPLETE,)):
+                seen[other.number] = other.value
+            return super().sample_independent(study, trial, name, dist)
+
+    sampler = TransferSampler(
+        SPACE, CLIFF_LADDER, base_sampler=Watching(optuna.samplers.RandomSampler(seed=1))
+    )
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(cliff_objective(sampler), n_trials=12)
+    rung0 = [t for t in study.trials if t.system_attrs[RUNG_ATTR] == 0][:-1]
+    complete = [t.value for t in rung0 if t.state == optuna.trial.TrialState.COMPLETE]
+    diverged = [t.number for t in rung0 if t.state == optuna.trial.TrialState.FAIL]
+    assert complete and diverged
+    assert all(seen[n] == max(complete) for n in diverged if n > rung0[0].number), seen
+    # The study itself still holds the truth: FAIL, no value; the fit reads it as diverged.
+    assert study.trials[diverged[0]].value is None
 
 
 def test_running_and_waiting_trials_are_not_observations() -> None:
