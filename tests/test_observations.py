@@ -13,6 +13,7 @@ from transfersearch.observations import (
     Observation,
     TransferSearchWarning,
     as_observations,
+    check_scale_names,
     observations_from_frame,
 )
 from transfersearch.scale import Scale
@@ -117,3 +118,31 @@ def test_core_import_does_not_pull_pandas_or_frameworks() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_scale_variable_missing_from_some_trials_is_named_with_the_trials() -> None:
+    """Trials without `width` would make the laws drop width and ignore width=1024 at the target."""
+    with_width = [Observation({"width": 64, "dataset_size": 1e4}, {"lr": 1e-3}, 2.0)] * 3
+    without = [Observation({"dataset_size": 4e4}, {"lr": 1e-3}, 2.0)] * 7
+    trials = with_width + without
+    with pytest.raises(TransferSearchError, match="'width' is missing from 7 of 10") as info:
+        check_scale_names(trials, target={"width": 1024, "dataset_size": 1.6e5})
+    message = str(info.value)
+    assert "3, 4, 5, 6, 7 and 2 more" in message and "width=1024" in message
+    with pytest.raises(TransferSearchError, match="'width'"):
+        check_scale_names(trials)  # no target (validate): any mismatch is an error
+    check_scale_names(trials, target={"dataset_size": 1.6e5})  # width is not asked for
+    check_scale_names(with_width, target={"width": 1024, "dataset_size": 1.6e5})
+
+
+def test_frame_with_an_empty_scale_cell_names_the_column_and_rows() -> None:
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(
+        {
+            "scale.width": [64, float("nan"), 128, float("nan")],
+            "params.lr": [1e-3] * 4,
+            "value": [2.0] * 4,
+        }
+    )
+    with pytest.raises(TransferSearchError, match=r"'scale.width' is empty in 2 of 4 rows \(1, 3;"):
+        as_observations(frame)

@@ -40,6 +40,7 @@ __all__ = [
     "Observation",
     "TransferSearchWarning",
     "as_observations",
+    "check_scale_names",
     "observations_from_frame",
 ]
 
@@ -47,6 +48,10 @@ State = Literal["complete", "failed", "pruned"]
 
 #: The trial states an :class:`Observation` may carry.
 STATES: tuple[str, ...] = ("complete", "failed", "pruned")
+
+#: How many offending rows or trials an error message lists before "and N more": enough to find
+#: the pattern (a whole rung, every n-th row), short enough to stay one readable line.
+SHOWN_POSITIONS = 5
 
 
 @dataclass(frozen=True, init=False)
@@ -208,7 +213,9 @@ def observations_from_frame(
         One Observation per row.
 
     Raises:
-        TransferSearchError: a needed column is missing or no scale column can be found.
+        TransferSearchError: a needed column is missing, no scale column can be found, or a scale
+            cell is empty (None or NaN): every trial needs its whole scale. The message names the
+            column and the rows, counted from 0 after the header.
     """
     columns = [str(c) for c in frame.columns]
     if scale_columns is not None:
@@ -249,6 +256,15 @@ def observations_from_frame(
     has_state = state_column in columns
     result: list[Observation] = []
     records = frame.to_dict("records")
+    for column in scale_map.values():
+        empty = [i for i, row in enumerate(records) if _is_missing(row[column])]
+        if empty:
+            raise TransferSearchError(
+                f"scale column {column!r} is empty in {len(empty)} of {len(records)} rows "
+                f"({_positions(empty)}; rows counted from 0 after the header): every trial needs "
+                f"its whole scale, or the fit would drop {column!r} and ignore it at the target. "
+                "Fill in those cells or drop those rows."
+            )
     for row in records:
         state = str(row[state_column]) if has_state else "complete"
         raw_value = row[value_column]
@@ -262,6 +278,52 @@ def observations_from_frame(
             )
         )
     return result
+
+
+def check_scale_names(
+    observations: Sequence[Observation], *, target: Mapping[str, float] | None = None
+) -> None:
+    """Refuse trials that disagree on which scale variables they record.
+
+    A scale variable recorded by some trials but missing from others cannot enter the power laws
+    (the laws use the variables every trial has), so without this check it would be dropped and
+    its effect at the target silently ignored. A variable the ``target`` does not name is harmless
+    to drop and is let through; with no target (e.g. ``validate``) every mismatch is an error.
+
+    Args:
+        observations: the trials, in source order (positions are reported from 0).
+        target: the scale to predict, or None.
+
+    Raises:
+        TransferSearchError: a variable missing from some trials (and named by the target, if one
+            is given); the message names the variable and the first trials without it.
+    """
+    items = list(observations)
+    names = sorted({name for obs in items for name in obs.scale})
+    for name in names:
+        if target is not None and name not in target:
+            continue
+        without = [i for i, obs in enumerate(items) if name not in obs.scale]
+        if without:
+            raise TransferSearchError(
+                f"scale variable {name!r} is missing from {len(without)} of {len(items)} trials "
+                f"(observations {_positions(without)}, counted from 0) but recorded by the "
+                f"others: the power laws would drop {name!r}"
+                + (f" and ignore {name}={target[name]:g} at the target" if target else "")
+                + f". Record {name!r} in every trial's scale, or leave those trials out."
+            )
+
+
+def _is_missing(value: Any) -> bool:
+    """An empty cell: None, or a float NaN (how CSV readers and pandas write a blank)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _positions(positions: Sequence[int]) -> str:
+    """``"3, 4, 7"`` or ``"3, 4, 7, 8, 9 and 12 more"``: the first few offending positions."""
+    shown = ", ".join(str(p) for p in positions[:SHOWN_POSITIONS])
+    rest = len(positions) - SHOWN_POSITIONS
+    return f"{shown} and {rest} more" if rest > 0 else shown
 
 
 def _plain(value: Any) -> Any:
