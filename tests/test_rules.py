@@ -81,3 +81,13 @@ def test_vector_weight_decay_is_optional() -> None:
 def test_mup_refuses_a_non_finite_exponent_at_construction(bad: object) -> None:
     with pytest.raises(ts.TransferSearchError, match="wd_width_exponent"):
         rules.MuP(wd_width_exponent=bad)  # type: ignore[arg-type]
+
+
+def test_rules_list_the_scale_names_they_read() -> None:
+    assert rules.MuP().scale_names == ("width", "dataset_size", "batch_size")
+    assert rules.MuP(dataset="power_lines", batch=None).scale_names == (
+        "width",
+        "tokens",
+        "dataset_size",
+        "params",
+    )

@@ -304,7 +304,102 @@ def test_longer_tau_epoch_means_less_weight_decay_and_wider_lowers_hidden_lr(
 
 
 def test_unstable_target_names_the_scale_and_group() -> None:
-    with pytest.raises(ts.TransferSearchError, match=r"at Scale\(.*dataset_size=100.*group \(lr=.*Lower lr or weight_decay"):
+    with pytest.raises(
+        ts.TransferSearchError,
+        match=r"at Scale\(.*dataset_size=100.*group \(lr=.*Lower lr or weight_decay",
+    ):
         make_space().concretize(
             {"base_lr": 0.1, "tau_epoch": 0.05}, ts.Scale(batch_size=256, dataset_size=100)
         )
+
+
+# ----------------------------------------------------------------------------------------------
+# Issue 11: steps, Power Lines tokens and params, target names, betas
+# ----------------------------------------------------------------------------------------------
+def steps_space() -> ts.TransferSpace:
+    return ts.TransferSpace(
+        ts.Scale(width=256, dataset_size=50_000, batch_size=256, steps=10_000),
+        {"lr": ts.Float(1e-4, 1.0, log=True), "tau_epoch": 1.0},
+    )
+
+
+def test_base_steps_are_divided_by_the_batch_ratio_and_follow_the_data_by_hand() -> None:
+    # Busbridge et al. 2023 App. C: N̂_iter = N_iter / κ at fixed data.
+    space = steps_space()
+    assert space.concretize({"lr": 1e-3}).total_steps == 10_000
+    big = space.concretize({"lr": 1e-3}, ts.Scale(batch_size=1024))
+    assert big.total_steps == pytest.approx(10_000 / 4)  # κ = 4: 2500
+    assert big.scale["steps"] == pytest.approx(2_500)
+    more = space.concretize({"lr": 1e-3}, ts.Scale(batch_size=1024, dataset_size=400_000))
+    assert more.total_steps == pytest.approx(10_000 * 8 / 4)  # 8× data, κ = 4: 20000
+    assert space.coordinates(more)["lr"] == pytest.approx(1e-3)
+    # a target that states its own steps or epochs keeps them
+    assert space.concretize({"lr": 1e-3}, {"batch_size": 1024, "steps": 7}).total_steps == 7
+    epochs = space.concretize({"lr": 1e-3}, ts.Scale(epochs=3, batch_size=512))
+    assert epochs.total_steps == pytest.approx(3 * 50_000 / 512)
+
+
+def test_base_steps_follow_tokens_when_the_base_counts_tokens() -> None:
+    space = ts.TransferSpace(
+        ts.Scale(tokens=1e9, batch_size=512, steps=1_000),
+        {"lr": ts.Float(1e-4, 1.0, log=True), "eta_lambda": 1e-4},
+        ts.rules.MuP(dataset=None),
+    )
+    hp = space.concretize({"lr": 1e-3}, ts.Scale(tokens=4e9, batch_size=1024))
+    assert hp.total_steps == pytest.approx(1_000 * 4 / 2)
+
+
+def power_lines_space() -> ts.TransferSpace:
+    return ts.TransferSpace(
+        ts.Scale(width=256, tokens=1e9, params=1e8, batch_size=256),
+        {"lr": ts.Float(1e-4, 1.0, log=True), "eta_lambda": 1e-4},
+        ts.rules.MuP(dataset="power_lines", batch=None),
+    )
+
+
+def test_power_lines_moves_eta_lambda_with_tokens_by_hand() -> None:
+    # ηλ = B/(τD) (Wang & Aitchison Eq. 10, one epoch: N = D tokens) with τ_opt ∝ TPP^−0.527
+    # (Bergsma et al. 2025, quoted in Wang & Aitchison §5.1). 4× tokens at fixed params:
+    # factor = (1/4) · 4^0.527 = 0.519 — ηλ falls (it rose to 2.076 when tokens were ignored).
+    hp = power_lines_space().concretize({"lr": 1e-3}, ts.Scale(tokens=4e9))
+    assert hp.lr == pytest.approx(1e-3)
+    assert hp.lr * hp.weight_decay == pytest.approx(1e-4 * 0.25 * 4**0.527)
+    assert 0.25 * 4**0.527 == pytest.approx(0.519, abs=5e-4)
+
+
+def test_power_lines_target_changing_width_must_give_params() -> None:
+    space = power_lines_space()
+    with pytest.raises(
+        ts.TransferSearchError, match=r"width=1024 but gives no `params`.*params=\.\.\."
+    ):
+        space.concretize({"lr": 1e-3}, ts.Scale(width=1024))
+    # 16× params at fixed tokens: TPP ÷ 16, τ_opt × 16^0.527, so ηλ ÷ 16^0.527 (µP keeps ηλ in width)
+    hp = space.concretize({"lr": 1e-3}, ts.Scale(width=1024, params=1.6e9))
+    assert hp.lr == pytest.approx(1e-3 / 4)
+    assert hp.lr * hp.weight_decay == pytest.approx(1e-4 * 16**-0.527)
+    with pytest.raises(ts.TransferSearchError, match="tokens"):
+        ts.rules.PowerLinesTau().eta_lambda_factor(
+            ts.Scale(dataset_size=1e9, params=1e8),
+            ts.Scale(tokens=4e9, dataset_size=1e9, params=1e8),
+        )
+
+
+def test_misspelt_target_scale_name_is_refused_with_the_close_match() -> None:
+    coords = {"base_lr": 3e-3, "tau_epoch": 1.0}
+    with pytest.raises(
+        ts.TransferSearchError, match=r"'widht' -> did you mean 'width'\?.*custom_scale_names"
+    ):
+        make_space().concretize(coords, scale={"widht": 1024})
+    declared = make_space(custom_scale_names=("heads",))
+    hp = declared.concretize(coords, ts.Scale(heads=8))
+    assert hp.scale["heads"] == 8 and hp.lr == pytest.approx(3e-3)
+    assert make_space().concretize(coords, ts.Scale(depth=8)).lr == pytest.approx(3e-3)
+
+
+@pytest.mark.parametrize("bad", [0.9, "0.9", (0.9,), (0.9, 1.0), (0.9, math.nan), None])
+def test_betas_must_be_a_pair_in_the_unit_interval(bad: object) -> None:
+    with pytest.raises(ts.TransferSearchError, match=r"betas=.*Write betas=\(0\.9, 0\.999\)"):
+        make_space(betas=bad)
+    hp = make_space().concretize({"base_lr": 3e-3, "tau_epoch": 1.0})
+    with pytest.raises(ts.TransferSearchError, match="a pair"):
+        ts.Hyperparameters(scale=hp.scale, groups=hp.groups, betas=bad)  # type: ignore[arg-type]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -67,8 +67,18 @@ class DatasetRule:
     λ) when going from ``base`` to ``scale``.
     """
 
+    #: The scale names this rule reads (a target giving one of them needs it in the base too).
+    scale_names: ClassVar[tuple[str, ...]] = ("dataset_size",)
+
     def eta_lambda_factor(self, base: Scale, scale: Scale) -> float:
         raise NotImplementedError
+
+    def check_target(self, base: Scale, given: Scale) -> None:
+        """Raise if ``given`` (the names a target states) leaves an input of the rule stale.
+
+        A target's missing names keep their base values; this hook refuses targets for which that
+        default would silently be wrong. The default accepts every target.
+        """
 
 
 @dataclass(frozen=True)
@@ -87,15 +97,26 @@ class ConstantTauEpoch(DatasetRule):
 class PowerLinesTau(DatasetRule):
     """One-epoch prior τ_opt = coefficient · TPP^exponent (Bergsma et al. 2025, "Power Lines").
 
-    Defaults 1.084 · TPP^−0.527 (quoted in Wang & Aitchison §5.1; SCIENCE.md §1). TPP is tokens per
-    parameter: ``tokens`` (or ``dataset_size`` when ``tokens`` is absent) divided by ``params``.
-    The swept τ_epoch at the base is kept *relative* to the prior:
-    τ(scale) = τ_base · τ_opt(TPP_scale) / τ_opt(TPP_base), and with τ = B/(ηλN) at fixed B and η,
-    ηλ ∝ 1 / (N τ): factor = (N_base / N) · τ_opt(TPP_base) / τ_opt(TPP_scale).
+    TPP is tokens per parameter. Wang & Aitchison (2025, §5.1) quote only the power law,
+    τ_epoch^opt ≈ TPP^−0.527; the coefficient 1.084 is Bergsma et al.'s fit as recorded in
+    SCIENCE.md §1 (not in the papers shipped here). It cancels below: only ratios of τ_opt are used.
+
+    The data amount D is ``tokens`` when the scales give it (training tokens seen, the one-epoch
+    regime the law was fitted in), else ``dataset_size``; TPP = D / ``params``. The swept τ_epoch at
+    the base is kept *relative* to the prior: τ(scale) = τ_base · τ_opt(TPP_scale) / τ_opt(TPP_base).
+    With τ = B/(ηλD) (Wang & Aitchison Eq. 10, one epoch: N = D) at fixed B and η, ηλ ∝ 1/(D τ):
+
+        factor = (D_base / D) · τ_opt(TPP_base) / τ_opt(TPP_scale).
+
+    E.g. 4× tokens at fixed params: factor = ¼ · 4^0.527 ≈ 0.519.
+
+    A target that changes ``width`` or ``depth`` must state its ``params`` (:meth:`check_target`):
+    inheriting the base's parameter count would make TPP silently wrong.
     """
 
     coefficient: float = 1.084
     exponent: float = -0.527
+    scale_names: ClassVar[tuple[str, ...]] = ("tokens", "dataset_size", "params")
 
     def tau_opt(self, tokens_per_param: float) -> float:
         """τ_opt = coefficient · TPP^exponent."""
@@ -103,19 +124,51 @@ class PowerLinesTau(DatasetRule):
         return float(self.coefficient * tpp**self.exponent)
 
     @staticmethod
-    def tokens_per_param(scale: Scale) -> float:
-        """TPP = tokens / params (``dataset_size`` stands in for ``tokens`` when absent)."""
-        tokens_name = "tokens" if "tokens" in scale else "dataset_size"
-        scale.require(
-            tokens_name, "params", purpose="use the Power Lines τ prior (tokens per parameter)"
-        )
-        return scale[tokens_name] / scale["params"]
+    def data_name(base: Scale, scale: Scale) -> str:
+        """``"tokens"`` when both scales give it, else ``"dataset_size"`` (the D of TPP).
+
+        Raises:
+            TransferSearchError: only one of the two scales gives ``tokens``.
+        """
+        if ("tokens" in base) != ("tokens" in scale):
+            has, lacks = ("base", "target") if "tokens" in base else ("target", "base")
+            raise TransferSearchError(
+                f"the Power Lines prior reads the data amount from `tokens`, which the {has} scale "
+                f"gives but the {lacks} does not (base {base!r}, target {scale!r}). Give tokens=... "
+                "in both scales, or in neither (then dataset_size is used)."
+            )
+        return "tokens" if "tokens" in scale else "dataset_size"
+
+    @staticmethod
+    def tokens_per_param(scale: Scale, data_name: str | None = None) -> float:
+        """TPP = D / params, D = ``data_name`` (default ``tokens`` if present, else ``dataset_size``)."""
+        name = data_name or ("tokens" if "tokens" in scale else "dataset_size")
+        scale.require(name, "params", purpose="use the Power Lines τ prior (tokens per parameter)")
+        return scale[name] / scale["params"]
 
     def eta_lambda_factor(self, base: Scale, scale: Scale) -> float:
-        tau_ratio = self.tau_opt(self.tokens_per_param(scale)) / self.tau_opt(
-            self.tokens_per_param(base)
+        name = self.data_name(base, scale)
+        tau_ratio = self.tau_opt(self.tokens_per_param(scale, name)) / self.tau_opt(
+            self.tokens_per_param(base, name)
         )
-        return 1.0 / (scale.ratio(base, "dataset_size") * tau_ratio)
+        return 1.0 / (scale.ratio(base, name) * tau_ratio)
+
+    def check_target(self, base: Scale, given: Scale) -> None:
+        """Refuse a target that changes ``width`` or ``depth`` but not ``params``.
+
+        Raises:
+            TransferSearchError: naming the changed size and asking for ``params=...``.
+        """
+        if "params" in given:
+            return
+        changed = [n for n in ("width", "depth") if n in given and given.ratio(base, n) != 1.0]
+        if changed:
+            shown = ", ".join(f"{n}={given[n]:g}" for n in changed)
+            raise TransferSearchError(
+                f"the target changes {shown} but gives no `params`, so the Power Lines prior would "
+                f"use the base's params={base.get('params')!r} and a wrong tokens-per-parameter. "
+                "Add params=... (the model's parameter count at that size) to the target scale."
+            )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -328,7 +381,8 @@ class Rule:
     ``"tau_epoch"`` (default, :class:`ConstantTauEpoch`), ``"power_lines"``, a :class:`DatasetRule`
     or None (λ unchanged with N). ``batch`` is ``"adam"`` (default), ``"sgd"``, a :class:`BatchRule`
     or None (nothing changes with B). ``vector_weight_decay`` decays biases and gains (default
-    False: λ = 0 for them, Fan et al. 2025; Kosson et al. App. F.2).
+    False: λ₁ = 0 for vector-like parameters, Fan et al. 2025's layerwise rule; note that Kosson et
+    al. App. F.3 decay every parameter except the gains, biases included — set True for that).
     """
 
     dataset: DatasetRule | str | None = "tau_epoch"
@@ -349,6 +403,16 @@ class Rule:
     def batch_rule(self) -> BatchRule | None:
         return self._batch
 
+    @property
+    def scale_names(self) -> tuple[str, ...]:
+        """The scale names this rule reads: ``width``, its dataset rule's, ``batch_size``."""
+        names = ["width"]
+        if self._dataset is not None:
+            names.extend(self._dataset.scale_names)
+        if self._batch is not None:
+            names.append("batch_size")
+        return tuple(dict.fromkeys(names))
+
     def width_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
         """Per group, the (lr, weight_decay) multipliers at width multiplier s = d / d_base."""
         raise NotImplementedError
@@ -366,11 +430,16 @@ class Rule:
 class MuP(Rule):
     """µP learning rates (Everett-style) with a configurable weight-decay width exponent.
 
-    With s = d / d_base: hidden and output matrices get η = η_base / s (Wang & Aitchison Eq. 12;
-    Kosson et al. App. F.2), input and vector-like parameters η = η_base (Θ(1)). Matrix weight
-    decay λ = λ_base · s^wd_width_exponent: 1 keeps ηλ and τ_iter fixed (Wang & Aitchison Eq. 15–16,
-    Kosson's independent scaling Eq. 8; default), ½ is Fan et al.'s λ ∝ √d, 0 is standard (Kosson
-    Eq. 7, λ fixed). The input group keeps λ_base.
+    With s = d / d_base (Wang & Aitchison Eq. 12): hidden and output matrices get η = η_base / s
+    (Wang & Aitchison Eq. 13 and 15; Kosson et al. App. F.2), input and vector-like parameters
+    η = η_base (Θ(1)). Matrix weight decay λ = λ_base · s^wd_width_exponent: 1 keeps ηλ and τ_iter
+    fixed (Wang & Aitchison Eq. 15–16, Kosson's independent scaling Eq. 8; default), ½ is Fan et
+    al.'s λ ∝ √d, 0 is standard (Wang & Aitchison Eq. 13–14, Kosson Eq. 7, λ fixed). The input group
+    keeps λ_base.
+
+    µP's 1/s already acts as a learning-rate warmup (Kosson et al. §6); Kosson's explicit width
+    warmups (§7, :func:`exp_warmup_factor`, :func:`decay_away_warmup_factor`) *replace* it, so use
+    them with :class:`Standard`, not with this rule.
     """
 
     wd_width_exponent: float = 1.0
@@ -395,7 +464,12 @@ class MuP(Rule):
 
 @dataclass(frozen=True)
 class Standard(Rule):
-    """No width scaling: every group keeps η_base and λ_base at any width (standard parametrisation)."""
+    """No width scaling: every group keeps η_base and λ_base at any width (standard parametrisation).
+
+    ηλ is then constant across width, as under Kosson et al.'s independent scaling (Eq. 8), but
+    without µP's early 1/s: this is the rule to combine with Kosson's width warmups (§7), which
+    supply that factor explicitly, starting at 1/s and relaxing to 1.
+    """
 
     def width_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
         return {group: (1.0, 1.0) for group in GROUPS}
@@ -467,7 +541,8 @@ def exp_warmup_factor(
     """Kosson et al. §7 exp-increasing warmup factor f(t) = s^(−max(0, 1 − t/T_w)).
 
     Starts at 1/s and reaches 1 at ``warmup_steps`` (the form adopted in SCIENCE.md §2; the paper's
-    Eq. 12 was lost in extraction).
+    Eq. 12 was lost in extraction). Kosson et al. use it *instead of* µP's 1/s learning-rate scaling
+    (§7, App. F.3.5), i.e. on the learning rate of the base width (:class:`Standard`).
     """
     s = check_positive("width_mult", width_mult)
     t_w = check_positive("warmup_steps", warmup_steps)
@@ -480,7 +555,8 @@ def decay_away_warmup_factor(
     """Kosson et al. §7 decay-away warmup factor f(t) = 1 − (1 − 1/s)·(1 − ηλ)^t.
 
     Starts at 1/s and relaxes to 1 on the EMA timescale 1/(ηλ) (form adopted in SCIENCE.md §2; the
-    paper's Eq. 13 was lost in extraction). Coupled weight decay.
+    paper's Eq. 13 was lost in extraction). Coupled weight decay. Like :func:`exp_warmup_factor`, a
+    replacement for µP's 1/s learning-rate scaling, not an addition to it (Kosson et al. §7).
     """
     s = check_positive("width_mult", width_mult)
     eta_lambda = check_positive("lr", lr) * check_positive("weight_decay", weight_decay)

@@ -21,8 +21,9 @@ rule); any other name passes through unchanged into :attr:`Hyperparameters.extra
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Real
 from types import MappingProxyType
@@ -32,7 +33,7 @@ import numpy as np
 
 from transfersearch.errors import TransferSearchError, check_positive
 from transfersearch.rules import GROUPS, MuP, Rule, scale_ema_momentum
-from transfersearch.scale import Scale
+from transfersearch.scale import KNOWN_SCALE_NAMES, Scale
 
 __all__ = [
     "COORDINATES",
@@ -152,6 +153,25 @@ def _check_bounds(low: float, high: float, log: bool) -> None:
         )
 
 
+def check_betas(betas: object) -> tuple[float, float]:
+    """Adam's ``betas`` as a pair of floats after checking each lies in [0, 1).
+
+    Raises:
+        TransferSearchError: not a pair of numbers (e.g. ``betas=0.9``), or a beta outside [0, 1).
+    """
+    if (
+        not isinstance(betas, Sequence)
+        or isinstance(betas, str)
+        or len(betas) != 2
+        or not all(_is_number(b) and 0.0 <= float(b) < 1.0 for b in betas)
+    ):
+        raise TransferSearchError(
+            f"`betas` must be a pair (beta1, beta2) with each in [0, 1), but got betas={betas!r}. "
+            "Write betas=(0.9, 0.999); to sweep one beta, add a 'beta1' or 'beta2' coordinate."
+        )
+    return (float(betas[0]), float(betas[1]))
+
+
 # ----------------------------------------------------------------------------------------------
 # Coordinate conversions (the hidden group at the base scale)
 # ----------------------------------------------------------------------------------------------
@@ -262,7 +282,12 @@ class Hyperparameters:
     ``groups`` maps "input", "hidden", "output", "vector" to ``{"lr", "weight_decay",
     "independent_wd"}``: ``weight_decay`` is PyTorch's coupled λ (torch.optim.AdamW), and
     ``independent_wd`` = lr·weight_decay is the per-step decay for optimizers that decay by λ' alone.
-    ``lr`` and ``weight_decay`` are the hidden group's.
+    ``lr`` and ``weight_decay`` are the hidden group's. ``width_lr_multipliers`` records, per group,
+    the factor the rule's width scaling put on the learning rate (µP: 1/s for hidden and output;
+    empty when unknown), so that schedules can tell whether µP's 1/s is already applied.
+
+    Raises:
+        TransferSearchError: a missing group, or ``betas`` that are not a pair in [0, 1).
     """
 
     scale: Scale
@@ -277,6 +302,8 @@ class Hyperparameters:
     notes: tuple[str, ...] = ()
     #: The space's base scale (where the coordinates are defined), when known.
     base: Scale | None = None
+    #: Per group, the rule's width multiplier of the lr (µP: 1/s on hidden and output); {} = unknown.
+    width_lr_multipliers: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         missing = [g for g in GROUPS if g not in self.groups]
@@ -285,7 +312,12 @@ class Hyperparameters:
         object.__setattr__(self, "groups", _frozen_groups(self.groups))
         object.__setattr__(self, "coordinates", MappingProxyType(dict(self.coordinates)))
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
-        object.__setattr__(self, "betas", (float(self.betas[0]), float(self.betas[1])))
+        object.__setattr__(self, "betas", check_betas(self.betas))
+        object.__setattr__(
+            self,
+            "width_lr_multipliers",
+            MappingProxyType({g: float(v) for g, v in self.width_lr_multipliers.items()}),
+        )
 
     @property
     def lr(self) -> float:
@@ -332,17 +364,17 @@ class Hyperparameters:
             "extra": dict(self.extra),
             "notes": list(self.notes),
             "base": None if self.base is None else self.base.to_dict(),
+            "width_lr_multipliers": dict(self.width_lr_multipliers),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Hyperparameters:
         """Inverse of :meth:`to_dict`."""
         try:
-            betas = data.get("betas", (0.9, 0.999))
             return cls(
                 scale=Scale(data["scale"]),
                 groups=data["groups"],
-                betas=(float(betas[0]), float(betas[1])),
+                betas=data.get("betas", (0.9, 0.999)),
                 eps=float(data.get("eps", 1e-8)),
                 ema_momentum=data.get("ema_momentum"),
                 batch_size=data.get("batch_size"),
@@ -351,6 +383,7 @@ class Hyperparameters:
                 extra=data.get("extra", {}),
                 notes=tuple(data.get("notes", ())),
                 base=None if data.get("base") is None else Scale(data["base"]),
+                width_lr_multipliers=data.get("width_lr_multipliers", {}),
             )
         except (KeyError, TypeError, IndexError) as exc:
             raise TransferSearchError(
@@ -365,6 +398,35 @@ class Hyperparameters:
 _RULE_NAMES = ("width", "dataset_size", "batch_size")
 
 
+def _target_steps(base: Scale, given: Scale, merged: Scale) -> float | None:
+    """The target's ``steps`` when the base states steps and the target does not, else None.
+
+    T = T_base · (D / D_base) / κ (Busbridge et al. 2023, App. C: steps ÷ κ at fixed data; the
+    samples seen grow with the data), D = ``tokens`` (training tokens seen) when the base gives it,
+    else ``dataset_size`` × ``epochs``. A target giving ``epochs`` the base lacks: T = epochs · N / B.
+    Without a base ``steps``, :attr:`Scale.total_steps` derives T from the merged epochs, N and B.
+
+    Raises:
+        TransferSearchError: the target gives ``epochs`` but no ``dataset_size``/``batch_size``.
+    """
+    if "steps" in given or "steps" not in base:
+        return None
+    if "epochs" in given and "epochs" not in base:
+        per_epoch = merged.iters_per_epoch
+        if per_epoch is None:
+            raise TransferSearchError(
+                f"the target gives epochs={given['epochs']:g} but the steps cannot be derived "
+                f"(steps = epochs × dataset_size / batch_size) from {merged!r}. Add dataset_size "
+                "and batch_size to the base, or give steps=... in the target."
+            )
+        return given["epochs"] * per_epoch
+    if "tokens" in base:
+        data_ratio = merged.ratio(base, "tokens")
+    else:
+        data_ratio = merged.ratio(base, "dataset_size") * merged.ratio(base, "epochs")
+    return base["steps"] * data_ratio / merged.ratio(base, "batch_size")
+
+
 class TransferSpace:
     """Sweep invariant coordinates at a base scale; get concrete hyperparameters at any scale.
 
@@ -375,8 +437,11 @@ class TransferSpace:
             (see the module docstring).
         rule: the scaling rule (default ``rules.MuP()``: µP lr, weight decay ∝ width, constant
             τ_epoch across dataset size, Adam's √κ batch rule).
-        betas, eps: Adam's defaults at the base batch size.
+        betas, eps: Adam's defaults at the base batch size (``betas`` is a pair, e.g. (0.9, 0.999)).
         ema_momentum: base model-EMA momentum ρ (carried as ρ^κ across batch sizes), or None.
+        custom_scale_names: your own scale names (beyond :data:`~transfersearch.scale.KNOWN_SCALE_NAMES`,
+            the base's names and the rule's) that a target may give; the rule ignores them. Any
+            other unknown name in a target is refused as a likely typo (``widht``).
 
     Raises:
         TransferSearchError: an insufficient or conflicting coordinate set, or a bad value.
@@ -391,6 +456,7 @@ class TransferSpace:
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
         ema_momentum: float | None = None,
+        custom_scale_names: Iterable[str] = (),
     ) -> None:
         self.base = base if isinstance(base, Scale) else Scale(base)
         self.rule: Rule = MuP() if rule is None else rule
@@ -412,13 +478,20 @@ class TransferSpace:
             else:
                 self.fixed[name] = value
         self._validate_values(self.fixed)
-        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
-            raise TransferSearchError(f"`betas` must lie in [0, 1), but got betas={betas!r}.")
-        self.betas = (float(betas[0]), float(betas[1]))
+        self.betas = check_betas(betas)
         self.eps = check_positive("eps", eps)
         if ema_momentum is not None:
             scale_ema_momentum(ema_momentum, 1.0)
         self.ema_momentum = ema_momentum
+        if isinstance(custom_scale_names, str):
+            custom_scale_names = (custom_scale_names,)
+        self.custom_scale_names: tuple[str, ...] = tuple(custom_scale_names)
+        bad = [n for n in self.custom_scale_names if not isinstance(n, str) or not n]
+        if bad:
+            raise TransferSearchError(
+                f"`custom_scale_names` must be non-empty strings, but got {bad!r}, e.g. "
+                "custom_scale_names=('heads',)."
+            )
 
     def __repr__(self) -> str:
         return (
@@ -476,17 +549,50 @@ class TransferSpace:
         return merged
 
     def _target(self, scale: Scale | Mapping[str, float] | None) -> Scale:
+        """The full target scale: the given names over the base's, with ``steps`` rescaled.
+
+        Raises:
+            TransferSearchError: an unknown (likely misspelt) name, a name the rule scales by that
+                the base lacks, or a target the dataset rule cannot read (see
+                :meth:`~transfersearch.rules.DatasetRule.check_target`).
+        """
         if scale is None:
             return self.base
-        target = scale if isinstance(scale, Scale) else Scale(scale)
-        for name in _RULE_NAMES:
-            if name in target and name not in self.base:
+        given = scale if isinstance(scale, Scale) else Scale(scale)
+        self._check_names(given)
+        for name in dict.fromkeys((*_RULE_NAMES, *self.rule.scale_names)):
+            if name in given and name not in self.base:
                 raise TransferSearchError(
                     f"the target scale gives `{name}` but the space's base {self.base!r} does not, "
                     f"so the rule cannot scale by it. Add {name}=... to the base scale."
                 )
-        # Names the target leaves out keep their base values.
-        return Scale({**self.base.to_dict(), **target.to_dict()})
+        if self.rule.dataset_rule is not None:
+            self.rule.dataset_rule.check_target(self.base, given)
+        # Names the target leaves out keep their base values, except `steps` (below).
+        merged = Scale({**self.base.to_dict(), **given.to_dict()})
+        steps = _target_steps(self.base, given, merged)
+        return merged if steps is None else merged.replace(steps=steps)
+
+    def _check_names(self, given: Scale) -> None:
+        """Refuse target names nothing reads: not known, not in the base, rule or custom names."""
+        allowed = sorted(
+            {*KNOWN_SCALE_NAMES, *self.base, *self.rule.scale_names, *self.custom_scale_names}
+        )
+        unknown = [name for name in given if name not in allowed]
+        if not unknown:
+            return
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, allowed, n=1)
+            if close:
+                hints.append(f"{name!r} -> did you mean {close[0]!r}?")
+        hint = f" ({'; '.join(hints)})" if hints else ""
+        raise TransferSearchError(
+            f"target scale names {unknown} are unknown{hint}: the rule does not use them and the "
+            f"base {self.base!r} lacks them, so the target would silently keep the base's sizes. "
+            f"Fix the name (known: {allowed}), or declare your own name with "
+            f"TransferSpace(..., custom_scale_names={tuple(unknown)!r})."
+        )
 
     def concretize(
         self, coords: Mapping[str, Any], scale: Scale | Mapping[str, float] | None = None
@@ -496,8 +602,14 @@ class TransferSpace:
         The coordinates give the hidden group's (η, λ) at the base scale (:func:`base_point`); the
         rule then applies width multipliers per group (e.g. µP: hidden lr ÷ s, weight decay × s^e),
         the dataset rule to ηλ (constant τ_epoch: ηλ ∝ N_base/N), and the batch rule at κ = B/B_base
-        (Adam: lr × √κ, β → 1 − κ(1 − β), ε ÷ √κ, weight decay by decay matching, EMA ρ^κ, steps
-        ÷ κ). Names the target leaves out keep their base values.
+        (Adam: lr × √κ, β → 1 − κ(1 − β), ε ÷ √κ, weight decay by decay matching, EMA ρ^κ).
+        Names the target leaves out keep their base values, except ``steps``: a base ``steps`` that
+        the target does not restate is rescaled so that the samples seen follow the target
+        (Busbridge et al. 2023, App. C: N̂_iter = N_iter / κ at fixed data), i.e.
+        T = T_base · (D / D_base) / κ with D the data seen: ``tokens`` when the base gives it, else
+        ``dataset_size`` × ``epochs``. Base batch 256, 10000 steps → batch 1024: 2500 steps; with
+        8× the data as well: 20000. A target that gives ``epochs`` (and the base does not) gets
+        T = epochs × N / B.
 
         Raises:
             TransferSearchError: a missing, unknown, out-of-range or conflicting coordinate, or a
@@ -522,7 +634,9 @@ class TransferSpace:
         groups: dict[str, dict[str, float]] = {}
         new_betas, new_eps = betas, eps
         beta_forms = ("unchanged", "unchanged")
-        for group, (lr_mult, wd_mult) in rule.group_multipliers(width_mult).items():
+        multipliers = rule.group_multipliers(width_mult)
+        lr_multipliers = {group: lr_mult for group, (lr_mult, _) in multipliers.items()}
+        for group, (lr_mult, wd_mult) in multipliers.items():
             lr = lr0 * lr_mult
             wd = wd0 * wd_mult * dataset_factor
             if rule.batch_rule is not None and kappa != 1.0:
@@ -549,22 +663,13 @@ class TransferSpace:
             eps=new_eps,
             ema_momentum=None if ema is None else float(ema),
             batch_size=target.get("batch_size"),
-            total_steps=self._total_steps(target, kappa),
+            total_steps=target.total_steps,
             coordinates={k: v for k, v in merged.items() if k in self.distributions},
             extra=extra,
             notes=tuple(notes),
             base=self.base,
+            width_lr_multipliers=lr_multipliers,
         )
-
-    def _total_steps(self, target: Scale, kappa: float) -> float | None:
-        """T at the target: its own if derivable, else the base's with samples per epoch kept (÷ κ)."""
-        own = target.total_steps
-        if own is not None:
-            return own
-        base_steps = self.base.total_steps
-        if base_steps is None:
-            return None
-        return base_steps * target.ratio(self.base, "dataset_size") / kappa
 
     def coordinates(
         self, hp: Hyperparameters, scale: Scale | Mapping[str, float] | None = None
