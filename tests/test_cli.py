@@ -172,6 +172,12 @@ def test_report_writes_a_png(csv_file: Path, tmp_path: Path) -> None:
         (["extrapolate", "--json", "{bad_json}", "--target", TARGET], "not valid JSON"),
         (["extrapolate", "--storage", "sqlite:///x.db", "--target", TARGET], "--study"),
         (["validate", "--csv", "{csv}", "--held-out", "width=7,dataset_size=1e4"], "width=7"),
+        (["extrapolate", "--csv", "{binary}", "--target", TARGET], "not UTF-8 text"),
+        (["extrapolate", "--json", "{binary}", "--target", TARGET], "not UTF-8 text"),
+        (["extrapolate", "--csv", "{long_row}", "--target", TARGET], "line 3 has 6 cells"),
+        (["extrapolate", "--csv", "{csv}", "--target", TARGET, "--seed", "-1"], "--seed -1"),
+        (["validate", "--csv", "{csv}", "--seed", "-1"], "non-negative"),
+        (["report", "--csv", "{csv}", "--target", TARGET, "--out", "x.xyz"], "'.xyz'"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(
@@ -180,8 +186,15 @@ def test_bad_input_exits_2_with_one_line(
 ) -> None:
     bad_json = tmp_path / "bad.json"
     bad_json.write_text("{not json")
+    binary = tmp_path / "trials.bin"
+    binary.write_bytes(bytes(range(256)) * 4)  # e.g. a .parquet or .db given as --csv/--json
+    long_row = tmp_path / "long.csv"
+    lines = csv_file.read_text().splitlines()
+    long_row.write_text("\n".join([lines[0], lines[1], lines[2] + ",0.5", *lines[3:]]) + "\n")
     monkeypatch.chdir(tmp_path)
-    args = [a.format(csv=csv_file, bad_json=bad_json) for a in argv]
+    args = [
+        a.format(csv=csv_file, bad_json=bad_json, binary=binary, long_row=long_row) for a in argv
+    ]
     status = main(args)
     err = capsys.readouterr().err
     assert status == 2
@@ -189,6 +202,48 @@ def test_bad_input_exits_2_with_one_line(
     assert len(lines) == 1, err
     assert lines[0].startswith("error: ")
     assert fragment in lines[0]
+
+
+def test_trials_without_a_scale_variable_the_target_moves_are_named(
+    json_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Trials missing `width` would fit a dataset-size-only law and ignore width=1024."""
+    data = json.loads(json_file.read_text())
+    for item in data["observations"]:
+        if item["scale"]["width"] == 256:
+            del item["scale"]["width"]
+    nowidth = tmp_path / "nowidth.json"
+    nowidth.write_text(json.dumps(data))
+    status = main(["extrapolate", "--json", str(nowidth), "--target", TARGET])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and len(err.splitlines()) == 1, err
+    assert "'width' is missing from 60 of 180 trials (observations 120, 121" in err
+    assert "width=1024" in err
+    csv_path = tmp_path / "nowidth.csv"
+    rows = synthetic_rows()
+    for row in rows[:2]:
+        row["scale.width"] = ""  # type: ignore[assignment]
+    with csv_path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    status = main(["validate", "--csv", str(csv_path)])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and "'scale.width' is empty in 2 of 180 rows (0, 1;" in err
+
+
+def test_report_prints_the_file_it_wrote(
+    csv_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--out DIR` (no extension) writes DIR.png and says so."""
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "figures"
+    status = main(["report", "--csv", str(csv_file), "--target", TARGET, "--out", str(out),
+                   "--n-bootstrap", "0"])
+    assert status == 0
+    written = tmp_path / "figures.png"
+    assert capsys.readouterr().out.strip() == f"wrote {written}"
+    assert written.read_bytes()[:4] == b"\x89PNG"
 
 
 def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

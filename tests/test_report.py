@@ -73,6 +73,31 @@ def test_plot_report_needs_observations(tmp_path: Path) -> None:
         plot_report([], result, tmp_path / "r.png")
 
 
+def test_plot_report_returns_the_path_it_really_wrote(tmp_path: Path) -> None:
+    """A bare name gets .png, a folder gets report.png inside: the returned path is the file."""
+    pytest.importorskip("matplotlib")
+    obs = ladder_observations()
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=0, seed=0)
+    bare = plot_report(obs, result, tmp_path / "picture")
+    assert bare == tmp_path / "picture.png" and bare.read_bytes()[:4] == b"\x89PNG"
+    folder = tmp_path / "pics"
+    folder.mkdir()
+    inside = plot_report(obs, result, folder)
+    assert inside == folder / "report.png" and inside.is_file()
+    vector = plot_report(obs, result, tmp_path / "report.svg")
+    assert vector.read_text().lstrip().startswith("<?xml")
+
+
+def test_plot_report_refuses_an_unknown_extension_before_drawing(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    obs = ladder_observations()
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=0, seed=0)
+    with pytest.raises(TransferSearchError, match=r"extension '\.xyz'.*\.png") as info:
+        plot_report(obs, result, tmp_path / "x.xyz")
+    assert "x.xyz" in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_importing_report_does_not_import_matplotlib() -> None:
     code = "import sys, transfersearch.report; print('matplotlib' in sys.modules)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -29,7 +29,7 @@ from typing import Any
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.extrapolate import Extrapolation, Validation, extrapolate, validate
-from transfersearch.observations import Observation, observations_from_frame
+from transfersearch.observations import Observation, check_scale_names, observations_from_frame
 from transfersearch.report import format_table
 from transfersearch.scale import Scale
 
@@ -108,10 +108,23 @@ def _number_or_text(raw: str | None) -> Any:
 
 
 def _read_csv(path: Path, scale_columns: Sequence[str] | None, value_column: str) -> list[Observation]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        columns = list(reader.fieldnames or [])
-        records = [{k: _number_or_text(v) for k, v in row.items()} for row in reader]
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            columns = list(reader.fieldnames or [])
+            records = []
+            for row in reader:
+                if None in row:  # DictReader files cells beyond the header under the key None
+                    raise TransferSearchError(
+                        f"--csv {path}: line {reader.line_num} has {len(columns) + len(row[None])} "
+                        f"cells but the header names {len(columns)} columns ({columns}). Remove "
+                        "the extra cells or add their column names to the header."
+                    )
+                records.append({k: _number_or_text(v) for k, v in row.items()})
+    except UnicodeDecodeError as exc:
+        raise TransferSearchError(_not_text("--csv", path, exc, "a CSV file")) from None
+    except csv.Error as exc:
+        raise TransferSearchError(f"--csv {path}: not a readable CSV file ({exc}).") from None
     if not columns:
         raise TransferSearchError(f"--csv {path}: the file is empty. Give a CSV with a header row.")
     for record in records:
@@ -123,9 +136,19 @@ def _read_csv(path: Path, scale_columns: Sequence[str] | None, value_column: str
     )
 
 
+def _not_text(option: str, path: Path, exc: UnicodeDecodeError, kind: str) -> str:
+    """The message for a file that is not UTF-8 text (a binary file, or another encoding)."""
+    return (
+        f"{option} {path}: not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} at "
+        f"offset {exc.start}); is it a binary file? Give {kind} saved as UTF-8."
+    )
+
+
 def _read_json(path: Path) -> list[Observation]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise TransferSearchError(_not_text("--json", path, exc, "a JSON file")) from None
     except json.JSONDecodeError as exc:
         raise TransferSearchError(f"--json {path}: not valid JSON ({exc}).") from None
     if isinstance(data, Mapping):
@@ -200,6 +223,17 @@ def load_observations(args: argparse.Namespace) -> Any:
     return _read_json(path)
 
 
+def _seed(args: argparse.Namespace) -> int:
+    """``--seed``, checked: numpy's generators take non-negative integers only."""
+    if args.seed < 0:
+        raise TransferSearchError(
+            f"`--seed` must be a non-negative integer, but got --seed {args.seed}. Write e.g. "
+            "--seed 0."
+        )
+    seed: int = args.seed
+    return seed
+
+
 def _params(args: argparse.Namespace) -> list[str] | None:
     """``--params`` as a list, or None: then the fit uses every parameter all trials record."""
     return _split_names(args.params)
@@ -236,12 +270,15 @@ def _extrapolation_dict(result: Extrapolation, level: float) -> dict[str, Any]:
 
 
 def _fit(args: argparse.Namespace) -> tuple[Any, list[str] | None, Extrapolation]:
+    seed = _seed(args)
     source = load_observations(args)
     params = _params(args)
     target = parse_scale(args.target)
+    if isinstance(source, list):
+        check_scale_names(source, target=target)
     result = extrapolate(
         source, target=target, params=params, direction=args.direction,
-        n_bootstrap=args.n_bootstrap, seed=args.seed,
+        n_bootstrap=args.n_bootstrap, seed=seed,
     )
     return source, params, result
 
@@ -265,12 +302,15 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    seed = _seed(args)
     source = load_observations(args)
     params = _params(args)
     held = parse_scale(args.held_out, option="--held-out") if args.held_out else None
+    if isinstance(source, list):
+        check_scale_names(source)
     result: Validation = validate(
         source, params=params, held_out=held, direction=args.direction,
-        n_bootstrap=args.n_bootstrap, seed=args.seed,
+        n_bootstrap=args.n_bootstrap, seed=seed,
     )
     if args.as_json:
         print(json.dumps({
@@ -314,6 +354,7 @@ def _study_observations(study: Any) -> list[Observation]:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    seed = _seed(args)
     try:
         demo = importlib.import_module("transfersearch.integrations.demo")
     except ImportError as exc:
@@ -323,7 +364,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         ) from None
     result = demo.run(
         out=Path(args.out), full=args.full, quick=args.quick, device=args.device,
-        trials=args.trials, seed=args.seed,
+        trials=args.trials, seed=seed,
     )
     return 0 if result is not None else 1
 
@@ -429,7 +470,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--target", required=True, metavar="NAME=V,...",
                      help="the target scale, e.g. width=4096,dataset_size=1e7")
     rep.add_argument("--level", type=float, default=0.9, help="interval coverage (default 0.9)")
-    rep.add_argument("--out", default="report.png", metavar="PNG", help="output file (report.png)")
+    rep.add_argument("--out", default="report.png", metavar="FILE",
+                     help="output picture: .png (default report.png), .pdf, .svg, ...; a name "
+                     "without extension gets .png, an existing folder gets report.png inside")
     rep.set_defaults(handler=_cmd_report)
     return parser
 

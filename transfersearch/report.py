@@ -79,6 +79,25 @@ def _pyplot() -> Any:
     return importlib.import_module("matplotlib.pyplot")
 
 
+def _output_path(path: str | Path) -> Path:
+    """The file :func:`plot_report` writes: ``.png`` added to a bare name, ``report.png`` inside a
+    folder; an extension matplotlib cannot write is refused before anything is drawn."""
+    out = Path(path)
+    if out.is_dir():
+        out = out / "report.png"
+    elif not out.suffix:
+        out = out.with_name(f"{out.name}.png")
+    backend_bases = importlib.import_module("matplotlib.backend_bases")
+    formats = sorted(backend_bases.FigureCanvasBase.get_supported_filetypes())
+    if out.suffix[1:].lower() not in formats:
+        raise TransferSearchError(
+            f"cannot write a picture to {str(path)!r}: matplotlib does not know the extension "
+            f"{out.suffix!r}. End the name in one of {', '.join('.' + f for f in formats)} "
+            "(e.g. report.png)."
+        )
+    return out
+
+
 def _path_scales(start: Scale, end: Scale, names: Sequence[str], points: int) -> list[Scale]:
     """Scales on the geometric path from ``start`` to ``end`` over ``names``."""
     path = []
@@ -104,17 +123,20 @@ def plot_report(
     Args:
         observations: the proxy trials (any state; diverged ones are drawn as crosses).
         extrapolation: the result of :func:`transfersearch.extrapolate` on those trials.
-        path: where to write the picture (``.png``).
+        path: where to write the picture. Its extension picks the format (``.png``, ``.pdf``,
+            ``.svg``, or any other matplotlib writes); a name without one gets ``.png``, and an
+            existing folder gets ``report.png`` inside it.
         level: coverage of the target's interval (default 0.9).
         title: a title for the figure.
         marks: other points to show at the target, label -> parameter values (e.g. the
             baselines' settings expressed in the same coordinates).
 
     Returns:
-        The path written.
+        The path written (with the ``.png`` or ``report.png`` added, if any).
 
     Raises:
-        TransferSearchError: there are no observations or the extrapolation predicts no parameter.
+        TransferSearchError: there are no observations, the extrapolation predicts no parameter,
+            or ``path`` has an extension matplotlib cannot write.
         ImportError: matplotlib is not installed.
     """
     params = list(extrapolation.params)
@@ -126,6 +148,7 @@ def plot_report(
             "plot_report needs the proxy observations, but got none. Pass the trials you fitted."
         )
     plt = _pyplot()
+    out = _output_path(path)
     scales = sorted({o.scale for o in obs}, key=default_cost)
     colors = plt.get_cmap("viridis")
     color_of = {
@@ -172,9 +195,8 @@ def plot_report(
     if title:
         figure.suptitle(title)
     figure.tight_layout()
-    out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=110)
+    figure.savefig(out, dpi=110, format=out.suffix[1:].lower())
     plt.close(figure)
     return out
 
