@@ -43,8 +43,13 @@ def synthetic_rows(seed: int = 0) -> list[dict[str, float]]:
                     + float(rng.normal(0, 0.002))
                 )
                 rows.append(
-                    {"scale.width": width, "scale.dataset_size": size, "params.lr": lr,
-                     "params.tau_epoch": tau, "value": value}
+                    {
+                        "scale.width": width,
+                        "scale.dataset_size": size,
+                        "params.lr": lr,
+                        "params.tau_epoch": tau,
+                        "value": value,
+                    }
                 )
     return rows
 
@@ -64,9 +69,11 @@ def csv_file(tmp_path: Path) -> Path:
 def json_file(tmp_path: Path) -> Path:
     path = tmp_path / "trials.json"
     items = [
-        {"scale": {"width": r["scale.width"], "dataset_size": r["scale.dataset_size"]},
-         "params": {"lr": r["params.lr"], "tau_epoch": r["params.tau_epoch"]},
-         "value": r["value"]}
+        {
+            "scale": {"width": r["scale.width"], "dataset_size": r["scale.dataset_size"]},
+            "params": {"lr": r["params.lr"], "tau_epoch": r["params.tau_epoch"]},
+            "value": r["value"],
+        }
         for r in synthetic_rows(1)
     ]
     path.write_text(json.dumps({"observations": items}))
@@ -79,8 +86,9 @@ TARGET = "width=1024,dataset_size=1.6e5"
 def test_extrapolate_csv_json_output_recovers_the_law(
     csv_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = main(["extrapolate", "--csv", str(csv_file), "--target", TARGET, "--json",
-                   "--n-bootstrap", "50"])
+    status = main(
+        ["extrapolate", "--csv", str(csv_file), "--target", TARGET, "--json", "--n-bootstrap", "50"]
+    )
     assert status == 0
     data = json.loads(capsys.readouterr().out)
     assert data["target"] == {"width": 1024.0, "dataset_size": 1.6e5}
@@ -95,8 +103,19 @@ def test_extrapolate_csv_json_output_recovers_the_law(
 def test_extrapolate_json_file_prints_a_table(
     json_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = main(["extrapolate", "--json", str(json_file), "--target", TARGET,
-                   "--params", "lr,tau_epoch", "--n-bootstrap", "20"])
+    status = main(
+        [
+            "extrapolate",
+            "--json",
+            str(json_file),
+            "--target",
+            TARGET,
+            "--params",
+            "lr,tau_epoch",
+            "--n-bootstrap",
+            "20",
+        ]
+    )
     assert status == 0
     out = capsys.readouterr().out
     assert "predicted" in out and "lr" in out and "tau_epoch" in out
@@ -104,7 +123,9 @@ def test_extrapolate_json_file_prints_a_table(
     assert float(line.split()[1]) == pytest.approx(optimum_lr(1024), rel=0.15)
 
 
-def test_extrapolate_reads_an_optuna_storage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_extrapolate_reads_an_optuna_storage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     optuna = pytest.importorskip("optuna")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = f"sqlite:///{tmp_path / 'study.db'}"
@@ -118,12 +139,28 @@ def test_extrapolate_reads_an_optuna_storage(tmp_path: Path, capsys: pytest.Capt
             params={"lr": row["params.lr"], "tau_epoch": row["params.tau_epoch"]},
             distributions=dists,
             value=row["value"],
-            user_attrs={"scale.width": row["scale.width"],
-                        "scale.dataset_size": row["scale.dataset_size"]},
+            user_attrs={
+                "scale.width": row["scale.width"],
+                "scale.dataset_size": row["scale.dataset_size"],
+            },
         )
         study.add_trial(trial)
-    status = main(["extrapolate", "--storage", storage, "--study", "cli", "--target", TARGET,
-                   "--params", "lr,tau_epoch", "--json", "--n-bootstrap", "20"])
+    status = main(
+        [
+            "extrapolate",
+            "--storage",
+            storage,
+            "--study",
+            "cli",
+            "--target",
+            TARGET,
+            "--params",
+            "lr,tau_epoch",
+            "--json",
+            "--n-bootstrap",
+            "20",
+        ]
+    )
     captured = capsys.readouterr()
     if status != 0:
         pytest.fail(f"extrapolate from an Optuna storage failed: {captured.err}")
@@ -151,8 +188,19 @@ def test_validate_prints_a_table(csv_file: Path, capsys: pytest.CaptureFixture[s
 def test_report_writes_a_png(csv_file: Path, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     out = tmp_path / "pics" / "report.png"
-    status = main(["report", "--csv", str(csv_file), "--target", TARGET, "--out", str(out),
-                   "--n-bootstrap", "20"])
+    status = main(
+        [
+            "report",
+            "--csv",
+            str(csv_file),
+            "--target",
+            TARGET,
+            "--out",
+            str(out),
+            "--n-bootstrap",
+            "20",
+        ]
+    )
     assert status == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert out.stat().st_size > 20_000
@@ -166,8 +214,7 @@ def test_report_writes_a_png(csv_file: Path, tmp_path: Path) -> None:
         (["extrapolate", "--csv", "{csv}", "--target", "width=-3"], "scale.width"),
         (["extrapolate", "--csv", "{csv}", "--target", "width"], "name=number"),
         (["extrapolate", "--csv", "{csv}", "--target", "width=abc"], "must be a number"),
-        (["extrapolate", "--csv", "{csv}", "--target", TARGET, "--params", "momentum"],
-         "momentum"),
+        (["extrapolate", "--csv", "{csv}", "--target", TARGET, "--params", "momentum"], "momentum"),
         (["extrapolate", "--csv", "{csv}", "--target", "dataset_size=1e6"], "width"),
         (["extrapolate", "--json", "{bad_json}", "--target", TARGET], "not valid JSON"),
         (["extrapolate", "--storage", "sqlite:///x.db", "--target", TARGET], "--study"),
@@ -181,8 +228,12 @@ def test_report_writes_a_png(csv_file: Path, tmp_path: Path) -> None:
     ],
 )
 def test_bad_input_exits_2_with_one_line(
-    argv: list[str], fragment: str, csv_file: Path, tmp_path: Path,
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    fragment: str,
+    csv_file: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     bad_json = tmp_path / "bad.json"
     bad_json.write_text("{not json")
@@ -238,8 +289,19 @@ def test_report_prints_the_file_it_wrote(
     """`--out DIR` (no extension) writes DIR.png and says so."""
     pytest.importorskip("matplotlib")
     out = tmp_path / "figures"
-    status = main(["report", "--csv", str(csv_file), "--target", TARGET, "--out", str(out),
-                   "--n-bootstrap", "0"])
+    status = main(
+        [
+            "report",
+            "--csv",
+            str(csv_file),
+            "--target",
+            TARGET,
+            "--out",
+            str(out),
+            "--n-bootstrap",
+            "0",
+        ]
+    )
     assert status == 0
     written = tmp_path / "figures.png"
     assert capsys.readouterr().out.strip() == f"wrote {written}"
@@ -255,14 +317,18 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_help_describes_every_subcommand() -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "transfersearch.cli", "--help"], capture_output=True, text=True,
+        [sys.executable, "-m", "transfersearch.cli", "--help"],
+        capture_output=True,
+        text=True,
         check=True,
     )
     for command in ("demo", "extrapolate", "validate", "report"):
         assert command in run.stdout
     demo = subprocess.run(
-        [sys.executable, "-m", "transfersearch.cli", "demo", "--help"], capture_output=True,
-        text=True, check=True,
+        [sys.executable, "-m", "transfersearch.cli", "demo", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     for flag in ("--out", "--full", "--device", "--trials"):
         assert flag in demo.stdout

@@ -52,10 +52,16 @@ def ladder_observations() -> list[Observation]:
 def test_plot_report_writes_a_png_with_both_rows(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     obs = ladder_observations()
-    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"],
-                         n_bootstrap=20, seed=0)
-    out = plot_report(obs, result, tmp_path / "sub" / "report.png", title="synthetic",
-                      marks={"copy": {"lr": 0.02, "weight_decay": 0.1}})
+    result = extrapolate(
+        obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"], n_bootstrap=20, seed=0
+    )
+    out = plot_report(
+        obs,
+        result,
+        tmp_path / "sub" / "report.png",
+        title="synthetic",
+        marks={"copy": {"lr": 0.02, "weight_decay": 0.1}},
+    )
     assert out == tmp_path / "sub" / "report.png"
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
@@ -67,8 +73,9 @@ def test_plot_report_writes_a_png_with_both_rows(tmp_path: Path) -> None:
 def test_plot_report_needs_observations(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     obs = ladder_observations()
-    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"],
-                         n_bootstrap=0, seed=0)
+    result = extrapolate(
+        obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"], n_bootstrap=0, seed=0
+    )
     with pytest.raises(TransferSearchError, match="needs the proxy observations"):
         plot_report([], result, tmp_path / "r.png")
 

@@ -107,7 +107,9 @@ def _number_or_text(raw: str | None) -> Any:
         return text
 
 
-def _read_csv(path: Path, scale_columns: Sequence[str] | None, value_column: str) -> list[Observation]:
+def _read_csv(
+    path: Path, scale_columns: Sequence[str] | None, value_column: str
+) -> list[Observation]:
     try:
         with path.open(newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
@@ -139,7 +141,7 @@ def _read_csv(path: Path, scale_columns: Sequence[str] | None, value_column: str
 def _not_text(option: str, path: Path, exc: UnicodeDecodeError, kind: str) -> str:
     """The message for a file that is not UTF-8 text (a binary file, or another encoding)."""
     return (
-        f"{option} {path}: not UTF-8 text (byte {exc.object[exc.start:exc.start + 1]!r} at "
+        f"{option} {path}: not UTF-8 text (byte {exc.object[exc.start : exc.start + 1]!r} at "
         f"offset {exc.start}); is it a binary file? Give {kind} saved as UTF-8."
     )
 
@@ -155,9 +157,9 @@ def _read_json(path: Path) -> list[Observation]:
         data = data.get("observations")
     if not isinstance(data, list):
         raise TransferSearchError(
-            f"--json {path}: expected a list of observations or {{\"observations\": [...]}}, got "
-            f"{type(data).__name__}. Each item: {{\"scale\": {{...}}, \"params\": {{...}}, "
-            "\"value\": 2.31}."
+            f'--json {path}: expected a list of observations or {{"observations": [...]}}, got '
+            f'{type(data).__name__}. Each item: {{"scale": {{...}}, "params": {{...}}, '
+            '"value": 2.31}.'
         )
     result: list[Observation] = []
     for index, item in enumerate(data):
@@ -203,8 +205,15 @@ def load_observations(args: argparse.Namespace) -> Any:
     Raises:
         TransferSearchError: no source, several sources, a missing file or a malformed one.
     """
-    given = [flag for flag, value in (("--csv", args.csv), ("--json", args.json_file),
-                                      ("--storage", args.storage)) if value]
+    given = [
+        flag
+        for flag, value in (
+            ("--csv", args.csv),
+            ("--json", args.json_file),
+            ("--storage", args.storage),
+        )
+        if value
+    ]
     if len(given) != 1:
         raise TransferSearchError(
             f"give exactly one source of observations: --csv FILE, --json FILE or --storage URL "
@@ -260,8 +269,12 @@ def _extrapolation_dict(result: Extrapolation, level: float) -> dict[str, Any]:
             for name, law in result.laws.items()
         },
         "optima": [
-            {"scale": o.scale.to_dict(), "params": dict(o.params), "method": o.method,
-             "n_trials": o.n_trials}
+            {
+                "scale": o.scale.to_dict(),
+                "params": dict(o.params),
+                "method": o.method,
+                "n_trials": o.n_trials,
+            }
             for o in result.optima
         ],
         "extrapolation_decades": result.extrapolation_decades,
@@ -277,8 +290,12 @@ def _fit(args: argparse.Namespace) -> tuple[Any, list[str] | None, Extrapolation
     if isinstance(source, list):
         check_scale_names(source, target=target)
     result = extrapolate(
-        source, target=target, params=params, direction=args.direction,
-        n_bootstrap=args.n_bootstrap, seed=seed,
+        source,
+        target=target,
+        params=params,
+        direction=args.direction,
+        n_bootstrap=args.n_bootstrap,
+        seed=seed,
     )
     return source, params, result
 
@@ -289,8 +306,10 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
         print(json.dumps(_extrapolation_dict(result, args.level), indent=2, allow_nan=True))
         return 0
     interval = result.interval(args.level)
-    print(f"target: {result.target!r}  (model: {result.model}, "
-          f"{result.extrapolation_decades:.2g} decades beyond the ladder)")
+    print(
+        f"target: {result.target!r}  (model: {result.model}, "
+        f"{result.extrapolation_decades:.2g} decades beyond the ladder)"
+    )
     rows = []
     for name, value in result.params.items():
         law = result.laws[name]
@@ -309,31 +328,50 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     if isinstance(source, list):
         check_scale_names(source)
     result: Validation = validate(
-        source, params=params, held_out=held, direction=args.direction,
-        n_bootstrap=args.n_bootstrap, seed=seed,
+        source,
+        params=params,
+        held_out=held,
+        direction=args.direction,
+        n_bootstrap=args.n_bootstrap,
+        seed=seed,
     )
     if args.as_json:
-        print(json.dumps({
-            "held_out": result.held_out.to_dict(),
-            "predicted": result.predicted,
-            "observed": result.observed,
-            "relative_error": result.relative_error,
-            "within_interval": result.within_interval,
-            "regret": result.regret,
-            "relative_regret": result.relative_regret,
-        }, indent=2))
+        print(
+            json.dumps(
+                {
+                    "held_out": result.held_out.to_dict(),
+                    "predicted": result.predicted,
+                    "observed": result.observed,
+                    "relative_error": result.relative_error,
+                    "within_interval": result.within_interval,
+                    "regret": result.regret,
+                    "relative_regret": result.relative_regret,
+                },
+                indent=2,
+            )
+        )
         return 0
     print(f"held out: {result.held_out!r}")
     rows = [
-        [n, result.predicted[n], result.observed[n], result.relative_error[n],
-         result.within_interval[n]]
+        [
+            n,
+            result.predicted[n],
+            result.observed[n],
+            result.relative_error[n],
+            result.within_interval[n],
+        ]
         for n in result.predicted
     ]
     print(format_table(["param", "predicted", "observed", "rel. error", "in 90% interval"], rows))
     if result.regret is not None:
-        print(f"regret of the prediction at the held-out scale: {result.regret:.4g}"
-              + (f" ({100 * result.relative_regret:.3g}%)" if result.relative_regret is not None
-                 else ""))
+        print(
+            f"regret of the prediction at the held-out scale: {result.regret:.4g}"
+            + (
+                f" ({100 * result.relative_regret:.3g}%)"
+                if result.relative_regret is not None
+                else ""
+            )
+        )
     return 0
 
 
@@ -363,8 +401,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             f"'transfersearch[demo]' ({exc})."
         ) from None
     result = demo.run(
-        out=Path(args.out), full=args.full, quick=args.quick, device=args.device,
-        trials=args.trials, seed=seed,
+        out=Path(args.out),
+        full=args.full,
+        quick=args.quick,
+        device=args.device,
+        trials=args.trials,
+        seed=seed,
     )
     return 0 if result is not None else 1
 
@@ -390,23 +432,50 @@ class _JsonAction(argparse.Action):
 
 def _add_source(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("observations (give one source)")
-    group.add_argument("--csv", metavar="FILE", help="CSV, one row per trial (scale.*, params.*, value)")
-    group.add_argument("--json", dest="json_file", metavar="FILE", nargs="?", action=_JsonAction,
-                       help='with FILE: read a JSON list of {"scale": {...}, "params": {...}, '
-                       '"value": ...}; without: print the result as JSON')
+    group.add_argument(
+        "--csv", metavar="FILE", help="CSV, one row per trial (scale.*, params.*, value)"
+    )
+    group.add_argument(
+        "--json",
+        dest="json_file",
+        metavar="FILE",
+        nargs="?",
+        action=_JsonAction,
+        help='with FILE: read a JSON list of {"scale": {...}, "params": {...}, '
+        '"value": ...}; without: print the result as JSON',
+    )
     group.add_argument("--storage", metavar="URL", help="Optuna storage, e.g. sqlite:///proxy.db")
     group.add_argument("--study", metavar="NAME", help="Optuna study name (with --storage)")
-    group.add_argument("--scale-columns", metavar="A,B",
-                       help="CSV: plain columns holding scale variables (default: scale.* columns)")
-    group.add_argument("--value-column", default="value", metavar="NAME",
-                       help="CSV: the metric column (default: value)")
+    group.add_argument(
+        "--scale-columns",
+        metavar="A,B",
+        help="CSV: plain columns holding scale variables (default: scale.* columns)",
+    )
+    group.add_argument(
+        "--value-column",
+        default="value",
+        metavar="NAME",
+        help="CSV: the metric column (default: value)",
+    )
     parser.set_defaults(as_json=False)
-    parser.add_argument("--params", metavar="A,B",
-                        help="swept parameters to fit, e.g. base_lr,tau_epoch (default: all)")
-    parser.add_argument("--direction", choices=("minimize", "maximize"), default="minimize",
-                        help="whether lower (default) or higher values are better")
-    parser.add_argument("--n-bootstrap", type=int, default=200, metavar="N",
-                        help="bootstrap resamples for the intervals (default: 200)")
+    parser.add_argument(
+        "--params",
+        metavar="A,B",
+        help="swept parameters to fit, e.g. base_lr,tau_epoch (default: all)",
+    )
+    parser.add_argument(
+        "--direction",
+        choices=("minimize", "maximize"),
+        default="minimize",
+        help="whether lower (default) or higher values are better",
+    )
+    parser.add_argument(
+        "--n-bootstrap",
+        type=int,
+        default=200,
+        metavar="N",
+        help="bootstrap resamples for the intervals (default: 200)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
 
 
@@ -422,57 +491,91 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     demo = sub.add_parser(
-        "demo", help="train a real proxy ladder and transfer it to a 4x wider target (~4 min CPU)",
+        "demo",
+        help="train a real proxy ladder and transfer it to a 4x wider target (~4 min CPU)",
         description="Sweep base lr and tau_epoch with Optuna on a ladder of small character-level "
         "models trained on Python's standard library, fit how the optimum moves with width and "
         "data, extrapolate to a target 4x wider with 8x more data, and measure the regret there "
         "of transfersearch, copying the best proxy, and muP with weight decay held fixed.",
     )
-    demo.add_argument("--out", default="transfersearch-demo", metavar="DIR",
-                      help="output folder: study.db, summary.json, report.png "
-                      "(default: ./transfersearch-demo; re-running resumes the study)")
+    demo.add_argument(
+        "--out",
+        default="transfersearch-demo",
+        metavar="DIR",
+        help="output folder: study.db, summary.json, report.png "
+        "(default: ./transfersearch-demo; re-running resumes the study)",
+    )
     demo.add_argument("--full", action="store_true", help="a bigger ladder and target (longer)")
-    demo.add_argument("--quick", action="store_true",
-                      help="a tiny ladder for tests (seconds; the numbers mean little)")
-    demo.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto",
-                      help="where to train (default: auto = cuda if available)")
-    demo.add_argument("--trials", type=int, default=None, metavar="N",
-                      help="proxy trials in total (default depends on the mode)")
+    demo.add_argument(
+        "--quick",
+        action="store_true",
+        help="a tiny ladder for tests (seconds; the numbers mean little)",
+    )
+    demo.add_argument(
+        "--device",
+        choices=("cpu", "cuda", "auto"),
+        default="auto",
+        help="where to train (default: auto = cuda if available)",
+    )
+    demo.add_argument(
+        "--trials",
+        type=int,
+        default=None,
+        metavar="N",
+        help="proxy trials in total (default depends on the mode)",
+    )
     demo.add_argument("--seed", type=int, default=0, help="seed of the sweep (default: 0)")
     demo.set_defaults(handler=_cmd_demo)
 
     ext = sub.add_parser(
-        "extrapolate", help="predict the optimal hyperparameters at a target scale",
+        "extrapolate",
+        help="predict the optimal hyperparameters at a target scale",
         description="Fit per-scale optima and optimum-vs-scale power laws to proxy trials, and "
         "predict the optimum at --target with a bootstrap interval.",
     )
     _add_source(ext)
-    ext.add_argument("--target", required=True, metavar="NAME=V,...",
-                     help="the target scale, e.g. width=4096,dataset_size=1e7")
+    ext.add_argument(
+        "--target",
+        required=True,
+        metavar="NAME=V,...",
+        help="the target scale, e.g. width=4096,dataset_size=1e7",
+    )
     ext.add_argument("--level", type=float, default=0.9, help="interval coverage (default 0.9)")
     ext.set_defaults(handler=_cmd_extrapolate)
 
     val = sub.add_parser(
-        "validate", help="hold out the largest proxy scale, predict it from the others",
+        "validate",
+        help="hold out the largest proxy scale, predict it from the others",
         description="Fit the laws without the largest proxy scale, predict its optimum and compare "
         "with its own trials: how far to trust the law before the big run.",
     )
     _add_source(val)
-    val.add_argument("--held-out", metavar="NAME=V,...", help="the scale to hold out (default: largest)")
+    val.add_argument(
+        "--held-out", metavar="NAME=V,...", help="the scale to hold out (default: largest)"
+    )
     val.set_defaults(handler=_cmd_validate)
 
     rep = sub.add_parser(
-        "report", help="draw the proxy landscapes and the optimum-vs-scale laws to a PNG",
+        "report",
+        help="draw the proxy landscapes and the optimum-vs-scale laws to a PNG",
         description="Extrapolate to --target and draw the metric vs each parameter per rung and "
         "each optimum vs compute with the law, its interval and the target.",
     )
     _add_source(rep)
-    rep.add_argument("--target", required=True, metavar="NAME=V,...",
-                     help="the target scale, e.g. width=4096,dataset_size=1e7")
+    rep.add_argument(
+        "--target",
+        required=True,
+        metavar="NAME=V,...",
+        help="the target scale, e.g. width=4096,dataset_size=1e7",
+    )
     rep.add_argument("--level", type=float, default=0.9, help="interval coverage (default 0.9)")
-    rep.add_argument("--out", default="report.png", metavar="FILE",
-                     help="output picture: .png (default report.png), .pdf, .svg, ...; a name "
-                     "without extension gets .png, an existing folder gets report.png inside")
+    rep.add_argument(
+        "--out",
+        default="report.png",
+        metavar="FILE",
+        help="output picture: .png (default report.png), .pdf, .svg, ...; a name "
+        "without extension gets .png, an existing folder gets report.png inside",
+    )
     rep.set_defaults(handler=_cmd_report)
     return parser
 

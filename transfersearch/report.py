@@ -151,12 +151,8 @@ def plot_report(
     out = _output_path(path)
     scales = sorted({o.scale for o in obs}, key=default_cost)
     colors = plt.get_cmap("viridis")
-    color_of = {
-        s: colors(i / max(1, len(scales) - 1)) for i, s in enumerate(scales)
-    }
-    figure, axes = plt.subplots(
-        2, len(params), figsize=(5.2 * len(params), 8.4), squeeze=False
-    )
+    color_of = {s: colors(i / max(1, len(scales) - 1)) for i, s in enumerate(scales)}
+    figure, axes = plt.subplots(2, len(params), figsize=(5.2 * len(params), 8.4), squeeze=False)
     optimum_of = {o.scale: o for o in extrapolation.optima}
     finite = [o.value for o in obs if o.usable]
     low = min(finite) if finite else 0.0
@@ -178,7 +174,10 @@ def plot_report(
             )
             if bad:
                 ax.scatter(
-                    [o.params[name] for o in bad], [top] * len(bad), marker="x", s=18,
+                    [o.params[name] for o in bad],
+                    [top] * len(bad),
+                    marker="x",
+                    s=18,
                     color=color_of[scale],
                 )
             if scale in optimum_of:
@@ -271,7 +270,11 @@ def _law_panel(
     for index, (label, values) in enumerate(marks.items()):
         if name in values:
             ax.scatter(
-                target_x * (1.15 + 0.15 * index), values[name], marker="D", s=30, label=label,
+                target_x * (1.15 + 0.15 * index),
+                values[name],
+                marker="D",
+                s=30,
+                label=label,
             )
     ax.set_xscale("log")
     shown = [o.params[name] for o in extrapolation.optima] + [predicted, *interval]
