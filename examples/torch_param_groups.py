@@ -4,6 +4,11 @@ Run: ``python examples/torch_param_groups.py`` (CPU, a few seconds). The coordin
 τ_epoch) are defined at width 32; at width 128 µP divides the hidden and output learning rates by
 s = 4 and multiplies their (coupled, torch.optim.AdamW) weight decay by 4, so τ_epoch = B/(ηλN)
 stays 1 epoch in every group.
+
+The schedule is a plain linear warmup and cosine decay: µP's 1/s already acts as a width warmup
+(Kosson et al. §6). Kosson's explicit width warmups (``warmup="exp"`` or ``"decay_away"``) replace
+µP's 1/s rather than add to it, so ``schedule`` refuses them on µP-scaled groups; to use them,
+concretize with ``ts.rules.Standard()`` instead of ``MuP``.
 """
 
 from __future__ import annotations
@@ -57,15 +62,7 @@ def main() -> None:
             )
         sched = torch.optim.lr_scheduler.LambdaLR(
             opt,
-            schedule(
-                hp,
-                STEPS,
-                "cosine",
-                warmup=("linear", "exp"),
-                warmup_steps=5,
-                width_mult=width / BASE_WIDTH,
-                groups=opt,
-            ),
+            schedule(hp, STEPS, "cosine", warmup="linear", warmup_steps=5),
         )
         ema = ModelEMA(model, momentum=hp.ema_momentum)
         for step in range(STEPS):

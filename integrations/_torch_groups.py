@@ -30,7 +30,14 @@ from transfersearch.errors import TransferSearchError
 from transfersearch.rules import GROUPS
 from transfersearch.space import Hyperparameters
 
-__all__ = ["ParameterRole", "classify", "named_parameters", "param_groups", "unwrap"]
+__all__ = [
+    "ParameterRole",
+    "check_module",
+    "classify",
+    "named_parameters",
+    "param_groups",
+    "unwrap",
+]
 
 Pattern = Union[str, "re.Pattern[str]"]
 Convention = Literal["coupled", "independent"]
@@ -77,11 +84,26 @@ class ParameterRole:
 # ----------------------------------------------------------------------------------------------
 # Names and wrappers
 # ----------------------------------------------------------------------------------------------
+def check_module(value: object, name: str = "model") -> nn.Module:
+    """``value`` if it is a ``torch.nn.Module``, else a TransferSearchError naming ``name``."""
+    if not isinstance(value, nn.Module):
+        raise TransferSearchError(
+            f"`{name}` must be a torch.nn.Module (possibly wrapped by DDP, FSDP or torch.compile), "
+            f"but got {name}={value!r} ({type(value).__name__}). Pass the model object itself, "
+            "e.g. param_groups(model, hp)."
+        )
+    return value
+
+
 def unwrap(model: nn.Module) -> nn.Module:
     """Strip DistributedDataParallel / DataParallel (``.module``) and torch.compile (``._orig_mod``).
 
     FSDP is not stripped: with ``use_orig_params=True`` its parameters are the ones to optimize.
+
+    Raises:
+        TransferSearchError: ``model`` is not an ``nn.Module`` (e.g. None).
     """
+    model = check_module(model)
     while True:
         if isinstance(model, (nn.parallel.DistributedDataParallel, nn.DataParallel)):
             model = model.module
@@ -237,6 +259,15 @@ def _by_shapes(
             "group) to param_groups."
         )
     fan_out, fan_in = out_axis in grown, in_axis in grown
+    if layout.kind == "generic" and fan_out != fan_in:
+        axis = out_axis if fan_out else in_axis
+        raise TransferSearchError(
+            f"cannot tell the role of raw parameter {name!r}: shape {shape} vs {base_shape} in "
+            f"base_model grows only on axis {axis}. A raw nn.Parameter has no layer type to say "
+            "which axis is its fan-in, so this is an input (fan-out grows, e.g. a positional "
+            "embedding (ctx, d)) or an output (fan-in grows) depending on how it is used. Pass "
+            f"overrides={{{name!r}: 'input'}} (or 'output') to param_groups."
+        )
     if fan_out and fan_in:
         return "hidden", "fan-in and fan-out grow with width"
     if fan_out:
@@ -263,8 +294,15 @@ def classify(
     parameters and norm/bias parameters are vectors; Embedding tables are inputs; of the remaining
     Linear/Conv/MultiheadAttention weights, in ``named_parameters()`` order, the first is the input
     (only when the model has no Embedding) and the last is the output (unless the model ties a
-    readout to its embedding), the rest hidden. Parameters of other modules (raw ``nn.Parameter``
-    matrices) need ``overrides`` or a base_model.
+    readout to its embedding), the rest hidden.
+
+    Raw ``nn.Parameter`` matrices (owned by no Linear/Conv/Embedding/attention layer) follow one
+    rule on both paths: a raw tensor whose role the shapes cannot settle asks for an override.
+    The shapes settle it only against a ``base_model`` and only when both of its first two axes
+    grow (hidden) or neither does (input, fixed size); when one axis grows, the role depends on
+    whether that axis is the fan-in, which a raw tensor does not say — a positional embedding
+    ``(ctx, d)`` is an input, a readout ``(d, vocab)`` an output — so an override is required, as
+    it is for every raw matrix without a base_model.
 
     ``overrides`` maps name patterns to groups and wins over both: a ``str`` is a glob matched
     against the whole clean name (``fnmatch.fnmatchcase``), a compiled ``re.Pattern`` is searched in
@@ -281,6 +319,8 @@ def classify(
     """
     rules = _check_overrides(overrides)
     root = unwrap(model)
+    if base_model is not None:
+        check_module(base_model, "base_model")
     owners = _owners(root)
     full_shapes = _fsdp_full_shapes(model)
     params = list(named_parameters(model))
@@ -373,9 +413,10 @@ def _by_position(
         elif layout.kind == "generic":
             if name not in overridden:
                 raise TransferSearchError(
-                    f"cannot tell the role of parameter {name!r} (shape {shapes[name]}): it is not "
-                    "a Linear, Conv, Embedding or MultiheadAttention weight and no base_model was "
-                    f"given. Pass base_model=make_model(width=...) or overrides={{{name!r}: ...}}."
+                    f"cannot tell the role of raw parameter {name!r} (shape {shapes[name]}): it is "
+                    "not a Linear, Conv, Embedding or MultiheadAttention weight and no base_model "
+                    f"was given. Pass overrides={{{name!r}: 'input'}} (or 'hidden'/'output'); a "
+                    "base_model settles it only when both or neither of its axes grow."
                 )
             groups[name] = ("hidden", "placeholder, overridden")
         else:
@@ -422,7 +463,11 @@ def param_groups(
             ``weight_decay`` — torch.optim.AdamW decays ``w ← (1 − ηλ)w − ηu``, so the decay is
             multiplied by the learning rate (and follows its schedule). ``"independent"`` puts
             λ' = ηλ, ``hp.groups[g]["independent_wd"]``, there, for optimizers that decay
-            ``w ← (1 − λ')w − ηu`` (decay *not* multiplied by the learning rate).
+            ``w ← (1 − λ')w − ηu`` (decay *not* multiplied by the learning rate). Then a
+            ``LambdaLR`` schedules only ``lr``: λ' stays at its peak value all run, so the
+            per-step decay no longer follows the schedule as it does under the coupled
+            convention. Add :class:`WeightDecaySchedule` with ``convention="independent"``
+            (it multiplies λ' by the same lr multiplier) to keep η_t·λ_t as AdamW would.
 
     Returns:
         One plain dict per non-empty group, in the order input, hidden, output, vector:
@@ -432,9 +477,10 @@ def param_groups(
         the scheduled values start from ``hp``'s.
 
     Raises:
-        TransferSearchError: see :func:`classify`; a bad ``convention`` or a model without
-            trainable parameters.
+        TransferSearchError: see :func:`classify`; ``model`` not an ``nn.Module`` (e.g. None), a
+            bad ``convention`` or a model without trainable parameters.
     """
+    check_module(model)
     if convention not in ("coupled", "independent"):
         raise TransferSearchError(
             f"`convention` must be 'coupled' (torch.optim.AdamW) or 'independent', but got "

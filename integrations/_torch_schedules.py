@@ -99,7 +99,8 @@ class Multiplier:
         Eq. 12 as adopted in SCIENCE.md §2, s^(−max(0, 1 − t/T_exp)) (``rules.exp_warmup_factor``).
         decay_away: Eq. 13, 1 − (1 − 1/s)(1 − ηλ)^t (``rules.decay_away_warmup_factor``). The two
         width factors apply only to groups with ``width_warmup`` (default: hidden and output, the
-        groups whose lr µP divides by s — the implicit warmup of independent scaling).
+        groups whose lr µP would divide by s). They stand in for µP's 1/s, so the group's lr must
+        be the base width's (``rules.Standard``): :func:`schedule` refuses a µP-scaled group.
         """
         factor = 1.0
         for name in self.warmups:
@@ -169,13 +170,24 @@ def schedule(
     group in that order; for the weight decay of ``su_proportional`` add
     :class:`WeightDecaySchedule`.
 
+    Kosson's width warmups replace µP's learning-rate scaling, they do not add to it. Kosson et al.
+    (§7, App. F.3.5) multiply the lr by a factor that starts at 1/s and relaxes to 1 *instead of*
+    µP's η_base/s (which acts as such a warmup already, their §6). On a group whose lr the rule has
+    already divided by s (``rules.MuP``: hidden and output) the first lr would be η_base/s² — at
+    s = 4, 0.0625·η_base — so that combination is refused: concretize ``hp`` with
+    ``rules.Standard()`` (η and λ unchanged with width, so ηλ stays constant as under independent
+    scaling) to use the warmups, or keep µP and drop "exp"/"decay_away". (Kosson et al. applied the
+    factors to all parameters; the default ``warmup_groups`` are the width-dependent ones.)
+
     Args:
         hp: the hyperparameters the groups were built from (their lr and coupled weight decay).
         total_steps: T, the number of optimizer steps.
         kind: one of :data:`KINDS`.
         warmup: None, one of :data:`WARMUPS`, or several (multiplied), e.g. ("linear", "exp") —
             Kosson et al. applied their factors on top of a linear warmup.
-        warmup_steps: T_w of the linear warmup (and of "exp" unless ``exp_warmup_steps``).
+        warmup_steps: T_w of the linear warmup (and of "exp" unless ``exp_warmup_steps``); must be
+            shorter than ``total_steps``.
+        exp_warmup_steps: T_exp of the "exp" warmup, shorter than ``total_steps``.
         width_mult: s = width / base width, for "exp" and "decay_away"; defaults to
             ``hp.width_mult`` (set by ``TransferSpace.concretize``).
         groups: param groups or optimizer; needed for per-group schedules.
@@ -189,7 +201,8 @@ def schedule(
 
     Raises:
         TransferSearchError: an unknown kind or warmup, a missing ``warmup_steps``,
-            ``width_mult`` or ``groups``, a width warmup on a group without weight decay.
+            ``width_mult`` or ``groups``, a warmup as long as the run or longer, a width warmup
+            on a group without weight decay or on a group whose lr µP already divides by s.
     """
     total = check_positive("total_steps", total_steps)
     if kind not in KINDS:
@@ -202,11 +215,13 @@ def schedule(
             )
     if "linear" in warmups:
         check_positive("warmup_steps", warmup_steps, fix="Give warmup_steps=... for the warmup.")
+        _check_shorter_than_run("warmup_steps", warmup_steps, total)
     exp_steps = warmup_steps if exp_warmup_steps is None else exp_warmup_steps
     if "exp" in warmups:
         exp_steps = check_positive(
             "exp_warmup_steps", exp_steps, fix="Give warmup_steps or exp_warmup_steps."
         )
+        _check_shorter_than_run("exp_warmup_steps", exp_steps, total)
     if not 0.0 <= final_fraction <= 1.0 or not 0.0 <= decay_fraction <= 1.0:
         raise TransferSearchError(
             f"`final_fraction` and `decay_fraction` must lie in [0, 1], but got "
@@ -230,6 +245,8 @@ def schedule(
     def make(group: str | None) -> Multiplier:
         values = hp.groups[group if group is not None else "hidden"]
         applies = group in warmup_groups
+        if width_warmup and applies and s != 1.0 and group is not None:
+            _check_not_mup_scaled(hp, group, s, warmups)
         if "decay_away" in warmups and applies and s != 1.0 and values["weight_decay"] <= 0.0:
             raise TransferSearchError(
                 f"warmup='decay_away' relaxes on the timescale 1/(lr*weight_decay), but group "
@@ -258,6 +275,36 @@ def schedule(
             )
         return make(None)
     return [make(name) for name in _group_names(groups)]
+
+
+def _check_shorter_than_run(name: str, steps: float, total: float) -> None:
+    """A warmup must end inside the run: else the peak lr is never reached (or never left)."""
+    if steps >= total:
+        raise TransferSearchError(
+            f"`{name}` must be shorter than the run, but got {name}={steps:g} >= "
+            f"total_steps={total:g}: the lr would never reach its peak (and a cosine or linear "
+            f"decay would have no steps left). Lower {name} (e.g. 5-10% of total_steps) or check "
+            "total_steps."
+        )
+
+
+def _check_not_mup_scaled(
+    hp: Hyperparameters, group: str, s: float, warmups: tuple[str, ...]
+) -> None:
+    """Refuse Kosson's width warmups on a group whose lr the rule already divided by width."""
+    lr_mult = hp.width_lr_multipliers.get(group, 1.0)
+    if lr_mult == 1.0:
+        return
+    width = [w for w in warmups if w in _WIDTH_WARMUPS]
+    raise TransferSearchError(
+        f"warmup={width!r} starts group {group!r} at 1/s = {1.0 / s:g} of its lr, but the rule "
+        f"already multiplied that lr by {lr_mult:g} for width (µP: 1/s), so the first lr would be "
+        f"{lr_mult / s:g}·lr_base. Kosson et al. (§7, App. F.3.5) use these factors instead of "
+        "µP's lr scaling, not on top of it. Concretize hp with rules.Standard() (lr and weight "
+        "decay unchanged with width: lr·weight_decay constant, as under independent scaling) to "
+        "use the width warmup, or keep µP and drop 'exp'/'decay_away' (µP's 1/s is already a "
+        "warmup, Kosson et al. §6)."
+    )
 
 
 class WeightDecaySchedule:

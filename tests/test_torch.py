@@ -40,20 +40,22 @@ EXPECTED = {
 }
 
 
-def make_space() -> ts.TransferSpace:
+def make_space(rule: ts.rules.Rule | None = None) -> ts.TransferSpace:
     return ts.TransferSpace(
         base=ts.Scale(width=BASE_WIDTH, dataset_size=N, batch_size=B),
         coords={
             "base_lr": ts.Float(1e-4, 1e-1, log=True),
             "tau_epoch": ts.Float(0.05, 20.0, log=True),
         },
-        rule=ts.rules.MuP(wd_width_exponent=1.0),
+        rule=rule or ts.rules.MuP(wd_width_exponent=1.0),
         ema_momentum=0.999,
     )
 
 
-def make_hp(width: int = WIDTH) -> ts.Hyperparameters:
-    return make_space().concretize({"base_lr": 3e-3, "tau_epoch": 1.0}, scale=ts.Scale(width=width))
+def make_hp(width: int = WIDTH, rule: ts.rules.Rule | None = None) -> ts.Hyperparameters:
+    return make_space(rule).concretize(
+        {"base_lr": 3e-3, "tau_epoch": 1.0}, scale=ts.Scale(width=width)
+    )
 
 
 class MLP(nn.Module):
@@ -174,6 +176,44 @@ def test_raw_parameter_growing_on_another_axis_needs_an_override() -> None:
         classify(TinyTransformer(WIDTH), meta(TinyTransformer, BASE_WIDTH))
 
 
+class RawPositions(nn.Module):
+    """A raw 2-D positional table (ctx, d) and a raw (d, d) matrix between two Linear layers."""
+
+    def __init__(self, width: int, ctx: int = 8) -> None:
+        super().__init__()
+        self.inp = nn.Linear(12, width)
+        self.pos = nn.Parameter(torch.zeros(ctx, width))
+        self.mix = nn.Parameter(torch.zeros(width, width))
+        self.out = nn.Linear(width, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out((self.inp(x) + self.pos) @ self.mix)
+
+
+def test_raw_2d_parameter_growing_on_one_axis_needs_an_override_on_both_paths() -> None:
+    # (ctx, d) vs (ctx, d_base): only axis 1 grows. Read as fan-in it was "output" (lr/s, λ·s);
+    # it is a positional embedding (input). A raw tensor cannot say which, so ask.
+    model, base = RawPositions(WIDTH), meta(RawPositions, BASE_WIDTH)
+    for reference in (base, None):
+        with pytest.raises(ts.TransferSearchError, match=r"overrides=\{'pos': 'input'\}"):
+            classify(model, reference, {"mix": "hidden"})
+    with_base = classify(model, base, POS)
+    assert with_base["pos"].group == "input"
+    assert with_base["mix"].group == "hidden"  # both axes grow: the shapes settle it
+    assert classify(model, None, {**POS, "mix": "hidden"})["pos"].group == "input"
+
+
+@pytest.mark.parametrize("bad", [None, "model", nn.Linear(2, 2).weight])
+def test_a_model_that_is_not_a_module_is_refused(bad: object) -> None:
+    with pytest.raises(ts.TransferSearchError, match=r"`model` must be a torch\.nn\.Module"):
+        param_groups(bad, make_hp())  # type: ignore[arg-type]
+    if bad is not None:  # base_model=None means "no base model"
+        with pytest.raises(
+            ts.TransferSearchError, match=r"`base_model` must be a torch\.nn\.Module"
+        ):
+            classify(MLP(WIDTH), bad)  # type: ignore[arg-type]
+
+
 def test_heuristic_without_base_model_matches_shapes() -> None:
     for model, base, over in [
         (MLP(WIDTH), MLP(BASE_WIDTH), None),
@@ -261,21 +301,56 @@ def test_compiled_model_trains_with_groups() -> None:
 # ----------------------------------------------------------------------------------------------
 
 
-def test_exp_warmup_applies_to_hidden_and_output_only() -> None:
-    hp = make_hp()
-    groups = param_groups(MLP(WIDTH), hp, meta(MLP, BASE_WIDTH))
-    opt = torch.optim.AdamW(groups)
-    mults = schedule(hp, 100, "constant", warmup="exp", warmup_steps=10, width_mult=4, groups=opt)
+def test_exp_warmup_replaces_mup_on_hidden_and_output_only() -> None:
+    # Kosson et al. §7: the warmup starts the base-width lr at 1/s instead of µP's η/s. Under
+    # rules.Standard every group keeps η_base = 3e-3, so the first hidden lr is 3e-3/4, not /16.
+    hp = make_hp(rule=ts.rules.Standard())
+    opt = torch.optim.AdamW(param_groups(MLP(WIDTH), hp, meta(MLP, BASE_WIDTH)))
+    mults = schedule(hp, 100, "constant", warmup="exp", warmup_steps=10, groups=opt)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, mults)
+    assert opt.param_groups[1]["name"] == "hidden"
+    assert opt.param_groups[1]["lr"] == pytest.approx(3e-3 / 4)
     for step in range(12):
         factor = float(exp_warmup_factor(step, 4.0, 10))
         for group in opt.param_groups:
-            lr, _ = EXPECTED[group["name"]]
-            want = lr * factor if group["name"] in ("hidden", "output") else lr
+            want = 3e-3 * factor if group["name"] in ("hidden", "output") else 3e-3
             assert group["lr"] == pytest.approx(want, rel=1e-12)
         opt.step()
         sched.step()
-    assert opt.param_groups[1]["lr"] == pytest.approx(EXPECTED["hidden"][0])
+    assert opt.param_groups[1]["lr"] == pytest.approx(3e-3)
+
+
+@pytest.mark.parametrize("warmup", [("linear", "exp"), "decay_away"])
+def test_width_warmups_refuse_groups_mup_already_scaled(warmup: object) -> None:
+    hp = make_hp()  # MuP: hidden lr = η_base/4; the exp factor would start it at η_base/16
+    opt = torch.optim.AdamW(param_groups(MLP(WIDTH), hp, meta(MLP, BASE_WIDTH)))
+    with pytest.raises(
+        ts.TransferSearchError, match=r"'hidden'.*0\.0625·lr_base.*rules\.Standard\(\)"
+    ):
+        schedule(hp, 100, warmup=warmup, warmup_steps=10, groups=opt)  # type: ignore[arg-type]
+    # at the base width µP scales nothing and the factors are 1: allowed
+    base_hp = make_hp(BASE_WIDTH)
+    base_opt = torch.optim.AdamW(param_groups(MLP(BASE_WIDTH), base_hp, meta(MLP, WIDTH)))
+    assert schedule(base_hp, 100, warmup="exp", warmup_steps=10, groups=base_opt)[1](0) == 1.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"warmup": "linear", "warmup_steps": 100}, "warmup_steps=100"),
+        ({"warmup": "linear", "warmup_steps": 10}, "warmup_steps=10"),
+        ({"warmup": "exp", "exp_warmup_steps": 12, "groups": "opt"}, "exp_warmup_steps=12"),
+    ],
+)
+def test_warmup_as_long_as_the_run_is_an_error(kwargs: dict, name: str) -> None:  # type: ignore[type-arg]
+    hp = make_hp(rule=ts.rules.Standard())
+    if kwargs.get("groups") == "opt":
+        kwargs["groups"] = torch.optim.AdamW(param_groups(MLP(WIDTH), hp, meta(MLP, BASE_WIDTH)))
+    # was: schedule(hp, 10, "cosine", warmup="linear", warmup_steps=100) gave lr 0 at every step
+    with pytest.raises(
+        ts.TransferSearchError, match=rf"shorter than the run, but got {name} >= total_steps=10"
+    ):
+        schedule(hp, 10, "cosine", **kwargs)
 
 
 def test_schedule_shapes() -> None:
@@ -371,7 +446,7 @@ def test_ema_update_is_the_exact_average() -> None:
 
 def _training_state(seed: int):  # type: ignore[no-untyped-def]
     torch.manual_seed(seed)
-    hp = make_hp()
+    hp = make_hp(rule=ts.rules.Standard())  # Kosson's exp warmup replaces µP's 1/s
     model = TinyTransformer(WIDTH)
     opt = torch.optim.AdamW(
         param_groups(model, hp, meta(TinyTransformer, BASE_WIDTH), POS), betas=hp.betas, eps=hp.eps
