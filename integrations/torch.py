@@ -16,7 +16,10 @@
 
 Weight decay: ``param_groups`` puts PyTorch's *coupled* λ (``w ← (1 − ηλ)w − ηu``,
 torch.optim.AdamW: the decay is multiplied by the learning rate) in ``weight_decay`` unless
-``convention="independent"`` (λ' = ηλ, for optimizers that decay by λ' alone).
+``convention="independent"`` (λ' = ηλ, for optimizers that decay by λ' alone; a ``LambdaLR`` then
+schedules only the lr, so add ``WeightDecaySchedule(opt, mults, convention="independent")`` for λ'
+to follow the schedule). Kosson's width warmups (``warmup="exp"``/``"decay_away"``) replace µP's
+1/s and need hyperparameters from ``rules.Standard()``.
 
 Thin by design: the scaling rules, coordinates and schedule formulas are the core's
 (:mod:`transfersearch.rules`, :class:`transfersearch.TransferSpace`); this module classifies
