@@ -91,3 +91,9 @@ def test_rules_list_the_scale_names_they_read() -> None:
         "dataset_size",
         "params",
     )
+
+
+@pytest.mark.parametrize("batch", [rules.AdamBatch(), rules.SGDBatch()])
+def test_batch_rules_refuse_betas_that_are_not_a_pair(batch: rules.BatchRule) -> None:
+    with pytest.raises(ts.TransferSearchError, match=r"betas=0\.9\. Write betas=\(0\.9, 0\.999\)"):
+        batch.transfer(1e-3, 0.1, 0.9, 1e-8, 4.0)  # type: ignore[arg-type]

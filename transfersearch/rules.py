@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import ClassVar, Literal
 
 import numpy as np
@@ -44,6 +45,7 @@ __all__ = [
     "SGDBatch",
     "SqrtWidth",
     "Standard",
+    "check_betas",
     "decay_away_warmup_factor",
     "exp_warmup_factor",
     "independent_wd_at_batch",
@@ -177,6 +179,34 @@ class PowerLinesTau(DatasetRule):
 BetaForm = Literal["auto", "linear", "power"]
 
 
+def _is_unit_interval(value: object) -> bool:
+    return (
+        isinstance(value, Real)
+        and not isinstance(value, bool)
+        and math.isfinite(float(value))
+        and 0.0 <= float(value) < 1.0
+    )
+
+
+def check_betas(betas: object) -> tuple[float, float]:
+    """Adam's ``betas`` as a pair of floats after checking each lies in [0, 1).
+
+    Raises:
+        TransferSearchError: not a pair of numbers (e.g. ``betas=0.9``), or a beta outside [0, 1).
+    """
+    if (
+        not isinstance(betas, Sequence)
+        or isinstance(betas, str)
+        or len(betas) != 2
+        or not all(_is_unit_interval(b) for b in betas)
+    ):
+        raise TransferSearchError(
+            f"`betas` must be a pair (beta1, beta2) with each in [0, 1), but got betas={betas!r}. "
+            "Write betas=(0.9, 0.999); to sweep one beta, add a 'beta1' or 'beta2' coordinate."
+        )
+    return (float(betas[0]), float(betas[1]))
+
+
 @dataclass(frozen=True)
 class BatchTransfer:
     """The result of carrying one group's optimizer settings to batch size κ·B."""
@@ -271,6 +301,7 @@ class AdamBatch(BatchRule):
     def transfer(
         self, lr: float, weight_decay: float, betas: tuple[float, float], eps: float, kappa: float
     ) -> BatchTransfer:
+        betas = check_betas(betas)
         new_lr = lr * math.sqrt(kappa)
         beta1, form1 = _scale_beta(betas[0], kappa, self.beta_form)
         beta2, form2 = _scale_beta(betas[1], kappa, self.beta_form)
@@ -318,7 +349,7 @@ class SGDBatch(BatchRule):
         return BatchTransfer(
             lr=new_lr,
             weight_decay=_match_decay(lr, weight_decay, new_lr, kappa),
-            betas=betas,
+            betas=check_betas(betas),
             eps=eps,
             beta_forms=("unchanged", "unchanged"),
         )

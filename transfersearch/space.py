@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from numbers import Real
 from types import MappingProxyType
@@ -32,7 +32,7 @@ from typing import Any, Union
 import numpy as np
 
 from transfersearch.errors import TransferSearchError, check_positive
-from transfersearch.rules import GROUPS, MuP, Rule, scale_ema_momentum
+from transfersearch.rules import GROUPS, MuP, Rule, check_betas, scale_ema_momentum
 from transfersearch.scale import KNOWN_SCALE_NAMES, Scale
 
 __all__ = [
@@ -151,25 +151,6 @@ def _check_bounds(low: float, high: float, log: bool) -> None:
         raise TransferSearchError(
             f"a log-scale distribution needs `low > 0`, but got {low=}. Raise `low` or set log=False."
         )
-
-
-def check_betas(betas: object) -> tuple[float, float]:
-    """Adam's ``betas`` as a pair of floats after checking each lies in [0, 1).
-
-    Raises:
-        TransferSearchError: not a pair of numbers (e.g. ``betas=0.9``), or a beta outside [0, 1).
-    """
-    if (
-        not isinstance(betas, Sequence)
-        or isinstance(betas, str)
-        or len(betas) != 2
-        or not all(_is_number(b) and 0.0 <= float(b) < 1.0 for b in betas)
-    ):
-        raise TransferSearchError(
-            f"`betas` must be a pair (beta1, beta2) with each in [0, 1), but got betas={betas!r}. "
-            "Write betas=(0.9, 0.999); to sweep one beta, add a 'beta1' or 'beta2' coordinate."
-        )
-    return (float(betas[0]), float(betas[1]))
 
 
 # ----------------------------------------------------------------------------------------------
