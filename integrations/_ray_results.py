@@ -12,12 +12,18 @@ same rule, :func:`classify`:
   trials they prune, so the length reached is the only signal both live and stored trials carry);
 * otherwise ``state="complete"`` with the metric.
 
-This module imports no Ray, so the rule is testable on plain records.
+An experiment *directory* is read by :func:`read_experiment` from JSON alone (never unpickling, so
+a crafted directory cannot run code; Ray's own ``ExperimentAnalysis`` would). This module imports no
+Ray, so the rule is testable on plain records.
 """
 
 from __future__ import annotations
 
+import glob
+import json
+import logging
 import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from numbers import Real
@@ -27,7 +33,119 @@ from transfersearch.errors import TransferSearchError
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
-__all__ = ["TrialOutcome", "classify", "numeric_params"]
+__all__ = ["StoredTrial", "TrialOutcome", "classify", "numeric_params", "read_experiment"]
+
+logger = logging.getLogger(__name__)
+
+# The file names Ray Tune writes (ray.tune.execution.tune_controller / ray.air.constants).
+_STATE_GLOB = "experiment_state-*.json"
+_PARAMS_FILE = "params.json"
+_RESULT_FILE = "result.json"
+
+
+@dataclass(frozen=True)
+class StoredTrial:
+    """One Tune trial as the readers need it: its config, last result and whether it raised."""
+
+    trial_id: str
+    path: str | None
+    config: Mapping[str, Any]
+    last_result: Mapping[str, Any]
+    errored: bool
+
+
+def read_experiment(path: str) -> list[StoredTrial]:
+    """Read the trials of a Tune experiment directory without unpickling anything.
+
+    Ray's ``ExperimentAnalysis(path)`` unpickles blobs embedded in ``experiment_state-*.json``, so a
+    crafted directory would run code. Here the newest state file is parsed as plain JSON (its
+    pickled blobs stay opaque hex strings) for each trial's id, status and folder; the config comes
+    from the trial's ``params.json`` and the last result from the last line of its ``result.json``
+    (both plain JSON written by Tune's default JSON logger). Trials that never started (no
+    ``params.json``) are skipped: they ran nothing.
+
+    Args:
+        path: the experiment directory (``storage_path/name``).
+
+    Returns:
+        The started trials, in the state file's order.
+
+    Raises:
+        TransferSearchError: no state file (not an experiment directory), or a state file or trial
+            file that is not the JSON Tune writes.
+    """
+    states = sorted(glob.glob(os.path.join(glob.escape(path), _STATE_GLOB)))
+    if not states:
+        raise TransferSearchError(
+            f"{path!r} is not a Ray Tune experiment directory: it has no {_STATE_GLOB}. Pass the "
+            "folder storage_path/name of a run made with search_alg=TransferSearch(...)."
+        )
+    newest = states[-1]  # the names end in a sortable timestamp; Ray reads the newest too
+    state = _load_json(newest)
+    trials: list[StoredTrial] = []
+    try:
+        # Ray-private layout: "trial_data" is a list of [trial JSON, run-metadata JSON] strings.
+        entries = [json.loads(entry[0]) for entry in state["trial_data"]]
+        fields = [(str(e["trial_id"]), str(e["status"]), e["relative_logdir"]) for e in entries]
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise TransferSearchError(
+            f"{newest!r} is not the experiment state this Ray version writes ({exc!r}). Read the "
+            "experiment with tune.Tuner.restore(path, trainable).get_results() instead (that "
+            "unpickles: only for experiments you trust)."
+        ) from None
+    for trial_id, status, folder in fields:
+        if (
+            not isinstance(folder, str)
+            or os.path.basename(folder) != folder
+            or folder in ("", "..", ".")
+        ):
+            logger.info(
+                "trial %s has no folder of its own (%r); it never started", trial_id, folder
+            )
+            continue
+        trial_dir = os.path.join(path, folder)
+        params_file = os.path.join(trial_dir, _PARAMS_FILE)
+        if not os.path.isfile(params_file):
+            logger.info("trial %s (%s) has no %s: it never started", trial_id, status, _PARAMS_FILE)
+            continue
+        config = _load_json(params_file)
+        trials.append(
+            StoredTrial(
+                trial_id=trial_id,
+                path=trial_dir,
+                config=config if isinstance(config, Mapping) else {},
+                last_result=_last_result(os.path.join(trial_dir, _RESULT_FILE)),
+                errored=status == "ERROR",
+            )
+        )
+    return trials
+
+
+def _load_json(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TransferSearchError(f"{path!r} is not the JSON Ray Tune writes: {exc}.") from None
+
+
+def _last_result(path: str) -> dict[str, Any]:
+    """The last line of a trial's ``result.json`` (one JSON object per reported result)."""
+    if not os.path.isfile(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = [line for line in handle.read().splitlines() if line.strip()]
+    except UnicodeDecodeError as exc:
+        raise TransferSearchError(f"{path!r} is not the JSON Ray Tune writes: {exc}.") from None
+    for position in range(len(lines) - 1, -1, -1):
+        try:
+            last = json.loads(lines[position])
+        except json.JSONDecodeError as exc:  # a line cut short by a killed driver
+            logger.info("skipping unreadable line %d of %s (%s)", position + 1, path, exc)
+            continue
+        return last if isinstance(last, dict) else {}
+    return {}
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ from transfersearch.scale import Scale
 from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
 
 from ._ray_resources import RungResources
-from ._ray_results import TrialOutcome, classify
+from ._ray_results import StoredTrial, TrialOutcome, classify, read_experiment
 
 __all__ = [
     "STATE_VERSION",
@@ -519,6 +519,13 @@ class TransferSearch(Searcher):
     def restore(self, checkpoint_path: str) -> None:
         """Load a state written by :meth:`save`.
 
+        Trust: the state is JSON, and without a ``base_searcher`` nothing in it is unpickled (an
+        embedded base-searcher blob is ignored). With one, each rung's embedded blob is handed to
+        ``base_searcher.restore``, and Ray's searchers (OptunaSearch, HyperOptSearch, ...) unpickle
+        it, which runs whatever code it holds: restore such states only from checkpoints you wrote.
+        Tune itself calls this method from ``Tuner.restore``, which unpickles the experiment state
+        anyway.
+
         Raises:
             TransferSearchError: the file is not a TransferSearch state, or is for another ladder.
         """
@@ -562,11 +569,12 @@ def _restore_base(base: Searcher, saved: Mapping[str, str]) -> None:
 # ----------------------------------------------------------------------------------------------
 # Reading results
 # ----------------------------------------------------------------------------------------------
-def _trials(source: Any) -> list[Any]:
-    """The Tune trials (config, last result, status) of a grid, an analysis or a directory.
+def _trials(source: Any) -> list[StoredTrial]:
+    """The Tune trials (config, last result, errored) of a grid, an analysis or a directory.
 
-    A ``Result`` of a trial that raised before reporting has no config, so the trials are read
-    from the ``ExperimentAnalysis`` behind the grid, which keeps every trial's config.
+    A directory is read from JSON alone (:func:`read_experiment`): never unpickled. A ``Result``
+    of a trial that raised before reporting has no config, so a grid's trials are read from the
+    ``ExperimentAnalysis`` behind it, which keeps every trial's config.
     """
     from ray.tune import ExperimentAnalysis, ResultGrid
 
@@ -577,23 +585,23 @@ def _trials(source: Any) -> list[Any]:
                 f"{path!r} is not an experiment directory. Pass the Tune experiment folder "
                 "(storage_path/name) or a ResultGrid."
             )
-        try:
-            stored = ExperimentAnalysis(path)
-        except ValueError as exc:  # no experiment_state-*.json: another kind of directory
-            raise TransferSearchError(
-                f"{path!r} is not a Ray Tune experiment directory: {exc} Pass the folder "
-                "storage_path/name of a run made with search_alg=TransferSearch(...)."
-            ) from exc
-        return list(stored.trials)
-    if isinstance(source, ExperimentAnalysis):
-        return list(source.trials)
+        return read_experiment(path)
     if isinstance(source, ResultGrid):
-        analysis = getattr(source, "_experiment_analysis", None)
+        analysis = getattr(source, "_experiment_analysis", None)  # Ray private: the grid's trials
         if analysis is None:
-            analysis = ExperimentAnalysis(
-                source.experiment_path, storage_filesystem=source.filesystem
+            return read_experiment(source.experiment_path)
+        source = analysis
+    if isinstance(source, ExperimentAnalysis):
+        return [
+            StoredTrial(
+                trial_id=trial.trial_id,
+                path=trial.path,
+                config=trial.config or {},
+                last_result=trial.last_result or {},
+                errored=trial.status == "ERROR",
             )
-        return list(analysis.trials)
+            for trial in source.trials
+        ]
     raise TransferSearchError(
         f"expected a ResultGrid, an ExperimentAnalysis or an experiment path, but got "
         f"{type(source).__name__}."
@@ -611,7 +619,10 @@ def observations_from_result_grid(
 
     Args:
         source: a ``ResultGrid`` (``tuner.fit()`` or ``Tuner.restore(path, fn).get_results()``),
-            an ``ExperimentAnalysis``, or the experiment directory as a path.
+            an ``ExperimentAnalysis``, or the experiment directory as a path. A path is read from
+            the trials' JSON files and never unpickled, so any directory is safe to read; Ray's
+            own ``Tuner.restore`` and ``ExperimentAnalysis(path)`` unpickle the experiment state
+            (arbitrary code): use them only on experiments you trust.
         metric: the metric; default: the one the searcher recorded in each config.
         max_t, time_attr: the full trial length, for telling pruned trials from complete ones
             (default: per rung, the longest any of its trials ran).
@@ -627,7 +638,7 @@ def observations_from_result_grid(
     """
     outcomes: list[TrialOutcome] = []
     for trial in _trials(source):
-        config = trial.config or {}
+        config = trial.config
         if "scale" not in config or "hparams" not in config:
             raise TransferSearchError(
                 f"trial {trial.trial_id} at {trial.path!r} has no 'scale'/'hparams' in its config: it was not "
@@ -640,7 +651,7 @@ def observations_from_result_grid(
             raise TransferSearchError(
                 "no metric known for the experiment; pass metric='<your metric>'."
             )
-        metrics = trial.last_result or {}
+        metrics = trial.last_result
         raw = metrics.get(name)
         value = None if raw is None else float(raw)
         progress = metrics.get(time_attr)
@@ -649,7 +660,7 @@ def observations_from_result_grid(
                 scale=Scale(config["scale"]),
                 params=dict(config["hparams"].get("coordinates", {})),
                 value=value,
-                errored=trial.status == "ERROR",
+                errored=trial.errored,
                 progress=None if progress is None else float(progress),
             )
         )

@@ -6,6 +6,7 @@ The cluster declares two GPUs (``num_gpus=2``) without hardware: Ray still assig
 
 from __future__ import annotations
 
+import base64
 import glob
 import json
 import math
@@ -424,6 +425,82 @@ def test_extrapolate_reads_an_experiment_directory(cluster, tmp_path):
     empty.mkdir()
     with pytest.raises(ts.TransferSearchError, match="not a Ray Tune experiment directory"):
         ts.extrapolate(str(empty), target=BASE.replace(width=128))
+
+
+class _MarkerPayload:
+    """A pickle that creates a file when unpickled: stands in for code a crafted file would run."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple:
+        return (open, (self.marker, "w"))
+
+
+def test_reading_an_experiment_directory_never_unpickles(cluster, tmp_path):
+    """A directory whose experiment_state embeds a pickle is read from JSON; the pickle never runs.
+
+    Ray's ExperimentAnalysis(path) expands CLOUDPICKLE_FALLBACK blobs in experiment_state-*.json,
+    so reading a directory from someone else ran their code.
+    """
+    search = TransferSearch(
+        make_space(), make_ladder((32, 64)), metric="loss", mode="min", trials_per_rung=3, seed=4
+    )
+    tuner = tune.Tuner(
+        tune.with_resources(quick_trainable, resources={"CPU": 0.5}),
+        tune_config=tune.TuneConfig(search_alg=search, num_samples=6, reuse_actors=True),
+        run_config=run_config(tmp_path, "crafted"),
+    )
+    grid = tuner.fit()
+    from_grid = observations_from_result_grid(grid)
+    marker = tmp_path / "pwned"
+    blob = {
+        "_type": "CLOUDPICKLE_FALLBACK",
+        "value": cloudpickle.dumps(_MarkerPayload(str(marker))).hex(),
+    }
+    (state_file,) = glob.glob(os.path.join(grid.experiment_path, "experiment_state-*.json"))
+    with open(state_file) as handle:
+        state = json.load(handle)
+    state["runner_data"]["crafted"] = blob  # decoded by Ray when it loads the state
+    with open(state_file, "w") as handle:
+        json.dump(state, handle)
+    from_dir = as_observations(grid.experiment_path)
+    assert not marker.exists(), "reading the directory ran the embedded pickle"
+    assert sorted(map(_key, from_dir)) == sorted(map(_key, from_grid))
+    assert len(from_dir) == 6 and all(o.usable for o in from_dir)
+    assert [o.value for o in sorted(from_dir, key=_key)] == [
+        o.value for o in sorted(from_grid, key=_key)
+    ]
+
+
+def test_restore_without_a_base_searcher_unpickles_nothing(tmp_path):
+    """The trust rule restore() documents: no base_searcher, no unpickling; a foreign class is refused."""
+    search = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min")
+    search.suggest("t0")
+    path = tmp_path / "state.json"
+    search.save(str(path))
+    marker = tmp_path / "pwned"
+    state = json.loads(path.read_text())
+    payload = base64.b64encode(cloudpickle.dumps(_MarkerPayload(str(marker)))).decode("ascii")
+    state["base_searchers"] = {"0": {"class": "OptunaSearch", "data": payload}}
+    path.write_text(json.dumps(state))
+    TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min").restore(
+        str(path)
+    )
+    assert not marker.exists()
+    optuna_search = pytest.importorskip("ray.tune.search.optuna")
+    state["base_searchers"] = {"0": {"class": "SomethingElse", "data": payload}}
+    path.write_text(json.dumps(state))
+    other = TransferSearch(
+        make_space(),
+        make_ladder((32, 64)),
+        metric="loss",
+        mode="min",
+        base_searcher=optuna_search.OptunaSearch(seed=0),
+    )
+    with pytest.raises(ts.TransferSearchError, match="SomethingElse"):
+        other.restore(str(path))
+    assert not marker.exists()
 
 
 def _key(obs: Observation) -> tuple:
