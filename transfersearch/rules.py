@@ -166,9 +166,10 @@ class PowerLinesTau(DatasetRule):
         changed = [n for n in ("width", "depth") if n in given and given.ratio(base, n) != 1.0]
         if changed:
             shown = ", ".join(f"{n}={given[n]:g}" for n in changed)
+            base_params = f"{base['params']:g}" if "params" in base else "(none)"
             raise TransferSearchError(
                 f"the target changes {shown} but gives no `params`, so the Power Lines prior would "
-                f"use the base's params={base.get('params')!r} and a wrong tokens-per-parameter. "
+                f"use the base's params={base_params} and a wrong tokens-per-parameter. "
                 "Add params=... (the model's parameter count at that size) to the target scale."
             )
 
