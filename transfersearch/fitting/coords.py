@@ -1,0 +1,169 @@
+"""Fitted coordinates: which parameters are log, trials as arrays, checks shared by every fit.
+
+A parameter is fitted as ``log(p)`` when it is a log quantity (learning rate, weight decay, τ,
+batch size: every all-positive parameter by default) and as ``p`` otherwise. Values are turned to
+the minimisation sign, diverged trials (NaN, inf, failed) to NaN; pruned trials are dropped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.observations import Observation
+from transfersearch.scale import Scale
+
+__all__ = [
+    "Direction",
+    "FloatArray",
+    "check_direction",
+    "check_fixed_exponents",
+    "check_params",
+    "common_variables",
+    "observation_arrays",
+    "resolve_log_params",
+]
+
+Direction = Literal["minimize", "maximize"]
+FloatArray = NDArray[np.float64]
+
+
+def resolve_log_params(
+    observations: Sequence[Observation],
+    params: Sequence[str],
+    log_params: Iterable[str] | None,
+) -> tuple[str, ...]:
+    """Which parameters are fitted in log space.
+
+    Default: every parameter whose observed values are all > 0 (lr, weight decay, τ and batch size
+    are log quantities). ``log_params`` overrides: exactly those names are log.
+
+    Raises:
+        TransferSearchError: ``log_params`` names an unknown parameter, or a log parameter has a
+            non-positive value.
+    """
+    if log_params is None:
+        return tuple(
+            p for p in params if all(o.params[p] > 0.0 for o in observations if p in o.params)
+        )
+    chosen = tuple(log_params) if not isinstance(log_params, str) else (log_params,)
+    unknown = [p for p in chosen if p not in params]
+    if unknown:
+        raise TransferSearchError(
+            f"log_params names {unknown}, which are not in params={list(params)}. "
+            "List only fitted parameters."
+        )
+    for p in chosen:
+        for obs in observations:
+            value = obs.params.get(p)
+            if value is not None and value <= 0.0:
+                raise TransferSearchError(
+                    f"`{p}` is a log coordinate, but a trial at {obs.scale!r} has {p}={value!r} "
+                    "<= 0. Fix the trial, or fit it linearly: leave it out of log_params."
+                )
+    return chosen
+
+
+def check_direction(direction: str) -> float:
+    if direction == "minimize":
+        return 1.0
+    if direction == "maximize":
+        return -1.0
+    raise TransferSearchError(
+        f"`direction` must be 'minimize' or 'maximize', but got direction={direction!r}."
+    )
+
+
+def observation_arrays(
+    observations: Sequence[Observation],
+    params: Sequence[str],
+    log_params: Sequence[str],
+    sign: float,
+) -> tuple[FloatArray, FloatArray]:
+    """Fitted coordinates (n, d) and minimisation-sign values (NaN for diverged); pruned dropped."""
+    rows = [o for o in observations if o.state != "pruned"]
+    coords = np.empty((len(rows), len(params)))
+    values = np.empty(len(rows))
+    for i, obs in enumerate(rows):
+        for j, name in enumerate(params):
+            try:
+                raw = obs.params[name]
+            except KeyError:
+                raise TransferSearchError(
+                    f"a trial at {obs.scale!r} lacks parameter {name!r} (it has "
+                    f"{sorted(obs.params)}). Record every swept parameter, or drop {name!r} from "
+                    "params."
+                ) from None
+            coords[i, j] = math.log(raw) if name in log_params else raw
+        values[i] = sign * obs.value if obs.usable else math.nan
+    return coords, values
+
+
+def check_params(params: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(params, str):
+        raise TransferSearchError(
+            f"`params` must be a list of names, but got the string {params!r}. "
+            f"Write params=[{params!r}]."
+        )
+    names = tuple(params)
+    if not names:
+        raise TransferSearchError(
+            "`params` is empty. Name the swept parameters to fit, e.g. params=['lr']."
+        )
+    bad = [p for p in names if not isinstance(p, str) or not p]
+    if bad or len(set(names)) != len(names):
+        raise TransferSearchError(
+            f"`params` must be distinct non-empty names, but got {list(names)}."
+        )
+    return names
+
+
+def common_variables(
+    scales: Sequence[Scale], requested: Sequence[str] | None, *, purpose: str
+) -> list[str]:
+    if requested is not None:
+        if isinstance(requested, str):
+            raise TransferSearchError(
+                f"`scale_variables` must be a list of names, but got the string {requested!r}. "
+                f"Write scale_variables=[{requested!r}]."
+            )
+        for scale in scales:
+            scale.require(*requested, purpose=purpose)
+        return list(dict.fromkeys(requested))
+    common = set(scales[0])
+    for scale in scales[1:]:
+        common &= set(scale)
+    return sorted(common)
+
+
+def check_fixed_exponents(
+    param: str, fixed: Mapping[str, float], variables: Sequence[str]
+) -> dict[str, float]:
+    """Validate one parameter's fixed exponents: known scale variables, finite numbers.
+
+    Raises:
+        TransferSearchError: an unknown scale variable or a non-finite exponent.
+    """
+    checked: dict[str, float] = {}
+    for name, value in fixed.items():
+        if name not in variables:
+            raise TransferSearchError(
+                f"fixed_exponents[{param!r}] names scale variable {name!r}, which not every "
+                f"trial's scale has (common variables: {list(variables)}). Fix the name or add "
+                "it to every Scale."
+            )
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            raise TransferSearchError(
+                f"fixed_exponents[{param!r}][{name!r}] must be a finite number, but got {value!r}."
+            )
+        checked[name] = float(value)
+    return checked

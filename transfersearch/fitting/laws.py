@@ -1,0 +1,301 @@
+"""Optimum-vs-scale power laws with a prior on the exponents (SCIENCE.md §7, "Shrinkage").
+
+For one parameter, the rungs' optima ``z_s`` (fitted coordinates: ``log p*`` for a log parameter)
+follow ``z_s = a + Σ_k e_k·log(scale_sk) + ε_s`` with ``ε_s ~ N(0, v_s + τ²)``: ``v_s`` the optimum's
+own variance, ``τ²`` the scatter of optima about any smooth law. The exponents have the prior
+``e ~ N(e₀, s²I)`` — ``e₀ = 0`` in invariant coordinates (no drift), or theory's exponents — and the
+intercept a flat one. The posterior mean is the ridge solution ``(XᵀWX + P₀)⁻¹(XᵀWz + P₀β₀)``
+(``P₀ = diag(0, 1/s², …)``): an exponent the ladder cannot see (a constant or collinear scale
+variable) stays at its prior instead of being invented. ``s²`` and ``τ²`` are chosen by restricted
+marginal likelihood (empirical Bayes) over a grid, or fixed by the model (``s² = 0``: the prior's
+exponents; ``s²`` large: free exponents).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from transfersearch.fitting.coords import FloatArray
+from transfersearch.scale import Scale
+
+__all__ = [
+    "FREE_PRIOR_SD",
+    "PRIOR_SD_GRID",
+    "LawData",
+    "LawFit",
+    "PowerLaw",
+    "empirical_bayes",
+    "gls",
+    "reml_fit",
+    "restricted_loglik",
+    "to_power_law",
+]
+
+#: Prior standard deviation of a "free" exponent: far wider than any published optimum-vs-scale
+#: exponent (|e| ≤ 1 in Step Law, DeepSeek, Power Lines), so the data decide, yet finite, so an
+#: unidentifiable direction gives a wide interval instead of a singular solve.
+FREE_PRIOR_SD = 10.0
+#: Empirical-Bayes grid of the exponents' prior standard deviation: 0 (the prior's exponents) up to
+#: the size of the largest published exponents.
+PRIOR_SD_GRID = (0.0, 0.03, 0.1, 0.3, 1.0)
+#: Empirical-Bayes grid of the scatter τ, in units of the optima's median standard error.
+SCATTER_GRID = (0.0, 0.3, 1.0, 3.0, 10.0)
+
+
+@dataclass(frozen=True, eq=False)
+class PowerLaw:
+    """A fitted optimum-vs-scale law for one parameter.
+
+    For a log parameter ``p* = coefficient · Π_k scale_k ** exponents[k]``; for a linear one
+    ``p* = intercept + Σ_k exponents[k] · log(scale_k)``.
+
+    Attributes:
+        param: the parameter.
+        log_space: whether the law is fitted to ``log(p*)``.
+        intercept: the fitted coordinate at scale 1 (``log(coefficient)`` for a log parameter).
+        exponents: exponent per scale variable, including fixed ones and ones shrunk to 0.
+        fixed: scale variables whose exponent was given, not fitted.
+        shrunk: scale variables whose exponent was held at its prior (the model's prior
+            standard deviation is 0).
+        names: order of ``covariance``: ``"intercept"`` then the fitted exponents.
+        covariance: posterior covariance of (intercept, fitted exponents).
+        r_squared: weighted R² of the law on the per-scale optima (NaN when undefined).
+        chi2_per_dof: weighted residual χ² per degree of freedom (NaN with no dof).
+        n_scales: number of per-scale optima the law was fitted to.
+        model: the model that produced the law (see :mod:`transfersearch.fitting.models`).
+        scatter: τ, the optima's scatter about the law beyond their own errors; a new scale's
+            optimum is that far off the law even when the law is exact, so predictions add τ².
+        prior_sd: the exponents' prior standard deviation the law was fitted with.
+    """
+
+    param: str
+    log_space: bool
+    intercept: float
+    exponents: dict[str, float]
+    fixed: tuple[str, ...]
+    shrunk: tuple[str, ...]
+    names: tuple[str, ...]
+    covariance: FloatArray
+    r_squared: float
+    chi2_per_dof: float
+    n_scales: int
+    model: str = "free"
+    scatter: float = 0.0
+    prior_sd: float = math.inf
+
+    @property
+    def coefficient(self) -> float:
+        """``exp(intercept)`` for a log parameter, else the intercept."""
+        return math.exp(self.intercept) if self.log_space else self.intercept
+
+    @property
+    def stderr(self) -> dict[str, float]:
+        """Standard error of the intercept and each fitted exponent."""
+        diag = np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+        return {name: float(value) for name, value in zip(self.names, diag, strict=True)}
+
+    def predict_coord(self, scale: Mapping[str, float]) -> tuple[float, float]:
+        """The law's fitted coordinate at ``scale`` and its predictive standard error.
+
+        The standard error combines the law's posterior covariance and the scatter τ of optima
+        about the law: ``√(xᵀΣx + τ²)``.
+
+        Raises:
+            TransferSearchError: ``scale`` lacks a scale variable the law needs.
+        """
+        target = scale if isinstance(scale, Scale) else Scale(scale)
+        needed = sorted(self.exponents)
+        target.require(*needed, purpose=f"predict {self.param!r} from its power law")
+        logs = {name: math.log(target[name]) for name in needed}
+        value = self.intercept + sum(self.exponents[n] * logs[n] for n in needed)
+        gradient = np.array([1.0] + [logs[n] for n in self.names[1:]])
+        variance = float(gradient @ self.covariance @ gradient)
+        return value, math.sqrt(max(variance, 0.0) + self.scatter**2)
+
+    def predict(self, scale: Mapping[str, float]) -> float:
+        """The predicted optimum at ``scale``, in natural units.
+
+        Raises:
+            TransferSearchError: ``scale`` lacks a scale variable the law needs.
+        """
+        value, _ = self.predict_coord(scale)
+        return math.exp(value) if self.log_space else value
+
+
+@dataclass(frozen=True, eq=False)
+class LawData:
+    """One parameter's per-rung optima, ready for a law.
+
+    Attributes:
+        param: the parameter.
+        log_space: whether its coordinate is ``log p``.
+        z: (S,) each rung's optimum coordinate, minus the drift of the fixed exponents.
+        variance: (S,) each optimum's variance (``inf`` where the rung says nothing).
+        log_scales: (S, K) log of the scale variables whose exponents are not fixed.
+        variables: the K names.
+        prior: (K,) the prior's exponents ``e₀``.
+        fixed: the fixed exponents, already taken out of ``z``.
+    """
+
+    param: str
+    log_space: bool
+    z: FloatArray
+    variance: FloatArray
+    log_scales: FloatArray
+    variables: tuple[str, ...]
+    prior: FloatArray
+    fixed: Mapping[str, float]
+
+
+@dataclass(frozen=True, eq=False)
+class LawFit:
+    """A fitted law in array form: ``z = intercept + exponentsᵀℓ``, predictive scatter ``τ²``.
+
+    Attributes:
+        intercept: the coordinate at log-scale 0.
+        exponents: (K,) one per free variable of the :class:`LawData`.
+        fitted: indices of the exponents with posterior uncertainty (the rest are held fixed).
+        covariance: posterior covariance of (intercept, exponents[fitted]).
+        scatter_var: τ².
+        prior_sd: the exponents' prior standard deviation ``s`` used.
+    """
+
+    intercept: float
+    exponents: FloatArray
+    fitted: tuple[int, ...]
+    covariance: FloatArray
+    scatter_var: float
+    prior_sd: float
+
+    def predict(self, log_row: FloatArray) -> tuple[float, float]:
+        """(mean, predictive variance) at the log-scales ``log_row`` (K,)."""
+        mean = self.intercept + float(self.exponents @ log_row)
+        gradient = np.concatenate([[1.0], log_row[list(self.fitted)]])
+        variance = float(gradient @ self.covariance @ gradient)
+        return mean, max(variance, 0.0) + self.scatter_var
+
+
+def _weights(variance: FloatArray, scatter_var: float) -> FloatArray:
+    """Inverse total variances; a rung with an infinite variance weighs 0."""
+    total = variance + scatter_var
+    return np.where(np.isfinite(total) & (total > 0.0), 1.0 / np.where(total > 0, total, 1.0), 0.0)
+
+
+def gls(data: LawData, prior_sd: float, scatter_var: float) -> LawFit:
+    """The posterior mean and covariance of the law for given ``s`` (prior sd) and ``τ²``.
+
+    ``s = 0`` holds the exponents at the prior and fits the intercept only (the weighted mean of
+    ``z − e₀ᵀℓ``). Otherwise ``β = (XᵀWX + P₀)⁻¹(XᵀWz + P₀β₀)`` with ``X = [1, ℓ − ℓ̄]`` (centred at
+    the weighted mean for conditioning, then shifted back), covariance ``(XᵀWX + P₀)⁻¹``.
+    """
+    weights = _weights(data.variance, scatter_var)
+    total = float(weights.sum())
+    count = len(data.variables)
+    if total <= 0.0:
+        weights, total = np.ones_like(data.z), float(len(data.z))
+    if prior_sd <= 0.0 or count == 0:
+        residual = data.z - data.log_scales @ data.prior if count else data.z
+        intercept = float(weights @ residual) / total
+        return LawFit(intercept, data.prior.copy(), (), np.array([[1.0 / total]]), scatter_var, 0.0)
+    mean_logs = (weights @ data.log_scales) / total
+    design = np.column_stack([np.ones(len(data.z)), data.log_scales - mean_logs])
+    precision = np.zeros((count + 1, count + 1))
+    precision[1:, 1:] = np.eye(count) / prior_sd**2
+    gram = design.T @ (design * weights[:, None]) + precision
+    rhs = design.T @ (weights * data.z) + precision @ np.concatenate([[0.0], data.prior])
+    covariance_c = np.linalg.pinv(gram)
+    beta_c = covariance_c @ rhs
+    transform = np.eye(count + 1)
+    transform[0, 1:] = -mean_logs
+    beta = transform @ beta_c
+    covariance = transform @ covariance_c @ transform.T
+    return LawFit(float(beta[0]), beta[1:], tuple(range(count)), covariance, scatter_var, prior_sd)
+
+
+def restricted_loglik(data: LawData, prior_sd: float, scatter_var: float) -> float:
+    """Restricted (REML) log-likelihood of ``(s, τ²)`` with the exponents integrated out.
+
+    ``r = z − ℓe₀ ~ N(1a, C)``, ``C = diag(v + τ²) + s²ℓℓᵀ``, flat prior on ``a``:
+    ``−½[log|C| + log(1ᵀC⁻¹1) + rᵀ(C⁻¹ − C⁻¹11ᵀC⁻¹/1ᵀC⁻¹1)r]``.
+    """
+    finite = np.isfinite(data.variance)
+    if finite.sum() < 2:
+        return -math.inf
+    logs = data.log_scales[finite]
+    # centred for conditioning: a shift of ℓ moves only the flat intercept (REML is invariant)
+    logs = logs - logs.mean(axis=0) if len(data.variables) else logs
+    residual = data.z[finite] - (logs @ data.prior if len(data.variables) else 0.0)
+    cov = np.diag(data.variance[finite] + scatter_var) + prior_sd**2 * (logs @ logs.T)
+    sign, logdet = np.linalg.slogdet(cov)
+    if sign <= 0:
+        return -math.inf
+    inverse = np.linalg.inv(cov)
+    ones = np.ones(len(residual))
+    inv_one = inverse @ ones
+    total = float(ones @ inv_one)
+    inv_r = inverse @ residual
+    quad = float(residual @ inv_r) - float(ones @ inv_r) ** 2 / total
+    return -0.5 * (float(logdet) + math.log(total) + quad)
+
+
+def empirical_bayes(data: LawData, prior_sds: tuple[float, ...]) -> tuple[float, float]:
+    """(s, τ²) maximising :func:`restricted_loglik` over ``prior_sds`` × :data:`SCATTER_GRID`."""
+    finite = data.variance[np.isfinite(data.variance) & (data.variance > 0)]
+    unit = float(np.median(finite)) if len(finite) else 1.0
+    best = (-math.inf, prior_sds[0], 0.0)
+    for prior_sd in prior_sds:
+        for factor in SCATTER_GRID:
+            scatter_var = (factor**2) * unit
+            loglik = restricted_loglik(data, prior_sd, scatter_var)
+            if loglik > best[0] + 1e-9:
+                best = (loglik, prior_sd, scatter_var)
+    return best[1], best[2]
+
+
+def reml_fit(data: LawData, prior_sds: tuple[float, ...]) -> LawFit:
+    """:func:`gls` at the empirical-Bayes ``(s, τ²)`` from ``prior_sds``."""
+    prior_sd, scatter_var = empirical_bayes(data, prior_sds)
+    return gls(data, prior_sd, scatter_var)
+
+
+def to_power_law(
+    data: LawData, fit: LawFit, model: str, all_variables: tuple[str, ...]
+) -> PowerLaw:
+    """The :class:`PowerLaw` of a :class:`LawFit`, with the fixed exponents put back."""
+    exponents = {name: 0.0 for name in all_variables}
+    exponents.update(
+        {name: float(e) for name, e in zip(data.variables, fit.exponents, strict=True)}
+    )
+    exponents.update({name: float(e) for name, e in data.fixed.items()})
+    fitted = [data.variables[k] for k in fit.fitted]
+    weights = _weights(data.variance, fit.scatter_var)
+    predicted = (
+        fit.intercept + data.log_scales @ fit.exponents
+        if len(data.variables)
+        else np.full(len(data.z), fit.intercept)
+    )
+    residual = data.z - predicted
+    chi2 = float(weights @ residual**2)
+    dof = len(data.z) - 1 - len(fitted)
+    mean = float(weights @ data.z) / float(weights.sum()) if weights.sum() > 0 else math.nan
+    spread = float(weights @ (data.z - mean) ** 2)
+    return PowerLaw(
+        param=data.param,
+        log_space=data.log_space,
+        intercept=fit.intercept,
+        exponents=exponents,
+        fixed=tuple(data.fixed),
+        shrunk=tuple(v for v in data.variables if v not in fitted),
+        names=("intercept", *fitted),
+        covariance=fit.covariance,
+        r_squared=1.0 - chi2 / spread if spread > 0 and fitted else math.nan,
+        chi2_per_dof=chi2 / dof if dof > 0 else math.nan,
+        n_scales=len(data.z),
+        model=model,
+        scatter=math.sqrt(fit.scatter_var),
+        prior_sd=fit.prior_sd,
+    )

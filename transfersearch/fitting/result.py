@@ -1,0 +1,193 @@
+"""The typed results of :func:`transfersearch.extrapolate` and :func:`transfersearch.validate`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.fitting.coords import Direction, FloatArray
+from transfersearch.fitting.laws import PowerLaw
+from transfersearch.fitting.local import ScaleOptimum
+from transfersearch.fitting.selection import Fold
+from transfersearch.scale import Scale
+
+if TYPE_CHECKING:
+    from transfersearch.space import Hyperparameters, TransferSpace
+
+__all__ = ["Collinearity", "Extrapolation", "Validation"]
+
+
+@dataclass(frozen=True)
+class Collinearity:
+    """Scale variables that move together along the ladder.
+
+    Attributes:
+        variables: the variables involved.
+        correlation: the largest absolute correlation of their logs over the rungs.
+        suggested_scale: the extra rung (a corner of the ladder's box) that would separate them
+            best: the one that most raises the smallest singular value of the centred log-scales.
+    """
+
+    variables: tuple[str, ...]
+    correlation: float
+    suggested_scale: Scale
+
+
+def _check_level(level: float) -> float:
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise TransferSearchError(f"`level` must be in (0, 1), e.g. 0.9, but got level={level!r}.")
+    return NormalDist().inv_cdf(0.5 + level / 2.0)
+
+
+@dataclass(frozen=True, eq=False)
+class Extrapolation:
+    """The predicted optimum at the target scale, and the evidence behind it.
+
+    Attributes:
+        target: the scale predicted for.
+        params: the decision: the point minimising the expected target loss under the prediction's
+            uncertainty and the valley's shape (natural units). Use this for the big run.
+        law_params: the chosen model's point prediction (natural units).
+        laws: the chosen model's law per parameter.
+        optima: the per-rung optima (read off the pooled valley), cheapest rung first.
+        model: the model walk-forward validation kept.
+        model_scores: each candidate's weighted mean walk-forward regret (metric units; NaN when
+            too few rungs to validate).
+        walk_forward: the folds behind the scores.
+        selection_reason: why ``model`` was kept, in words.
+        scale_variables: the scale variables the laws use.
+        log_params: parameters fitted in log space.
+        stderr: predictive standard error of each law point, fitted coordinates (log for log
+            parameters): the larger of the law's own (covariance and scatter) and the resampling
+            spread.
+        samples: (n, d) predictions of the by-rung bootstrap, fitted coordinates.
+        stability: the bootstrap standard deviation of each prediction, fitted coordinates.
+        unstable: parameters whose bootstrap swing (90%) exceeds the law's own 90% interval.
+        decision_shift: ``params − law_params`` in fitted coordinates.
+        collinearity: scale variables the ladder moves together, or None.
+        extrapolation_decades: distance from the target to the nearest rung, log10 units.
+        ladder_span_decades: the largest distance between two rungs, log10 units.
+        direction: ``"minimize"`` or ``"maximize"``.
+    """
+
+    target: Scale
+    params: dict[str, float]
+    law_params: dict[str, float]
+    laws: dict[str, PowerLaw]
+    optima: tuple[ScaleOptimum, ...]
+    model: str
+    model_scores: dict[str, float]
+    walk_forward: tuple[Fold, ...]
+    selection_reason: str
+    scale_variables: tuple[str, ...]
+    log_params: tuple[str, ...]
+    stderr: dict[str, float]
+    samples: FloatArray = field(repr=False)
+    stability: dict[str, float]
+    unstable: tuple[str, ...]
+    decision_shift: dict[str, float]
+    collinearity: Collinearity | None
+    extrapolation_decades: float
+    ladder_span_decades: float
+    direction: Direction
+
+    def interval(self, level: float = 0.9) -> dict[str, tuple[float, float]]:
+        """Central interval of the target optimum per parameter, natural units.
+
+        Around the law's point; each side the wider of ``z·stderr`` and the bootstrap percentile.
+
+        Raises:
+            TransferSearchError: ``level`` is not in (0, 1).
+        """
+        z = _check_level(level)
+        result: dict[str, tuple[float, float]] = {}
+        for j, name in enumerate(self.laws):
+            point = self._coord(name)
+            below = above = z * self.stderr[name]
+            column = self.samples[:, j] if self.samples.size else np.zeros(0)
+            column = column[np.isfinite(column)]
+            if len(column) >= 2:
+                low_q, high_q = np.quantile(column, [0.5 - level / 2.0, 0.5 + level / 2.0])
+                below = max(below, point - float(low_q))
+                above = max(above, float(high_q) - point)
+            low, high = point - below, point + above
+            if name in self.log_params:
+                result[name] = (math.exp(low), math.exp(high))
+            else:
+                result[name] = (low, high)
+        return result
+
+    def _coord(self, name: str) -> float:
+        value = self.law_params[name]
+        return math.log(value) if name in self.log_params else value
+
+    def hyperparameters(self, space: TransferSpace) -> Hyperparameters:
+        """Concrete hyperparameters at the target: ``space.concretize(self.params, self.target)``."""
+        return space.concretize(self.params, self.target)
+
+    def summary(self) -> str:
+        """A few lines: the decision, the model and why, how the decision differs from the law."""
+        lines = [f"target {self.target!r}: model {self.model!r} ({self.selection_reason})."]
+        scores = ", ".join(f"{k} {v:.3g}" for k, v in self.model_scores.items())
+        lines.append(f"walk-forward regret over {len(self.walk_forward)} fold(s): {scores}.")
+        for name in self.params:
+            shift = self.decision_shift[name]
+            lines.append(
+                f"  {name}: decision {self.params[name]:.4g}, law {self.law_params[name]:.4g}"
+                + (
+                    f" (moved {shift:+.3g} in {'log ' if name in self.log_params else ''}units "
+                    "toward the gentler wall: the valley is asymmetric and the prediction "
+                    "uncertain)"
+                    if abs(shift) > 1e-12
+                    else ""
+                )
+            )
+        if self.unstable:
+            lines.append(
+                f"unstable: {list(self.unstable)} swing by more than their interval when the "
+                "trials are resampled; add trials to the largest rungs."
+            )
+        if self.collinearity is not None:
+            lines.append(
+                f"collinear: {list(self.collinearity.variables)} move together along the ladder "
+                f"(|corr| {self.collinearity.correlation:.3f}); their separate exponents come "
+                f"from the prior. A rung at {self.collinearity.suggested_scale!r} would separate "
+                "them."
+            )
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, eq=False)
+class Validation:
+    """Leave-the-largest-scale-out check, with the walk-forward table of the full fit.
+
+    Attributes:
+        held_out: the scale predicted (the costliest rung by default).
+        predicted: the decision predicted there from the other rungs.
+        observed: the held-out rung's optimum (read off the valley fitted to every rung).
+        log_error: ``log(predicted / observed)`` for log parameters, ``predicted − observed`` else.
+        relative_error: ``predicted / observed − 1`` for log parameters, ``predicted − observed``.
+        within_interval: whether the observed optimum lies in the prediction's 90% interval.
+        regret: metric excess of the prediction on the held-out rung's fitted surface.
+        relative_regret: ``regret / |observed best value|``.
+        walk_forward: the walk-forward folds of the fit without the held-out rung.
+        extrapolation: the fit without the held-out rung.
+        held_out_optimum: the held-out rung's optimum.
+    """
+
+    held_out: Scale
+    predicted: dict[str, float]
+    observed: dict[str, float]
+    log_error: dict[str, float]
+    relative_error: dict[str, float]
+    within_interval: dict[str, bool]
+    regret: float | None
+    relative_regret: float | None
+    walk_forward: tuple[Fold, ...]
+    extrapolation: Extrapolation = field(repr=False)
+    held_out_optimum: ScaleOptimum = field(repr=False)

@@ -1,0 +1,325 @@
+"""The ladder as the fits see it: trials grouped by scale, in cost order, and their optima.
+
+:func:`prepare` checks the input once; :func:`read_optima` gives each rung's optimum from the
+pooled valley (:mod:`.surface`), or from the rung alone where the valley cannot hold it;
+:func:`law_data` turns the optima of some rungs into one parameter's :class:`LawData`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.fitting.coords import (
+    FloatArray,
+    check_direction,
+    check_fixed_exponents,
+    check_params,
+    common_variables,
+    observation_arrays,
+    resolve_log_params,
+)
+from transfersearch.fitting.laws import LawData
+from transfersearch.fitting.local import ScaleOptimum, fit_local, implausible_message, to_optimum
+from transfersearch.fitting.quadratic import n_coef
+from transfersearch.fitting.surface import RungTrials, Valley, fit_valley
+from transfersearch.observations import Observation, TransferSearchWarning
+from transfersearch.scale import Scale
+
+__all__ = ["Ladder", "law_data", "prepare", "read_optima"]
+
+Exponents = Mapping[str, Mapping[str, float]]
+
+
+@dataclass(frozen=True, eq=False)
+class Ladder:
+    """The checked input of a fit.
+
+    Attributes:
+        names: the swept parameters, in order.
+        logs: those fitted in log space.
+        sign: +1 to minimise, −1 to maximise.
+        scales: the rungs' scales, cheapest first (cost = product of the scale variables).
+        trials: each rung's trials in fitted coordinates.
+        variables: the scale variables the laws use.
+        log_scales: (S, K) their logs per rung.
+        fixed: fixed exponents per parameter.
+        prior: prior exponents per parameter (0 where not given).
+    """
+
+    names: tuple[str, ...]
+    logs: tuple[str, ...]
+    sign: float
+    scales: tuple[Scale, ...]
+    trials: tuple[RungTrials, ...]
+    variables: tuple[str, ...]
+    log_scales: FloatArray
+    fixed: dict[str, dict[str, float]]
+    prior: dict[str, dict[str, float]]
+
+    def target_logs(self, target: Scale) -> FloatArray:
+        """(K,) log of the target's scale variables."""
+        return np.array([math.log(target[v]) for v in self.variables])
+
+
+def _group(observations: Sequence[Observation]) -> dict[Scale, list[Observation]]:
+    groups: dict[Scale, list[Observation]] = {}
+    for obs in observations:
+        if obs.state != "pruned":
+            groups.setdefault(obs.scale, []).append(obs)
+    return groups
+
+
+def _check_exponents(
+    table: Exponents | None, label: str, names: Sequence[str], variables: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    result: dict[str, dict[str, float]] = {}
+    if table is None:
+        return result
+    if not isinstance(table, Mapping):
+        raise TransferSearchError(
+            f"`{label}` must map parameter -> {{scale variable: exponent}}, but got {table!r}. "
+            f"Write {label}={{'lr': {{'dataset_size': 0.0}}}}."
+        )
+    for param, row in table.items():
+        if param not in names:
+            raise TransferSearchError(
+                f"{label} names parameter {param!r}, which is not in params={list(names)}. Fix "
+                "the name or add it to params."
+            )
+        if not isinstance(row, Mapping):
+            raise TransferSearchError(
+                f"{label}[{param!r}] must map scale variable -> exponent, but got {row!r}. "
+                "Write {'dataset_size': 0.0}."
+            )
+        result[param] = check_fixed_exponents(param, row, variables)
+    return result
+
+
+def _rung_trials(
+    groups: Mapping[Scale, list[Observation]],
+    names: tuple[str, ...],
+    logs: tuple[str, ...],
+    sign: float,
+) -> list[tuple[Scale, RungTrials]]:
+    rungs: list[tuple[Scale, RungTrials]] = []
+    dropped: list[str] = []
+    for scale, group in groups.items():
+        coords, values = observation_arrays(group, names, logs, sign)
+        if not np.isfinite(values).any():
+            dropped.append(repr(scale))
+            continue
+        rungs.append((scale, RungTrials(coords, values)))
+    if dropped:
+        warnings.warn(
+            f"every trial diverged or failed at {dropped}: those scales are left out. Add trials "
+            "at smaller learning rates there.",
+            TransferSearchWarning,
+            stacklevel=4,
+        )
+    if len(rungs) < 2:
+        raise TransferSearchError(
+            f"only {len(rungs)} scale has a finite trial; extrapolation needs two or more. Run "
+            "trials that do not diverge at another scale."
+        )
+    rungs.sort(key=lambda item: (sum(math.log(v) for v in item[0].values()), repr(item[0])))
+    return rungs
+
+
+def prepare(
+    observations: Sequence[Observation],
+    params: Sequence[str],
+    *,
+    direction: str,
+    log_params: Iterable[str] | None,
+    scale_variables: Sequence[str] | None,
+    fixed_exponents: Exponents | None,
+    prior_exponents: Exponents | None,
+    target: Scale | None,
+) -> Ladder:
+    """Check and arrange the trials for the fits.
+
+    Raises:
+        TransferSearchError: fewer than two scales with a finite trial, no shared scale variable,
+            a target missing a scale variable, bad exponent tables, bad parameters.
+    """
+    sign = check_direction(direction)
+    names = check_params(params)
+    logs = resolve_log_params(observations, names, log_params)
+    groups = _group(observations)
+    if len(groups) < 2:
+        raise TransferSearchError(
+            f"extrapolation needs trials at two or more scales, but got {len(groups)} "
+            f"({[repr(s) for s in groups]}). Run the sweep at another proxy scale too."
+        )
+    rungs = _rung_trials(groups, names, logs, sign)
+    scales = tuple(scale for scale, _ in rungs)
+    variables = common_variables(scales, scale_variables, purpose="fit the power laws")
+    if not variables:
+        raise TransferSearchError(
+            f"the proxy scales share no scale variable ({[repr(s) for s in scales]}). Give every "
+            "Scale the same names, e.g. width and dataset_size."
+        )
+    fixed = _check_exponents(fixed_exponents, "fixed_exponents", names, variables)
+    prior = _check_exponents(prior_exponents, "prior_exponents", names, variables)
+    log_scales = np.log(np.array([[s[v] for v in variables] for s in scales]))
+    if target is not None:
+        target.require(*variables, purpose="predict from the fitted power laws")
+        _warn_unseen(variables, log_scales, target, fixed)
+        unseen = sorted(set(target) - {name for scale in scales for name in scale})
+        if unseen and scale_variables is None:
+            warnings.warn(
+                f"the target names {unseen}, which no trial records: the laws cannot see them, "
+                "so their effect at the target is ignored. Record them in every trial's scale.",
+                TransferSearchWarning,
+                stacklevel=3,
+            )
+    return Ladder(
+        names,
+        logs,
+        sign,
+        scales,
+        tuple(t for _, t in rungs),
+        tuple(variables),
+        log_scales,
+        fixed,
+        prior,
+    )
+
+
+def _warn_unseen(
+    variables: Sequence[str],
+    log_scales: FloatArray,
+    target: Scale,
+    fixed: Mapping[str, Mapping[str, float]],
+) -> None:
+    """Warn when the target moves along a scale variable the ladder holds constant."""
+    for k, variable in enumerate(variables):
+        if np.ptp(log_scales[:, k]) > 1e-9 or all(variable in row for row in fixed.values()):
+            continue
+        if not np.allclose(math.log(target[variable]), log_scales[:, k]):
+            warnings.warn(
+                f"scale variable {variable!r} is constant over the ladder, yet the target has "
+                f"{variable}={target[variable]:g}: its exponent comes from the prior alone (0 "
+                "unless prior_exponents or fixed_exponents say otherwise). Vary it across the "
+                "proxies.",
+                TransferSearchWarning,
+                stacklevel=4,
+            )
+
+
+def _fallback_optimum(
+    ladder: Ladder, scale: Scale, trials: RungTrials, valley: Valley | None, warn: bool
+) -> ScaleOptimum:
+    local = fit_local(trials.coords, trials.values)
+    if warn and local.method == "fallback-implausible":
+        message = implausible_message(local, scale, ladder.names, ladder.logs, ladder.sign)
+        warnings.warn(message, TransferSearchWarning, stacklevel=4)
+    if warn and local.method == "fallback":
+        warnings.warn(
+            f"too few finite trials at {scale!r} ({local.n_trials}; the pooled valley needs "
+            f"{len(ladder.names) + 2}, a local quadratic {min_trials(len(ladder.names))}): using "
+            "the best trial there (method='fallback'). Add trials.",
+            TransferSearchWarning,
+            stacklevel=4,
+        )
+    optimum = to_optimum(local, scale, ladder.names, ladder.logs, ladder.sign)
+    if valley is not None:
+        # regret at this rung is measured with the pooled curvature: its own trials are too few
+        optimum = replace(optimum, hessian=valley.hessian, wall=valley.wall)
+    return optimum
+
+
+def read_optima(
+    ladder: Ladder,
+    subset: Sequence[int],
+    trials: Sequence[RungTrials] | None = None,
+    *,
+    warn: bool = False,
+) -> tuple[list[ScaleOptimum], Valley | None]:
+    """Each rung's optimum in ``subset``: the pooled valley's read-out, or the rung's own fit.
+
+    Args:
+        ladder: the prepared ladder.
+        subset: the rungs to fit together.
+        trials: replacement trials per rung in ``subset`` (a bootstrap resample); default the
+            ladder's own.
+        warn: warn about rungs that fall back to their own trials.
+
+    Returns:
+        The optima (in ``subset`` order) and the valley (None when it could not be fitted).
+    """
+    chosen = list(trials) if trials is not None else [ladder.trials[i] for i in subset]
+    valley = fit_valley(chosen)
+    optima: list[ScaleOptimum] = []
+    for position, index in enumerate(subset):
+        scale = ladder.scales[index]
+        if valley is None or not valley.pooled[position]:
+            optima.append(_fallback_optimum(ladder, scale, chosen[position], valley, warn))
+        else:
+            optima.append(_pooled_optimum(ladder, scale, chosen[position], valley, position))
+    return optima, valley
+
+
+def _pooled_optimum(
+    ladder: Ladder, scale: Scale, trials: RungTrials, valley: Valley, position: int
+) -> ScaleOptimum:
+    centre = valley.centers[position]
+    cov = valley.center_cov[position]
+    finite = np.isfinite(trials.values)
+    return ScaleOptimum(
+        scale=scale,
+        params={
+            p: (math.exp(c) if p in ladder.logs else float(c))
+            for p, c in zip(ladder.names, centre, strict=True)
+        },
+        coords={p: float(c) for p, c in zip(ladder.names, centre, strict=True)},
+        stderr={p: float(s) for p, s in zip(ladder.names, np.sqrt(np.diag(cov)), strict=True)},
+        covariance=cov,
+        names=ladder.names,
+        log_params=tuple(p for p in ladder.names if p in ladder.logs),
+        value=ladder.sign * float(valley.depths[position]),
+        hessian=valley.hessian,
+        n_trials=int(finite.sum()),
+        n_diverged=int((~finite).sum()),
+        n_used=int(valley.n_used[position]),
+        method="pooled",
+        at_boundary=bool(valley.at_boundary[position]),
+        wall=valley.wall,
+    )
+
+
+def law_data(
+    ladder: Ladder, optima: Sequence[ScaleOptimum], subset: Sequence[int], column: int
+) -> LawData:
+    """Parameter ``column``'s optima over the rungs ``subset`` as :class:`LawData`."""
+    name = ladder.names[column]
+    fixed = ladder.fixed.get(name, {})
+    free = [k for k, v in enumerate(ladder.variables) if v not in fixed]
+    logs = ladder.log_scales[list(subset)]
+    z = np.array([o.coords[name] for o in optima])
+    for k, variable in enumerate(ladder.variables):
+        if variable in fixed:
+            z = z - fixed[variable] * logs[:, k]
+    variance = np.array([o.covariance[column, column] for o in optima])
+    prior = ladder.prior.get(name, {})
+    return LawData(
+        param=name,
+        log_space=name in ladder.logs,
+        z=z,
+        variance=np.where(np.isfinite(variance), variance, np.inf),
+        log_scales=logs[:, free],
+        variables=tuple(ladder.variables[k] for k in free),
+        prior=np.array([prior.get(ladder.variables[k], 0.0) for k in free]),
+        fixed=dict(fixed),
+    )
+
+
+def min_trials(dims: int) -> int:
+    """Finite trials a rung needs for its own local quadratic."""
+    return n_coef(dims) + 2

@@ -1,0 +1,336 @@
+"""One valley over every rung at once, so noisy rungs borrow strength from their neighbours.
+
+The surrogate (SCIENCE.md §7, "Pooling rungs"), in standardised fitted coordinates ``u``::
+
+    f_s(u) = c_s + ½(u − μ_s)ᵀH(u − μ_s) + ½ Σ_j b_j · max(u_j − μ_sj, 0)²
+
+Each rung ``s`` has its own depth ``c_s`` and centre ``μ_s``; the curvature ``H`` and the extra
+curvature ``b`` of the upper walls (a divergence cliff in the learning rate makes ``b > 0``) are
+shared. Writing ``g_s = −Hμ_s`` makes the symmetric part linear in its coefficients — per-rung
+offsets and linear terms, shared quadratic terms — so it is one weighted least-squares solve over
+the best region of every rung (:func:`transfersearch.fitting.quadratic.select_region`). The wall
+term is linear given the centres; it is refitted a few times with the centres from the previous
+pass (a fixed-point iteration). A rung with 8 trials then estimates only its ``1 + d`` own numbers
+instead of a whole quadratic, which is what lets per-rung optima carry a law.
+
+The centres' covariance comes from the delta method on ``μ_s = −H⁻¹g_s``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from transfersearch.fitting.coords import FloatArray
+from transfersearch.fitting.local import FLOOR_FRACTION, POSITIVE_CURVATURE
+from transfersearch.fitting.quadratic import hessians, select_region
+
+__all__ = ["RungTrials", "Valley", "fit_valley", "pooled_region_size"]
+
+#: Passes of the wall's fixed-point iteration (centres → wall columns → refit); the centres move
+#: by well under their stderr after the second pass on every ladder measured.
+WALL_PASSES = 3
+#: Newton steps for a rung's minimiser of the piecewise-quadratic valley (exact after the active
+#: set settles; two or three steps in practice).
+NEWTON_STEPS = 20
+
+
+@dataclass(frozen=True, eq=False)
+class RungTrials:
+    """One rung's trials in fitted coordinates (minimisation sign; NaN for a diverged trial)."""
+
+    coords: FloatArray  # (n, d)
+    values: FloatArray  # (n,)
+
+
+@dataclass(frozen=True, eq=False)
+class Valley:
+    """The pooled valley, in fitted coordinates and the minimisation sign.
+
+    Attributes:
+        pooled: which rungs the valley holds (a rung with fewer than ``d + 2`` finite trials
+            cannot place its own centre and is left out).
+        centers: (S, d) each rung's optimum (NaN rows for rungs not pooled).
+        center_cov: (S, d, d) covariance of each centre.
+        depths: (S,) the valley's value at each centre.
+        hessian: (d, d) the shared curvature.
+        wall: (d,) extra curvature above the optimum, per coordinate.
+        at_boundary: (S,) the centre was pulled into the box the rung's finite trials span.
+        n_used: (S,) trials of each rung inside its best region.
+        residual: the fit's residual standard deviation (metric units).
+    """
+
+    pooled: NDArray[np.bool_]
+    centers: FloatArray
+    center_cov: FloatArray
+    depths: FloatArray
+    hessian: FloatArray
+    wall: FloatArray
+    at_boundary: NDArray[np.bool_]
+    n_used: NDArray[np.int64]
+    residual: float
+
+
+def pooled_region_size(n_finite: int, dims: int) -> int:
+    """Best-region size of one rung in the pooled fit: ``≈ 2.5·√n``, at least ``2d + 3``.
+
+    A rung only places its own offset and centre (``1 + d`` numbers), so it needs fewer trials
+    than a whole local quadratic; ``2.5·√n`` keeps the far walls out as the rung grows.
+    """
+    return int(min(n_finite, max(2 * dims + 3, math.ceil(2.5 * math.sqrt(n_finite)))))
+
+
+@dataclass(frozen=True, eq=False)
+class _Rows:
+    """The stacked best regions: standardised coordinates, rung index, values, weights."""
+
+    u: FloatArray  # (m, d)
+    rung: NDArray[np.intp]  # (m,) position among the pooled rungs
+    target: FloatArray  # (m,) value minus the rung's best
+    sqrt_w: FloatArray  # (m,)
+    best: FloatArray  # (S_pooled,) each pooled rung's best value
+    low: FloatArray  # (S_pooled, d) box of each rung's finite trials, standardised
+    high: FloatArray
+    spacing: FloatArray  # (S_pooled, d) typical trial spacing, standardised
+
+
+def _stack(
+    rungs: Sequence[RungTrials], pooled: NDArray[np.bool_]
+) -> tuple[_Rows, FloatArray, FloatArray] | None:
+    """The best region of each pooled rung, standardised by the pooled finite trials."""
+    dims = rungs[0].coords.shape[1]
+    finite_coords = np.vstack(
+        [r.coords[np.isfinite(r.values)] for r, keep in zip(rungs, pooled, strict=True) if keep]
+    )
+    center = finite_coords.mean(axis=0)
+    width = np.ptp(finite_coords, axis=0)
+    if np.any(width <= 0.0):
+        return None
+    blocks_u, blocks_s, blocks_y, blocks_w = [], [], [], []
+    best, low, high, spacing = [], [], [], []
+    for position, rung in enumerate(r for r, keep in zip(rungs, pooled, strict=True) if keep):
+        finite = np.flatnonzero(np.isfinite(rung.values))
+        chosen, weights = select_region(rung.values[finite], pooled_region_size(len(finite), dims))
+        picked = finite[chosen]
+        u = (rung.coords[picked] - center) / width
+        all_u = (rung.coords[finite] - center) / width
+        top = float(rung.values[picked].min())
+        blocks_u.append(u)
+        blocks_s.append(np.full(len(picked), position))
+        blocks_y.append(rung.values[picked] - top)
+        blocks_w.append(weights)
+        best.append(top)
+        low.append(all_u.min(axis=0))
+        high.append(all_u.max(axis=0))
+        extent = all_u.max(axis=0) - all_u.min(axis=0)
+        spacing.append(extent / max(len(finite), 1) ** (1.0 / dims))
+    rows = _Rows(
+        u=np.vstack(blocks_u),
+        rung=np.concatenate(blocks_s).astype(np.intp),
+        target=np.concatenate(blocks_y),
+        sqrt_w=np.sqrt(np.concatenate(blocks_w)),
+        best=np.array(best),
+        low=np.array(low),
+        high=np.array(high),
+        spacing=np.array(spacing),
+    )
+    return rows, center, width
+
+
+def _design(rows: _Rows, n_rungs: int, anchors: FloatArray | None) -> FloatArray:
+    """Columns: per-rung offset, per-rung linear u_j, shared u_j·u_l (j ≤ l), shared walls."""
+    m, dims = rows.u.shape
+    offsets = np.zeros((m, n_rungs))
+    offsets[np.arange(m), rows.rung] = 1.0
+    linear = np.zeros((m, n_rungs * dims))
+    for j in range(dims):
+        linear[np.arange(m), rows.rung * dims + j] = rows.u[:, j]
+    quad = [rows.u[:, j] * rows.u[:, k] for j in range(dims) for k in range(j, dims)]
+    columns = [offsets, linear, np.column_stack(quad)]
+    if anchors is not None:
+        above = np.clip(rows.u - anchors[rows.rung], 0.0, None)
+        columns.append(0.5 * above**2)
+    return np.column_stack(columns)
+
+
+def _minimise(
+    grad: FloatArray, hess: FloatArray, wall: FloatArray, anchor: FloatArray
+) -> FloatArray:
+    """Solve ``g + Hu + b∘max(u − a, 0) = 0`` by Newton's method on the active set."""
+    u = np.asarray(-np.linalg.solve(hess, grad), dtype=np.float64)
+    for _ in range(NEWTON_STEPS):
+        active = (u > anchor).astype(np.float64)
+        gradient = grad + hess @ u + wall * active * (u - anchor)
+        step = np.linalg.solve(hess + np.diag(wall * active), gradient)
+        u = u - step
+        if float(np.max(np.abs(step))) < 1e-12:
+            break
+    return u
+
+
+def _positive(matrix: FloatArray) -> bool:
+    eigen = np.linalg.eigvalsh(matrix)
+    return bool(
+        np.all(np.isfinite(eigen)) and eigen.min() > POSITIVE_CURVATURE * np.abs(eigen).max()
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class _Solved:
+    theta: FloatArray
+    grads: FloatArray  # (S, d)
+    hess: FloatArray
+    wall: FloatArray
+    centers: FloatArray  # (S, d) standardised
+    design: FloatArray  # weighted
+    gram: FloatArray  # design.T @ design
+
+
+def _solve(rows: _Rows, n_rungs: int, anchors: FloatArray | None) -> _Solved | None:
+    dims = rows.u.shape[1]
+    design = _design(rows, n_rungs, anchors) * rows.sqrt_w[:, None]
+    if design.shape[0] <= design.shape[1]:
+        return None
+    target = rows.target * rows.sqrt_w
+    gram = design.T @ design
+    # Normal equations: the design is tall and well scaled (standardised u); a wall column with no
+    # trial above any centre is all zero, so it gets a unit diagonal and a zero coefficient.
+    empty = np.diag(gram) <= 0.0
+    gram[empty, empty] = 1.0
+    try:
+        theta = np.linalg.solve(gram, design.T @ target)
+    except np.linalg.LinAlgError:
+        theta = np.asarray(np.linalg.lstsq(design, target, rcond=None)[0], dtype=np.float64)
+    start = n_rungs
+    coef: FloatArray = np.asarray(theta, dtype=np.float64)
+    grads: FloatArray = coef[start : start + n_rungs * dims].reshape(n_rungs, dims)
+    n_quad = dims * (dims + 1) // 2
+    quad: FloatArray = coef[start + n_rungs * dims : start + n_rungs * dims + n_quad]
+    hess: FloatArray = hessians(quad[None, :], dims)[0]
+    wall: FloatArray = (
+        coef[start + n_rungs * dims + n_quad :] if anchors is not None else np.zeros(dims)
+    )
+    if not _positive(hess + np.diag(np.minimum(wall, 0.0))):
+        return None
+    if anchors is None:
+        centers = -np.linalg.solve(hess, grads.T).T
+    else:
+        centers = np.array([_minimise(grads[s], hess, wall, anchors[s]) for s in range(n_rungs)])
+    design64: FloatArray = np.asarray(design, dtype=np.float64)
+    return _Solved(coef, grads, hess, wall, centers, design64, np.asarray(gram, dtype=np.float64))
+
+
+def _center_covariance(solved: _Solved, rows: _Rows, n_rungs: int) -> FloatArray:
+    """Delta method: ``∂μ_s/∂θ = −H̄⁻¹ ∂∇f/∂θ`` with ``H̄ = H + ½diag(b)`` (the wall is half-on at
+    the optimum), the coefficients' covariance ``s²(AᵀWA)⁻¹``."""
+    dims = rows.u.shape[1]
+    design = solved.design
+    residual = rows.target * rows.sqrt_w - design @ solved.theta
+    dof = max(design.shape[0] - design.shape[1], 1)
+    sigma2 = float(residual @ residual) / dof
+    cov_theta = sigma2 * np.linalg.pinv(solved.gram, hermitian=True)
+    inverse = np.linalg.inv(solved.hess + 0.5 * np.diag(solved.wall))
+    out = np.empty((n_rungs, dims, dims))
+    quad_start = n_rungs + n_rungs * dims
+    for s in range(n_rungs):
+        d_grad = np.zeros((dims, design.shape[1]))
+        d_grad[:, n_rungs + s * dims : n_rungs + (s + 1) * dims] = np.eye(dims)
+        pos = quad_start
+        u = solved.centers[s]
+        for j in range(dims):
+            for k in range(j, dims):
+                if j == k:
+                    d_grad[j, pos] = 2.0 * u[j]
+                else:
+                    d_grad[j, pos] = u[k]
+                    d_grad[k, pos] = u[j]
+                pos += 1
+        jac = -inverse @ d_grad
+        out[s] = jac @ cov_theta @ jac.T
+    return out
+
+
+def fit_valley(rungs: Sequence[RungTrials]) -> Valley | None:
+    """Fit the pooled valley to the rungs' trials.
+
+    Args:
+        rungs: each rung's trials in fitted coordinates (all with the same parameters).
+
+    Returns:
+        The :class:`Valley`, or None when fewer than two rungs can be pooled, a coordinate is not
+        swept, or the shared curvature has no minimum (the caller falls back to per-rung fits).
+    """
+    dims = rungs[0].coords.shape[1]
+    pooled = np.array([int(np.isfinite(r.values).sum()) >= dims + 2 for r in rungs])
+    if pooled.sum() < 2:
+        return None
+    stacked = _stack(rungs, pooled)
+    if stacked is None:
+        return None
+    rows, center, width = stacked
+    n_rungs = int(pooled.sum())
+    solved = _solve(rows, n_rungs, None)
+    if solved is None:
+        return None
+    for _ in range(WALL_PASSES):
+        refit = _solve(rows, n_rungs, solved.centers)
+        if refit is None:
+            break
+        solved = refit
+    return _valley(solved, rows, pooled, center, width)
+
+
+def _valley(
+    solved: _Solved, rows: _Rows, pooled: NDArray[np.bool_], center: FloatArray, width: FloatArray
+) -> Valley:
+    n_rungs, dims = solved.centers.shape
+    cov_u = _center_covariance(solved, rows, n_rungs)
+    inside = np.clip(solved.centers, rows.low, rows.high)
+    boundary = np.any(np.abs(inside - solved.centers) > 1e-12, axis=1)
+    floor = (FLOOR_FRACTION * rows.spacing) ** 2
+    for s in range(n_rungs):
+        # on the edge the valley only says "beyond here": at least a trial spacing of doubt
+        least = rows.spacing[s] ** 2 if boundary[s] else floor[s]
+        diag = np.diag(cov_u[s])
+        fix = np.sqrt(np.maximum(diag, least) / np.maximum(diag, 1e-300))
+        cov_u[s] = cov_u[s] * np.outer(fix, fix)
+    total = len(pooled)
+    centers = np.full((total, dims), np.nan)
+    covs = np.full((total, dims, dims), np.nan)
+    depths = np.full(total, np.nan)
+    at_boundary = np.zeros(total, dtype=bool)
+    n_used = np.zeros(total, dtype=np.int64)
+    where = np.flatnonzero(pooled)
+    for s, index in enumerate(where):
+        u = inside[s]
+        centers[index] = center + width * u
+        covs[index] = cov_u[s] * np.outer(width, width)
+        depths[index] = rows.best[s] + _value(solved, s, u)
+        at_boundary[index] = boundary[s]
+        n_used[index] = int((rows.rung == s).sum())
+    design = solved.design
+    residual = rows.target * rows.sqrt_w - design @ solved.theta
+    dof = max(design.shape[0] - design.shape[1], 1)
+    return Valley(
+        pooled=pooled,
+        centers=centers,
+        center_cov=covs,
+        depths=depths,
+        hessian=solved.hess / np.outer(width, width),
+        wall=solved.wall / width**2,
+        at_boundary=at_boundary,
+        n_used=n_used,
+        residual=math.sqrt(float(residual @ residual) / dof),
+    )
+
+
+def _value(solved: _Solved, s: int, u: FloatArray) -> float:
+    """The fitted value (above the rung's best trial) at ``u``, symmetric part only."""
+    n_rungs = solved.centers.shape[0]
+    return (
+        float(solved.theta[s] + solved.grads[s] @ u + 0.5 * u @ solved.hess @ u) if n_rungs else 0.0
+    )
