@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.fit import Direction, _check_direction
+from transfersearch.fit import Direction, check_direction
 from transfersearch.scale import Scale
 from transfersearch.space import Float, Int, TransferSpace
 
@@ -131,7 +131,9 @@ class TransferPlanner:
         min_spread: the smallest spread (in natural-log units for log coordinates, as a fraction of
             the range otherwise) of the neighbourhood, so it never collapses to a point.
         n_bootstrap: bootstrap resamples for the law's uncertainty.
-        seed: seed of the planner's random draws.
+        seed: seed of the planner's random draws (an int >= 0: reproducible). None (the
+            default): fresh OS entropy, so independent processes draw different
+            neighbourhood points instead of the same ones.
         transfer: False turns the law off: every proposal defers to the base sampler, so each rung
             is searched independently (the baseline that transfer is measured against).
         refit_growth: the law is refitted for a rung when a new rung qualifies or a qualifying
@@ -163,7 +165,7 @@ class TransferPlanner:
         focus: float = 0.75,
         min_spread: float = 0.15,
         n_bootstrap: int = 40,
-        seed: int | None = 0,
+        seed: int | None = None,
         transfer: bool = True,
         refit_growth: float = 1.25,
         direction: Direction = "minimize",
@@ -199,6 +201,11 @@ class TransferPlanner:
         self.focus = focus
         self.min_spread = min_spread
         self.n_bootstrap = n_bootstrap
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise TransferSearchError(
+                f"`seed` must be None or an int >= 0, but got seed={seed!r}. Pass e.g. seed=0 "
+                "for reproducible draws, or leave it out for fresh ones per process."
+            )
         self.seed = seed
         self.transfer = bool(transfer)
         if not (isinstance(refit_growth, (int, float)) and refit_growth >= 1.0):
@@ -253,7 +260,7 @@ class TransferPlanner:
         Raises:
             TransferSearchError: ``direction`` is neither ``"minimize"`` nor ``"maximize"``.
         """
-        _check_direction(direction)
+        check_direction(direction)
         if direction != self._direction:
             self._cache.clear()
         self._direction = direction
