@@ -18,9 +18,19 @@ trials that would open its law still run elsewhere gets a cheaper rung instead (
 detours, so give it a few trials more than the budgets' sum. Machines join the same study by
 running the launcher against the same PostgreSQL URL, e.g. on every node::
 
-    python -m transfersearch.integrations.optuna workers \\
-        --storage postgresql://tuner:secret@db-host:5432/proxy --study-name proxy \\
+    export TRANSFERSEARCH_STORAGE=postgresql://tuner:secret@db-host:5432/proxy
+    python -m transfersearch.integrations.optuna workers --study-name proxy \\
         --objective train_proxy:objective --n-trials 400 --gpus auto
+
+The storage URL (with its password) travels to the workers in the environment variable
+``TRANSFERSEARCH_STORAGE``, never on a command line that ``ps`` shows; ``--storage`` is read from
+it when left out.
+
+Dead workers: a trial whose worker died is failed once its heartbeat is older than the grace
+period, or, if it never sent one (the worker died between creating the trial and its first
+heartbeat), once it has been RUNNING without one for the grace period; exactly one worker retries
+it. A worker that loses a race on the storage (another worker failed its trial meanwhile) logs it
+and goes on with the next trial.
 
 The objective module (``module:function`` or ``path/to/file.py:function``) must be importable
 without side effects; the launcher and every worker import it. Its module-level ``sampler``
@@ -37,6 +47,7 @@ import fcntl
 import importlib
 import importlib.util
 import json
+import logging
 import math
 import os
 import shutil
@@ -45,6 +56,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +68,25 @@ from transfersearch.errors import TransferSearchError
 if TYPE_CHECKING:
     import optuna
 
-__all__ = ["WorkerResult", "WorkerSlot", "detect_gpus", "launch_workers", "main", "plan_slots"]
+__all__ = [
+    "STORAGE_ENV",
+    "WorkerResult",
+    "WorkerSlot",
+    "detect_gpus",
+    "launch_workers",
+    "main",
+    "plan_slots",
+]
+
+logger = logging.getLogger("transfersearch.integrations.optuna.workers")
+
+#: The environment variable that carries the storage URL (and its password) to the workers.
+STORAGE_ENV = "TRANSFERSEARCH_STORAGE"
+#: Prefix of the launcher's GPU lock directories (``<prefix><launcher pid>-<random>``).
+LOCK_DIR_PREFIX = "transfersearch-gpu-locks-"
+#: Storage errors in a row after which a worker gives up: one is a race lost to another worker
+#: (retried at once); this many in a row means the storage itself is failing.
+MAX_STORAGE_ERRORS_IN_A_ROW = 5
 
 
 @dataclass(frozen=True)
@@ -241,7 +271,20 @@ def _load_module(objective: str) -> tuple[ModuleType, str]:
         return module, function
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
-    return importlib.import_module(module_part), function
+    try:
+        return importlib.import_module(module_part), function
+    except ModuleNotFoundError as exc:
+        missing = exc.name or module_part
+        if missing == module_part or module_part.startswith(f"{missing}."):
+            raise TransferSearchError(
+                f"objective module {module_part!r} (from objective={objective!r}) cannot be "
+                f"imported: no module {missing!r} on the path ({os.getcwd()!r} and PYTHONPATH). "
+                "Run from its folder, or give 'path/to/file.py:function'."
+            ) from None
+        raise TransferSearchError(
+            f"objective module {module_part!r} imports {missing!r}, which is not installed: "
+            f"pip install it ({exc})."
+        ) from None
 
 
 def _load(objective: str, sampler_attr: str) -> tuple[Callable[..., Any], Any, Any]:
@@ -302,6 +345,7 @@ def run_worker(
     import optuna
     from optuna.storages._heartbeat import is_heartbeat_enabled
 
+    from transfersearch.integrations._optuna_shim import fail_silent_trials
     from transfersearch.integrations.optuna import RUNG_ATTR, _system_attrs, make_storage
 
     func, sampler, pruner = _load(objective, sampler_attr)
@@ -332,18 +376,40 @@ def run_worker(
         with lease.hold(need):
             return func(trial)
 
+    grace = float(grace_period or 2 * (heartbeat_interval or 1))
     poll = min(1.0, float(heartbeat_interval or 1))
-    ran = 0
+    ran = errors = 0
     while True:
-        optuna.storages.fail_stale_trials(study)
-        done, running, waiting = _progress(study)
-        if waiting or done + running < n_trials:
-            study.optimize(leased, n_trials=1, catch=(Exception,), gc_after_trial=False)
-            ran += 1
-        elif running and is_heartbeat_enabled(study._storage):
-            time.sleep(poll)  # a running trial may belong to a dead worker: wait for its retry
-        else:
-            return ran
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                optuna.storages.fail_stale_trials(study)
+            fail_silent_trials(study, grace)
+            done, running, waiting = _progress(study)
+            if waiting or done + running < n_trials:
+                study.optimize(leased, n_trials=1, catch=(Exception,), gc_after_trial=False)
+                ran += 1
+            elif running and is_heartbeat_enabled(study._storage):
+                # A running trial may belong to a dead worker: wait for its retry. Each wait is
+                # bounded: a live trial heartbeats, a dead one is failed after the grace period.
+                time.sleep(poll)
+            else:
+                return ran
+            errors = 0
+        except Exception as exc:
+            # Optuna's optimize raises when the storage refuses this worker's update: another
+            # worker failed its trial as stale meanwhile ("Cannot tell a FAIL trial"), or won a
+            # race to fail a stale trial. The trial is retried elsewhere; this worker goes on.
+            errors += 1
+            if errors >= MAX_STORAGE_ERRORS_IN_A_ROW:
+                raise
+            logger.warning(
+                "worker pid %d: a trial ended in a storage error (%s: %s); going on with the "
+                "next one",
+                pid,
+                type(exc).__name__,
+                exc,
+            )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -373,6 +439,8 @@ def launch_workers(
     Args:
         storage: the storage URL every worker opens (see :func:`make_storage`): SQLite for one
             machine, PostgreSQL for several (run the launcher on each), ``journal:///file.log``.
+            Workers get it in the environment (``TRANSFERSEARCH_STORAGE``), not on their
+            command line, so a password in it does not show in ``ps``.
         study_name: the study; created (with ``direction``) if it does not exist.
         objective: ``"module:function"`` or ``"path/to/file.py:function"``; the module's
             ``sampler`` (``sampler_attr``) and ``pruner`` attributes configure the study.
@@ -423,11 +491,11 @@ def launch_workers(
         direction=direction,
         load_if_exists=True,
     )
-    lock_dir = tempfile.mkdtemp(prefix="transfersearch-gpu-locks-")
+    lock_dir = _new_lock_dir() if gpu_ids else None
     logs = Path(log_dir) if log_dir is not None else None
     if logs is not None:
         logs.mkdir(parents=True, exist_ok=True)
-    base_env = {**os.environ, **(env or {})}
+    base_env = {**os.environ, **(env or {}), STORAGE_ENV: storage}
     paths = [os.getcwd(), *filter(None, base_env.get("PYTHONPATH", "").split(os.pathsep))]
     base_env["PYTHONPATH"] = os.pathsep.join(paths)
     processes: list[tuple[WorkerSlot, subprocess.Popen[bytes], Path | None]] = []
@@ -435,7 +503,7 @@ def launch_workers(
         for slot in slots:
             command = [
                 sys.executable, "-m", "transfersearch.integrations.optuna", "worker",
-                "--storage", storage, "--study-name", study_name, "--objective", objective,
+                "--study-name", study_name, "--objective", objective,
                 "--n-trials", str(n_trials), "--sampler-attr", sampler_attr,
                 "--max-retry", "none" if max_retry is None else str(max_retry),
                 "--heartbeat-interval", "none" if heartbeat_interval is None
@@ -443,7 +511,7 @@ def launch_workers(
             ]  # fmt: skip
             if grace_period is not None:
                 command += ["--grace-period", str(grace_period)]
-            if slot.gpu is not None:
+            if slot.gpu is not None and lock_dir is not None:
                 command += [
                     "--gpu", slot.gpu, "--capacity", str(capacity), "--lock-dir", lock_dir,
                     "--units", json.dumps(units),
@@ -475,7 +543,30 @@ def launch_workers(
             if process.poll() is None:
                 process.terminate()
                 process.wait()
-        shutil.rmtree(lock_dir, ignore_errors=True)
+        if lock_dir is not None:
+            shutil.rmtree(lock_dir, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def _new_lock_dir() -> str:
+    """A fresh GPU lock directory named after this launcher's pid, after removing those whose
+    launcher is gone (a launcher killed with SIGKILL cannot clean up after itself)."""
+    for old in Path(tempfile.gettempdir()).glob(f"{LOCK_DIR_PREFIX}*"):
+        owner = old.name[len(LOCK_DIR_PREFIX) :].split("-", 1)[0]
+        with contextlib.suppress(OSError):
+            if owner.isdigit() and old.stat().st_uid == os.getuid() and not _pid_alive(int(owner)):
+                logger.info("removing %s: its launcher (pid %s) is gone", old, owner)
+                shutil.rmtree(old, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{LOCK_DIR_PREFIX}{os.getpid()}-")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -506,7 +597,12 @@ def _parser() -> argparse.ArgumentParser:
             if name == "workers"
             else "run one worker in this process (what 'workers' starts)",
         )
-        sub.add_argument("--storage", required=True, help="sqlite:///x.db, postgresql://..., ...")
+        sub.add_argument(
+            "--storage",
+            default=None,
+            help=f"sqlite:///x.db, postgresql://..., ... (default: ${STORAGE_ENV}; put a URL "
+            "with a password there, not on the command line)",
+        )
         sub.add_argument("--study-name", required=True)
         sub.add_argument("--objective", required=True, help="module:function or file.py:function")
         sub.add_argument("--n-trials", type=int, required=True)
@@ -535,8 +631,24 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m transfersearch.integrations.optuna``."""
+    """Entry point of ``python -m transfersearch.integrations.optuna``: bad input is one
+    ``error:`` line on stderr and exit status 2."""
     args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except TransferSearchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.storage is None:
+        args.storage = os.environ.get(STORAGE_ENV)
+        if not args.storage:
+            raise TransferSearchError(
+                f"no storage: give --storage URL or set the environment variable {STORAGE_ENV} "
+                "(e.g. export TRANSFERSEARCH_STORAGE=sqlite:///proxy.db)."
+            )
     common = {
         "heartbeat_interval": args.heartbeat_interval,
         "grace_period": args.grace_period,

@@ -59,13 +59,19 @@ workers``) runs one worker process per GPU slot on one study.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import difflib
 import inspect
+import logging
 import math
+import os
 import threading
 from collections.abc import Callable, Container, Mapping, Sequence
 from numbers import Real
 from typing import Any, cast
+
+import numpy as np
 
 try:
     import optuna
@@ -86,6 +92,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without optuna
     ) from exc
 
 from transfersearch.errors import TransferSearchError
+from transfersearch.integrations._optuna_shim import RetryOnce, seed_sampler
 from transfersearch.ladder import Proposal, TransferPlanner
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
@@ -111,6 +118,8 @@ RUNG_ATTR = "transfersearch:rung"
 #: System attribute set when the objective (not the heartbeat) finished a trial as FAIL.
 _TOLD_ATTR = "transfersearch:told-fail"
 _COUNTED_STATES = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
+
+logger = logging.getLogger("transfersearch.integrations.optuna")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -382,6 +391,15 @@ class TransferSampler(BaseSampler):
                 f"direction={planner_kwargs['direction']!r}. Drop it and create the study with "
                 "optuna.create_study(direction='maximize') for a maximised metric."
             )
+        options = set(inspect.signature(TransferPlanner).parameters) - {"space", "ladder"}
+        for name in planner_kwargs:
+            if name not in options:
+                close = difflib.get_close_matches(name, sorted(options), n=1)
+                also = f" Did you mean {close[0]!r}?" if close else ""
+                raise TransferSearchError(
+                    f"TransferSampler got an unknown keyword {name!r}.{also} It takes space, "
+                    f"ladder, base_sampler and the planner's options: {', '.join(sorted(options))}."
+                )
         self._planner = TransferPlanner(space, ladder, **planner_kwargs)
         self._base_sampler = base_sampler or optuna.samplers.TPESampler()
         # One base sampler per rung: samplers keep per-study state (search-space cursors, fitted
@@ -418,15 +436,37 @@ class TransferSampler(BaseSampler):
 
     def rung_sampler(self, rung: int) -> BaseSampler:
         """The base sampler that serves ``rung``: ``base_sampler`` for the first rung used, a
-        copy of its initial state for each other rung, so no state crosses landscapes."""
+        copy of its initial state for each other rung, so no state crosses landscapes.
+
+        A copy gets its own random stream, or it would replay the first rung's draws: seeded
+        from (``seed``, rung) when the sampler has an explicit ``seed`` (reproducible), else from
+        fresh OS entropy (``reseed_rng()``).
+        """
         with self._lock:
             sampler = self._rung_samplers.get(rung)
             if sampler is None:
-                sampler = (
-                    copy.deepcopy(self._template) if self._rung_samplers else self._base_sampler
-                )
+                if self._rung_samplers:
+                    sampler = copy.deepcopy(self._template)
+                    self._seed_copy(sampler, rung)
+                else:
+                    sampler = self._base_sampler
                 self._rung_samplers[rung] = sampler
             return sampler
+
+    def _seed_copy(self, sampler: BaseSampler, rung: int) -> None:
+        seed = self._planner.seed
+        if seed is not None:
+            derived = int(np.random.SeedSequence([seed, rung]).generate_state(1)[0])
+            if seed_sampler(sampler, derived):
+                logger.debug("rung %d: base sampler copy seeded with %d", rung, derived)
+                return
+            logger.info(
+                "rung %d: %s has no random generator transfersearch can seed; reseeded from OS "
+                "entropy (this rung's draws are not reproducible)",
+                rung,
+                type(sampler).__name__,
+            )
+        sampler.reseed_rng()
 
     @property
     def distributions(self) -> dict[str, BaseDistribution]:
@@ -674,6 +714,7 @@ def make_storage(
     grace_period: int | None = None,
     max_retry: int | None = 3,
     timeout: float = 60.0,
+    must_exist: bool = False,
 ) -> optuna.storages.BaseStorage:
     """An Optuna storage for ``url`` that fails and retries the trials of dead workers.
 
@@ -681,16 +722,26 @@ def make_storage(
       ``RDBStorage`` with a heartbeat every ``heartbeat_interval`` seconds; a RUNNING trial whose
       heartbeat is older than ``grace_period`` (default 2 × interval) is failed by the next trial
       any worker starts, and re-enqueued with the same parameters and rung up to ``max_retry``
-      times (``RetryFailedTrialCallback``). SQLite waits up to ``timeout`` s for a lock and runs
-      in WAL mode with ``synchronous=NORMAL``: readers never block the writer and a commit costs
-      no fsync, so several workers on one file keep up; a killed process loses nothing (an OS
-      crash may lose the last commits). Keep the file on a local disk (WAL needs shared memory).
+      times (``RetryHeartbeatStaleTrialCallback``), by one process only: the first to claim the
+      failed trial (system attribute ``"transfersearch:retried-by"``). A plain ``postgresql://``
+      URL uses psycopg 3 (SQLAlchemy 2.1's default; ``pip install 'psycopg[binary]'``). SQLite
+      waits up to ``timeout`` s for a lock and runs in WAL mode with ``synchronous=NORMAL``:
+      readers never block the writer and a commit costs no fsync, so several workers on one file
+      keep up; a killed process loses nothing (an OS crash may lose the last commits). Keep the
+      file on a local disk (WAL needs shared memory).
     * ``journal:///path/to/file.log`` or a path ending in ``.log``: a ``JournalStorage`` on a
       file (many processes on one machine or a shared file system). Optuna gives journal storages
       no heartbeat, so a killed worker's trial stays RUNNING; it is not counted by the fit.
 
+    Args:
+        must_exist: open an existing study file only (for reading results): a SQLite or journal
+            file that does not exist is an error instead of a new, empty file.
+
     Raises:
-        TransferSearchError: an empty URL or a non-positive heartbeat/grace period.
+        TransferSearchError: a URL that is not a database URL or names an unknown database, a
+            SQLite path whose directory does not exist or that is not a SQLite file, a missing
+            file with ``must_exist``, a database driver that is not installed, a database that
+            cannot be opened, or a non-positive heartbeat/grace period.
     """
     if not isinstance(url, str) or not url:
         raise TransferSearchError(
@@ -698,6 +749,7 @@ def make_storage(
         )
     if url.startswith("journal://") or url.endswith(".log"):
         path = url[len("journal://") :] if url.startswith("journal://") else url
+        _check_file(url, path, must_exist=must_exist, sqlite=False)
         from optuna.storages.journal import JournalFileBackend
 
         backend = JournalFileBackend(path)
@@ -708,6 +760,7 @@ def make_storage(
         )
     if grace_period is not None and grace_period < 1:
         raise TransferSearchError(f"`grace_period` must be >= 1 second, but got {grace_period=}.")
+    shown, is_file_sqlite = _check_database_url(url, must_exist=must_exist)
     engine_kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
         engine_kwargs["connect_args"] = {"timeout": timeout}
@@ -718,7 +771,7 @@ def make_storage(
             "RetryHeartbeatStaleTrialCallback",
             optuna.storages.RetryFailedTrialCallback,
         )
-        retry: Callable[[Study, FrozenTrial], None] = retry_class(max_retry=max_retry)
+        retry: Callable[[Study, FrozenTrial], None] = RetryOnce(retry_class(max_retry=max_retry))
         parameters = inspect.signature(optuna.storages.RDBStorage).parameters
         key = (
             "heartbeat_stale_trial_callback"
@@ -730,13 +783,96 @@ def make_storage(
             "grace_period": grace_period or 2 * heartbeat_interval,
             key: retry,
         }
-    storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **kwargs)
-    if url.startswith("sqlite") and ":memory:" not in url and url.rstrip("/") != "sqlite:":
-        import sqlalchemy
+    import sqlalchemy
 
+    try:
+        storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **kwargs)
+    except ImportError as exc:
+        raise TransferSearchError(
+            f"cannot open storage {shown!r}: its database driver is not installed ({exc}). For a "
+            "plain postgresql:// URL: pip install 'psycopg[binary]'; or name the driver, e.g. "
+            "postgresql+psycopg2://."
+        ) from exc
+    except (sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TransferSearchError(
+            f"cannot open storage {shown!r}: {reason}. Check the URL, that the database server "
+            "runs, and the credentials."
+        ) from exc
+    if is_file_sqlite:
         sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
         storage.engine.dispose()  # connections opened before the listener get closed
     return storage
+
+
+def _check_file(url: str, path: str, *, must_exist: bool, sqlite: bool) -> None:
+    """A storage file's directory exists; with ``must_exist`` the file too; with ``sqlite`` an
+    existing, non-empty file is a SQLite database."""
+
+    target = os.path.abspath(path)
+    if os.path.isdir(target):
+        raise TransferSearchError(
+            f"storage {url!r} names the directory {target!r}; give a file inside it, e.g. "
+            f"{os.path.join(target, 'proxy.db')!r}."
+        )
+    if not os.path.exists(target):
+        if must_exist:
+            raise TransferSearchError(
+                f"storage {url!r}: the file {target!r} does not exist. Check the path (a study "
+                "is read from the file its workers wrote)."
+            )
+        folder = os.path.dirname(target)
+        if not os.path.isdir(folder):
+            raise TransferSearchError(
+                f"storage {url!r}: the directory {folder!r} does not exist. Create it or fix "
+                "the path."
+            )
+        return
+    if sqlite and os.path.getsize(target) > 0:
+        # Ask SQLite, not open(): closing any descriptor of a database file drops every POSIX
+        # lock this process holds on it, and SQLite connections here may hold some.
+        import sqlite3
+
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{target}?mode=ro", uri=True)) as db:
+                db.execute("PRAGMA schema_version").fetchone()
+        except sqlite3.DatabaseError as exc:
+            if "not a database" not in str(exc):
+                return  # locked or busy: a real database that SQLAlchemy will wait for
+            raise TransferSearchError(
+                f"storage {url!r}: {target!r} is not a SQLite database. Give the path of the "
+                "study's .db file, or a new file name."
+            ) from None
+
+
+def _check_database_url(url: str, *, must_exist: bool) -> tuple[str, bool]:
+    """Validate a SQLAlchemy database URL; returns it with the password hidden and whether it
+    is a SQLite file (not in-memory)."""
+    import sqlalchemy
+    from sqlalchemy.engine import make_url
+
+    hint = (
+        "Use e.g. 'sqlite:///proxy.db', 'postgresql://user@host:5432/db' or "
+        "'journal:///path/to/proxy.log'."
+    )
+    try:
+        parsed = make_url(url)
+    except sqlalchemy.exc.ArgumentError:
+        raise TransferSearchError(f"storage {url!r} is not a database URL. {hint}") from None
+    shown = parsed.render_as_string(hide_password=True)
+    try:
+        parsed.get_dialect()
+    except sqlalchemy.exc.NoSuchModuleError:
+        raise TransferSearchError(
+            f"storage {shown!r} names an unknown database {parsed.drivername!r}. {hint}"
+        ) from None
+    if parsed.get_backend_name() != "sqlite":
+        return shown, False
+    database = parsed.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return shown, False
+    _check_file(shown, database, must_exist=must_exist, sqlite=True)
+    return shown, True
 
 
 def _sqlite_pragmas(connection: Any, _record: Any) -> None:

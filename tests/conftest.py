@@ -2,10 +2,11 @@
 
 ``postgres_url`` starts a private cluster once per session (``initdb`` + ``pg_ctl`` from
 ``/usr/lib/postgresql/*/bin`` or PATH; CI installs them with ``.ci/postgres.sh``) on a free port
-with trust authentication on 127.0.0.1, creates a database and yields a SQLAlchemy URL
-(``postgresql+psycopg2://postgres@127.0.0.1:<port>/transfersearch``). PostgreSQL refuses to run as
+with trust authentication on 127.0.0.1, creates a database and yields its URL in the README's
+plain form (``postgresql://postgres@127.0.0.1:<port>/transfersearch``, which SQLAlchemy 2.1 opens
+with psycopg 3). PostgreSQL refuses to run as
 root, so as root the cluster runs as the ``postgres`` user (created by the Debian package). Tests
-that use it are skipped, with the reason, only where no server binaries or no psycopg2 exist.
+that use it are skipped, with the reason, only where no server binaries or no psycopg exist.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _as_user(command: list[str], user: str | None) -> list[str]:
 def postgres_url() -> Iterator[str]:
     """A SQLAlchemy URL of a fresh database on a private PostgreSQL server (session-wide)."""
     pytest.importorskip(
-        "psycopg2", reason="psycopg2 is not installed (pip install psycopg2-binary)"
+        "psycopg", reason="psycopg 3 is not installed (pip install 'psycopg[binary]')"
     )
     bindir = _postgres_bin()
     if bindir is None:
@@ -95,7 +96,7 @@ def postgres_url() -> Iterator[str]:
             str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres",
             "transfersearch",
         )  # fmt: skip
-        yield f"postgresql+psycopg2://postgres@127.0.0.1:{port}/transfersearch"
+        yield f"postgresql://postgres@127.0.0.1:{port}/transfersearch"
     finally:
         subprocess.run(
             _as_user([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], user),

@@ -38,6 +38,8 @@ OBJECTIVE = textwrap.dedent(
     """Synthetic proxy training: loss = 1 + 0.5 (log lr - log lr*(width))^2 + ..."""
     import math
     import os
+    import random
+    import signal
     import time
 
     import optuna
@@ -49,17 +51,55 @@ OBJECTIVE = textwrap.dedent(
         BASE, {"base_lr": ts.Float(1e-5, 1.0, log=True), "tau_epoch": ts.Float(1e-2, 1e2, log=True)}
     )
     ladder = [BASE.replace(width=w) for w in WIDTHS]
-    sampler = TransferSampler(
+    SLEEP = float(os.environ.get("TS_TEST_SLEEP", "0.05"))
+    HANG = os.environ.get("TS_TEST_HANG")
+    # Fault injection: "point=probability,..." kills this worker with SIGKILL at a point (at most
+    # once per point per run: a marker file in TS_TEST_MARKS claims it).
+    KILL = dict(
+        (point, float(p)) for point, p in
+        (item.split("=") for item in os.environ.get("TS_TEST_KILL", "").split(",") if item)
+    )
+    STEAL = os.environ.get("TS_TEST_STEAL")
+
+
+    def maybe_die(point):
+        if point not in KILL or random.random() >= KILL[point]:
+            return
+        try:
+            os.close(os.open(os.path.join(os.environ["TS_TEST_MARKS"], point), os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+    class Sampler(TransferSampler):
+        def before_trial(self, study, trial):
+            super().before_trial(study, trial)
+            maybe_die("before_heartbeat")  # the trial exists and has its rung; no heartbeat yet
+
+
+    sampler = Sampler(
         space, ladder, base_sampler=optuna.samplers.RandomSampler(seed=0),
         trials_per_rung=BUDGETS, min_trials=3, n_bootstrap=0,
     )
-    SLEEP = float(os.environ.get("TS_TEST_SLEEP", "0.05"))
-    HANG = os.environ.get("TS_TEST_HANG")
 
 
     def objective(trial):
         scale, hp = sampler.suggest(trial)
+        maybe_die("start")
         trial.set_user_attr("t_start", time.time())
+        if os.environ.get("TS_TEST_ARGV"):
+            with open("/proc/self/cmdline", "rb") as f:
+                trial.set_user_attr("argv", f.read().decode().split("\\0"))
+        if STEAL:
+            try:
+                os.close(os.open(STEAL, os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                pass
+            else:  # another process fails this trial while it runs (as a stale-trial check may)
+                from transfersearch.integrations.optuna import make_storage
+                other = make_storage(os.environ["TRANSFERSEARCH_STORAGE"])
+                other.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
         if HANG:
             try:
                 fd = os.open(HANG, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -73,6 +113,7 @@ OBJECTIVE = textwrap.dedent(
         trial.set_user_attr("t_end", time.time())
         s = math.log(scale["width"] / 64)
         lr_star, tau_star = math.log(3e-3) - 0.6 * s, 0.4 * s
+        maybe_die("end")  # the value is computed but never told
         return (
             1.0
             + 0.5 * (math.log(trial.params["base_lr"]) - lr_star) ** 2
@@ -292,3 +333,147 @@ def test_bad_worker_arguments_raise(tmp_path: Path) -> None:
         launch_workers(url, "x", objective, 0)
     with pytest.raises(ts.TransferSearchError, match="heartbeat_interval"):
         make_storage(url, heartbeat_interval=0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Dead workers: before the first heartbeat, races on a stale trial, faults at random points
+# ----------------------------------------------------------------------------------------------
+def origin(trial: Any) -> int:
+    """The trial a retry stands for (itself for a first run)."""
+    return int(trial.system_attrs.get("failed_trial", trial.number))
+
+
+def test_a_trial_created_but_never_heartbeating_is_failed_and_retried(tmp_path: Path) -> None:
+    # The issue's repro: ask() a trial, never tell it (as a worker killed before its first
+    # heartbeat), then run the workers: they must not wait on it forever.
+    url = f"sqlite:///{tmp_path / 'h.db'}"
+    objective = write_objective(tmp_path, (64, 128), [4, 4])
+    optuna.create_study(study_name="h", storage=make_storage(url, heartbeat_interval=1))
+    orphan = optuna.load_study(study_name="h", storage=make_storage(url)).ask()
+    start = time.monotonic()
+    results = launch_workers(
+        url, "h", objective, 6, gpus=0, cpu_workers=1, heartbeat_interval=1, grace_period=2,
+        log_dir=tmp_path / "logs", timeout=40,
+    )  # fmt: skip
+    logs = "\n".join(p.read_text() for p in (tmp_path / "logs").iterdir())
+    assert [r.returncode for r in results] == [0], logs
+    assert time.monotonic() - start < 35, "the worker waited on the orphan until the timeout"
+    study = optuna.load_study(study_name="h", storage=make_storage(url))
+    assert study.trials[orphan.number].state == optuna.trial.TrialState.FAIL
+    retries = [t for t in study.trials if t.system_attrs.get("failed_trial") == orphan.number]
+    assert [t.state for t in retries] == [optuna.trial.TrialState.COMPLETE]
+    assert len(finished(study)) >= 6
+    assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+
+
+def test_a_stale_trial_failed_by_many_processes_at_once_is_retried_once(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'race.db'}"
+    storages = [make_storage(url, heartbeat_interval=1, grace_period=1) for _ in range(6)]
+    optuna.create_study(study_name="race", storage=storages[0])
+    studies = [optuna.load_study(study_name="race", storage=s) for s in storages]
+    trial = studies[0].ask({"x": optuna.distributions.FloatDistribution(0, 1)})
+    storages[0].record_heartbeat(trial._trial_id)
+    time.sleep(2.2)  # the heartbeat is now older than the grace period
+    # Every process saw the trial RUNNING and failed it (SQLite lets all of them through):
+    stale = studies[0]._storage.get_trial(trial._trial_id)
+    storages[0].set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+    barrier = threading.Barrier(len(studies))
+
+    def retry(study: Any) -> None:
+        barrier.wait()
+        study._storage._backend.get_heartbeat_stale_trial_callback()(study, stale)
+
+    threads = [threading.Thread(target=retry, args=(s,)) for s in studies]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    study = optuna.load_study(study_name="race", storage=make_storage(url))
+    retries = [t for t in study.trials if t.system_attrs.get("failed_trial") == trial.number]
+    assert len(retries) == 1, [t.number for t in retries]
+
+
+def test_a_worker_survives_losing_its_trial_to_another_process(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'steal.db'}"
+    objective = write_objective(tmp_path, (64,), [6])
+    results = launch_workers(
+        url, "steal", objective, 6, gpus=0, cpu_workers=1, heartbeat_interval=1,
+        env={"TS_TEST_STEAL": str(tmp_path / "stolen")}, log_dir=tmp_path / "logs", timeout=60,
+    )  # fmt: skip
+    logs = "\n".join(p.read_text() for p in (tmp_path / "logs").iterdir())
+    assert [r.returncode for r in results] == [0], logs
+    assert "storage error" in logs
+    study = optuna.load_study(study_name="steal", storage=make_storage(url))
+    assert len(finished(study)) >= 6
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_workers_killed_at_random_points_lose_nothing_and_run_nothing_twice(
+    kind: str, seed: int, tmp_path: Path, request: Any
+) -> None:
+    """Fault injection: two of the three workers die (SIGKILL) at random points: before a
+    trial's first heartbeat, at the start of the objective, or with the value computed but not
+    told; and the test process leaves one trial RUNNING without a heartbeat."""
+    import random
+
+    rng = random.Random(seed)
+    url = (
+        f"sqlite:///{tmp_path / 'faults.db'}"
+        if kind == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    name = f"faults-{kind}-{seed}-{os.getpid()}-{time.monotonic_ns()}"
+    points = rng.sample(["before_heartbeat", "start", "end"], 2)
+    kill = ",".join(f"{point}={rng.uniform(0.2, 0.6):.2f}" for point in points)
+    (tmp_path / "marks").mkdir()
+    objective = write_objective(tmp_path, (64, 128, 256), [5, 5, 4])
+    optuna.create_study(study_name=name, storage=make_storage(url, heartbeat_interval=1))
+    optuna.load_study(study_name=name, storage=make_storage(url)).ask()  # an orphan
+    n_trials = 14
+    snapshots: list[dict[int, float]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        study = optuna.load_study(study_name=name, storage=make_storage(url))
+        while not stop.wait(0.3):
+            snapshots.append({t.number: t.value for t in finished(study)})
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    start = time.monotonic()
+    try:
+        results = launch_workers(
+            url, name, objective, n_trials, gpus=0, cpu_workers=3, heartbeat_interval=1,
+            grace_period=2, env={"TS_TEST_KILL": kill, "TS_TEST_MARKS": str(tmp_path / "marks")},
+            log_dir=tmp_path / "logs", timeout=90,
+        )  # fmt: skip
+    finally:
+        stop.set()
+        watcher.join()
+    elapsed = time.monotonic() - start
+    logs = "\n".join(p.read_text() for p in (tmp_path / "logs").iterdir())
+    fired = sorted(p.name for p in (tmp_path / "marks").iterdir())
+    codes = sorted(r.returncode for r in results)
+    assert codes == sorted([-signal.SIGKILL] * len(fired) + [0] * (3 - len(fired))), logs
+    assert elapsed < 80, f"bounded time: {elapsed:.0f} s"
+
+    study = optuna.load_study(study_name=name, storage=make_storage(url))
+    final = {t.number: t.value for t in finished(study)}
+    for snapshot in snapshots:
+        assert snapshot.items() <= final.items(), "a completed trial was lost or changed"
+    assert not [t.number for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+    # Every dead trial was retried exactly once per death, and no trial completed twice.
+    completed_origins = [origin(t) for t in finished(study)]
+    assert len(completed_origins) == len(set(completed_origins)), completed_origins
+    for trial in study.trials:
+        retries = [
+            t
+            for t in study.trials
+            if t.system_attrs.get("retry_history", [None])[-1] == trial.number
+        ]
+        assert len(retries) <= 1, (trial.number, [t.number for t in retries])
+        if trial.state == optuna.trial.TrialState.FAIL:
+            assert len(retries) == 1, f"dead trial {trial.number} was not retried"
+    assert len(final) >= n_trials, (fired, len(final))
