@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 import transfersearch as ts
 from transfersearch import synthetic
+from transfersearch.errors import TransferSearchError
 from transfersearch.ladder import TransferPlanner, default_cost, gpu_shares
 from transfersearch.observations import Observation
 
@@ -239,3 +241,16 @@ def test_gating_never_changes_the_rung_without_running_trials_or_a_pending_law(
         assert waited is None and gated is not None and gated <= plain
     else:
         assert waited == gated == plain
+
+
+def test_the_planner_draws_fresh_per_process_by_default_and_repeats_with_an_explicit_seed() -> None:
+    def draws(**kwargs: Any) -> list[float]:
+        planner = TransferPlanner(SPACE, LADDER, min_trials=6, focus=1.0, n_bootstrap=0, **kwargs)
+        obs = observations(planner, [0, 1], 12)
+        return [planner.propose(2, obs, started_at_rung=i).params["base_lr"] for i in (1, 2, 3)]
+
+    assert draws() != draws(), "two processes with the default seed drew the same points"
+    assert draws(seed=5) == draws(seed=5)
+    for bad in ("x", -1, 1.5, True):
+        with pytest.raises(TransferSearchError, match="seed"):
+            TransferPlanner(SPACE, LADDER, seed=bad)

@@ -539,3 +539,31 @@ def ts_obs(scale: ts.Scale, params: dict[str, float], value: float) -> Any:
     from transfersearch.observations import Observation
 
     return Observation(scale=scale, params=params, value=value)
+
+
+def rung_draws(**kwargs: Any) -> dict[int, list[float]]:
+    """base_lr of the first four trials of rungs 0 and 1, drawn by the base sampler alone."""
+    sampler = TransferSampler(
+        SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=0), trials_per_rung=4,
+        transfer=False, **kwargs,
+    )  # fmt: skip
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(make_objective(sampler), n_trials=8)
+    return {
+        rung: [t.params["base_lr"] for t in study.trials if t.system_attrs[RUNG_ATTR] == rung]
+        for rung in (0, 1)
+    }
+
+
+def test_each_rung_copy_of_the_base_sampler_draws_its_own_points() -> None:
+    for kwargs in ({}, {"seed": 3}):
+        draws = rung_draws(**kwargs)
+        assert not set(draws[0]) & set(draws[1]), f"rung 1 replayed rung 0's draws ({kwargs})"
+    assert rung_draws(seed=3) == rung_draws(seed=3), "an explicit seed must reproduce the sweep"
+
+
+def test_an_unknown_keyword_or_a_bad_seed_names_the_fix() -> None:
+    with pytest.raises(ts.TransferSearchError, match="trials_per_rung"):
+        TransferSampler(SPACE, LADDER, trial_per_rung=4)
+    with pytest.raises(ts.TransferSearchError, match="seed"):
+        TransferSampler(SPACE, LADDER, seed="x")
