@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -477,3 +478,126 @@ def test_workers_killed_at_random_points_lose_nothing_and_run_nothing_twice(
         if trial.state == optuna.trial.TrialState.FAIL:
             assert len(retries) == 1, f"dead trial {trial.number} was not retried"
     assert len(final) >= n_trials, (fired, len(final))
+
+
+# ----------------------------------------------------------------------------------------------
+# The README's URLs, passwords, bad input
+# ----------------------------------------------------------------------------------------------
+def test_the_readme_postgresql_url_opens_a_storage(postgres_url: str) -> None:
+    # The README's form: no driver named, so SQLAlchemy 2.1 uses psycopg 3.
+    assert postgres_url.startswith("postgresql://")
+    name = f"readme-{os.getpid()}-{time.monotonic_ns()}"
+    study = optuna.create_study(study_name=name, storage=make_storage(postgres_url))
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
+    assert len(optuna.load_study(study_name=name, storage=make_storage(postgres_url)).trials) == 2
+    with pytest.raises(ts.TransferSearchError, match="not installed"):
+        make_storage("postgresql+pg8000://user@127.0.0.1:1/db")
+
+
+def test_workers_get_the_storage_url_from_the_environment_not_their_command_line(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'secret.db'}"
+    objective = write_objective(tmp_path, (64,), [2])
+    results = launch_workers(
+        url, "argv", objective, 2, gpus=0, cpu_workers=1, heartbeat_interval=1,
+        env={"TS_TEST_ARGV": "1"}, log_dir=tmp_path / "logs", timeout=60,
+    )  # fmt: skip
+    assert [r.returncode for r in results] == [0]
+    study = optuna.load_study(study_name="argv", storage=make_storage(url))
+    argv = finished(study)[0].user_attrs["argv"]
+    assert "worker" in argv and not any(url in arg or "secret" in arg for arg in argv), argv
+    # The CLI reads the URL from TRANSFERSEARCH_STORAGE when --storage is left out.
+    env = {**os.environ, "TRANSFERSEARCH_STORAGE": url}
+    command = [
+        sys.executable, "-m", "transfersearch.integrations.optuna", "worker", "--study-name",
+        "argv", "--objective", objective, "--n-trials", "3", "--heartbeat-interval", "1",
+    ]  # fmt: skip
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    assert len(finished(optuna.load_study(study_name="argv", storage=make_storage(url)))) >= 3
+
+
+def cli_workers(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "transfersearch.integrations.optuna", "workers", *args]
+    env = {k: v for k, v in os.environ.items() if k != "TRANSFERSEARCH_STORAGE"}
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=cwd, env=env)
+
+
+@pytest.mark.parametrize(
+    ("url", "match"),
+    [
+        ("sqlite:////nodir/x.db", "directory '/nodir' does not exist"),
+        ("sqlite:///NOTDB", "is not a SQLite database"),
+        ("garbage", "is not a database URL"),
+        ("foo://bar", "unknown database 'foo'"),
+    ],
+)
+def test_bad_storage_urls_are_one_error_line(url: str, match: str, tmp_path: Path) -> None:
+    (tmp_path / "NOTDB").write_text("name,value\na,1\n")
+    url = url.replace("NOTDB", str(tmp_path / "NOTDB"))
+    with pytest.raises(ts.TransferSearchError, match=match):
+        make_storage(url)
+    objective = write_objective(tmp_path, (64,), [2])
+    out = cli_workers(
+        "--storage", url, "--study-name", "x", "--objective", objective, "--n-trials", "2",
+        "--gpus", "0", cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("error: ") and out.stderr.count("\n") == 1, out.stderr
+    assert match in out.stderr
+
+
+def test_a_read_only_open_never_creates_a_file(tmp_path: Path) -> None:
+    typo = tmp_path / "typo.db"
+    with pytest.raises(ts.TransferSearchError, match="does not exist"):
+        make_storage(f"sqlite:///{typo}", must_exist=True)
+    with pytest.raises(ts.TransferSearchError, match="does not exist"):
+        make_storage(f"journal://{tmp_path / 'typo.log'}", must_exist=True)
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_missing_objective_module_is_one_error_line(tmp_path: Path) -> None:
+    out = cli_workers(
+        "--storage", f"sqlite:///{tmp_path / 'x.db'}", "--study-name", "x", "--objective",
+        "no_such_module:objective", "--n-trials", "2", cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("error: ") and out.stderr.count("\n") == 1, out.stderr
+    assert "no_such_module" in out.stderr
+    out = cli_workers("--study-name", "x", "--objective", "m:f", "--n-trials", "2", cwd=tmp_path)
+    assert out.returncode == 2 and "TRANSFERSEARCH_STORAGE" in out.stderr, out.stderr
+
+
+def test_a_launcher_killed_with_sigkill_leaves_no_gpu_locks_behind(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'locks.db'}"
+    hang = tmp_path / "hang"
+    objective = write_objective(tmp_path, (64,), [4])
+    command = [
+        sys.executable, "-m", "transfersearch.integrations.optuna", "workers", "--storage", url,
+        "--study-name", "locks", "--objective", objective, "--n-trials", "4", "--gpus", "7",
+        "--trials-per-gpu", "1", "--heartbeat-interval", "1",
+    ]  # fmt: skip
+    env = {**os.environ, "TS_TEST_HANG": str(hang)}
+    launcher = subprocess.Popen(command, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (hang.exists() and hang.read_text()):
+            assert time.monotonic() < deadline, "no trial started"
+            time.sleep(0.05)
+        tmp = Path(tempfile.gettempdir())
+        mine = list(tmp.glob(f"transfersearch-gpu-locks-{launcher.pid}-*"))
+        assert len(mine) == 1, "the launcher names its lock directory after its pid"
+    finally:
+        os.killpg(launcher.pid, signal.SIGKILL)  # the launcher and its worker, as `kill -9`
+        launcher.wait()
+    assert mine[0].exists(), "SIGKILL left the lock directory behind"
+    # The next launcher on this machine removes it.
+    hang.unlink()
+    objective = write_objective(tmp_path, (64,), [2])
+    results = launch_workers(
+        f"sqlite:///{tmp_path / 'next.db'}", "next", objective, 2, gpus=["7"],
+        heartbeat_interval=1, timeout=60,
+    )  # fmt: skip
+    assert [r.returncode for r in results] == [0]
+    assert not mine[0].exists()
