@@ -601,3 +601,14 @@ def test_a_launcher_killed_with_sigkill_leaves_no_gpu_locks_behind(tmp_path: Pat
     )  # fmt: skip
     assert [r.returncode for r in results] == [0]
     assert not mine[0].exists()
+
+
+def test_reading_a_mistyped_sqlite_path_in_the_cli_creates_no_file(tmp_path: Path) -> None:
+    command = [
+        sys.executable, "-m", "transfersearch.cli", "extrapolate", "--storage",
+        "sqlite:///typo.db", "--study", "proxy", "--target", "width=1024",
+    ]  # fmt: skip
+    out = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("error: ") and "does not exist" in out.stderr, out.stderr
+    assert not (tmp_path / "typo.db").exists()

@@ -187,10 +187,14 @@ def _read_study(storage: str, study: str) -> Any:
         raise TransferSearchError(
             f"--storage needs Optuna: pip install 'transfersearch[optuna]' ({exc})."
         ) from None
+    from transfersearch.integrations.optuna import make_storage
+
+    # Read-only: a mistyped SQLite path is an error, not a new empty file.
+    opened = make_storage(storage, heartbeat_interval=None, must_exist=True)
     try:
-        return optuna.load_study(study_name=study, storage=storage)
+        return optuna.load_study(study_name=study, storage=opened)
     except KeyError:
-        names = [s.study_name for s in optuna.get_all_study_summaries(storage=storage)]
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage=opened)]
         raise TransferSearchError(
             f"--study {study!r} is not in storage {storage!r}; it holds {names}."
         ) from None
