@@ -241,6 +241,7 @@ def read_optima(
     trials: Sequence[RungTrials] | None = None,
     *,
     warn: bool = False,
+    with_covariance: bool = True,
 ) -> tuple[list[ScaleOptimum], Valley | None]:
     """Each rung's optimum in ``subset``: the pooled valley's read-out, or the rung's own fit.
 
@@ -250,12 +251,13 @@ def read_optima(
         trials: replacement trials per rung in ``subset`` (a bootstrap resample); default the
             ladder's own.
         warn: warn about rungs that fall back to their own trials.
+        with_covariance: compute the optima's covariance (NaN otherwise).
 
     Returns:
         The optima (in ``subset`` order) and the valley (None when it could not be fitted).
     """
     chosen = list(trials) if trials is not None else [ladder.trials[i] for i in subset]
-    valley = fit_valley(chosen)
+    valley = fit_valley(chosen, with_covariance=with_covariance)
     optima: list[ScaleOptimum] = []
     for position, index in enumerate(subset):
         scale = ladder.scales[index]

@@ -8,9 +8,12 @@ analytic interval is flagged (the model's stated uncertainty is then not to be t
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from transfersearch.fitting.coords import FloatArray
+from transfersearch.fitting.local import ScaleOptimum
 from transfersearch.fitting.models import LawModel
 from transfersearch.fitting.predict import predict
 from transfersearch.fitting.rungs import Ladder, read_optima
@@ -25,10 +28,12 @@ def resample_predictions(
     target_logs: FloatArray,
     n_resamples: int,
     rng: np.random.Generator,
+    optima: list[ScaleOptimum],
 ) -> FloatArray:
     """(n_resamples, d) predictions at the target, one per by-rung bootstrap resample.
 
-    A resample whose fit fails (a rung left with no finite trial) gives a NaN row.
+    Each resample refits the centres; their weights in the laws stay those of the full fit
+    (``optima``' covariances), so the spread measured is that of the centres. A resample whose fit fails (a rung left with no finite trial) gives a NaN row.
     """
     subset = list(range(len(ladder.scales)))
     out = np.full((n_resamples, len(ladder.names)), np.nan)
@@ -39,6 +44,10 @@ def resample_predictions(
             trials.append(RungTrials(rung.coords[pick], rung.values[pick]))
         if any(not np.isfinite(t.values).any() for t in trials):
             continue
-        optima, _ = read_optima(ladder, subset, trials)
-        out[b] = predict(ladder, model, optima, subset, target_logs).mean
+        refit, _ = read_optima(ladder, subset, trials, with_covariance=False)
+        moved = [
+            replace(new, covariance=old.covariance, stderr=old.stderr)
+            for new, old in zip(refit, optima, strict=True)
+        ]
+        out[b] = predict(ladder, model, moved, subset, target_logs).mean
     return out
