@@ -3,8 +3,8 @@
 One module per concern — ``coords`` (fitted coordinates), ``quadratic`` and ``local`` (one rung's
 own quadratic), ``surface`` (the valley pooled over rungs), ``laws`` (power laws with a prior),
 ``models`` (the family and its registry), ``selection`` (walk-forward validation), ``decision``
-(least expected loss), ``stability`` (resampling), ``result`` and ``api``. The design is in
-``docs/design.md``.
+(least expected loss), ``stability`` (resampling), ``result`` and ``api``. README's "Fitting and
+extrapolating" gives the method in a page.
 """
 
 from __future__ import annotations
