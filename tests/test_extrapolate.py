@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
+import transfersearch
+from transfersearch import synthetic
 from transfersearch.errors import TransferSearchError
 from transfersearch.extrapolate import extrapolate, validate
+from transfersearch.fitting import models
+from transfersearch.fitting.laws import LawData, LawFit
+from transfersearch.fitting.models import available_models, register_model
 from transfersearch.observations import Observation, TransferSearchWarning
 from transfersearch.scale import Scale
-
-#: The module itself (the package re-exports its function under the same name).
-ex = sys.modules["transfersearch.extrapolate"]
 
 LADDER: list[tuple[float, float]] = [
     (64, 1e5),
@@ -39,15 +40,24 @@ def truth(scale: Scale) -> dict[str, float]:
     }
 
 
+def no_drift(scale: Scale) -> dict[str, float]:
+    """The optimum the invariant coordinates promise: the same at every scale."""
+    return {"lr": 1e-3, "tau": 0.5}
+
+
 def landscape(
-    seed: int, n: int = 150, noise: float = 0.002, ladder: Sequence[tuple[float, float]] = LADDER
+    seed: int,
+    n: int = 150,
+    noise: float = 0.002,
+    ladder: Sequence[tuple[float, float]] = LADDER,
+    optimum: Callable[[Scale], dict[str, float]] = truth,
 ) -> list[Observation]:
     """Asymmetric valley (steeper above the optimum lr), interaction, noise, divergence cliff."""
     rng = np.random.default_rng(seed)
     out = []
     for width, size in ladder:
         scale = Scale(width=width, dataset_size=size)
-        best = truth(scale)
+        best = optimum(scale)
         shift = rng.normal(0.0, 0.3, 2)  # the sweep is not centred on the truth
         for _ in range(n):
             d1 = rng.uniform(math.log(1 / 8), math.log(4)) + shift[0]
@@ -83,108 +93,67 @@ def test_recovers_known_laws_8x_beyond_ladder_with_covering_intervals() -> None:
 
 def test_result_fields_and_law_shapes() -> None:
     res = extrapolate(landscape(0), target=TARGET, params=["lr", "tau"], n_bootstrap=50, seed=1)
-    assert set(res.params) == {"lr", "tau"}
-    assert res.model in ("independent", "joint")
-    assert set(res.model_scores) == {"independent", "joint"}
+    assert set(res.params) == set(res.law_params) == {"lr", "tau"}
+    assert res.model in available_models()
+    # "prior" is a candidate only when some prior exponent is not 0.
+    assert set(res.model_scores) == {"nearest", "constant", "shrunk", "free"}
     assert all(math.isfinite(v) for v in res.model_scores.values())
+    assert res.walk_forward and all(
+        set(f.regret) == set(res.model_scores) for f in res.walk_forward
+    )
+    assert res.selection_reason
     assert len(res.optima) == len(LADDER)
-    assert all(o.method == "quadratic" for o in res.optima)
+    assert all(o.method == "pooled" for o in res.optima)
     law = res.laws["lr"]
     assert set(law.exponents) == {"width", "dataset_size"}
     assert law.exponents["width"] == pytest.approx(-0.8, abs=0.1)
-    assert law.predict(TARGET) == pytest.approx(res.params["lr"])
+    assert law.predict(TARGET) == pytest.approx(res.law_params["lr"])
+    for name in ("lr", "tau"):  # the decision is the law's point moved by decision_shift
+        moved = math.log(res.params[name] / res.law_params[name])
+        assert moved == pytest.approx(res.decision_shift[name], abs=1e-12)
     assert res.samples.shape == (50, 2)
     narrow, wide = res.interval(0.5), res.interval(0.95)
-    assert wide["lr"][0] <= narrow["lr"][0] <= res.params["lr"] <= narrow["lr"][1] <= wide["lr"][1]
+    point = res.law_params["lr"]
+    assert wide["lr"][0] <= narrow["lr"][0] <= point <= narrow["lr"][1] <= wide["lr"][1]
     assert res.extrapolation_decades > 0 and res.ladder_span_decades > 0
     # Seeded bootstrap is reproducible.
     again = extrapolate(landscape(0), target=TARGET, params=["lr", "tau"], n_bootstrap=50, seed=1)
     assert again.interval(0.9) == res.interval(0.9)
 
 
-def test_tau_dataset_exponent_is_shrunk_and_fixed_exponents_are_kept() -> None:
-    res = extrapolate(
-        landscape(2), target=TARGET, params=["lr", "tau"], model="independent", n_bootstrap=0
+def test_forced_models_shrink_hold_or_fix_exponents() -> None:
+    obs = landscape(2)
+    shrunk = extrapolate(obs, target=TARGET, params=["lr", "tau"], model="shrunk", n_bootstrap=0)
+    assert shrunk.model == "shrunk" and shrunk.selection_reason.startswith("chosen by the caller")
+    assert shrunk.laws["tau"].model == "shrunk"
+    assert abs(shrunk.laws["tau"].exponents["dataset_size"]) < 0.05  # truth 0
+    assert shrunk.laws["tau"].exponents["width"] == pytest.approx(0.2, abs=0.05)
+    assert shrunk.laws["tau"].prior_sd in (0.03, 0.1, 0.3)  # REML's choice: shrunk, not free
+    prior = {"lr": {"width": -0.8}}
+    auto = extrapolate(
+        obs, target=TARGET, params=["lr", "tau"], prior_exponents=prior, n_bootstrap=0
     )
-    assert res.laws["tau"].exponents["dataset_size"] == 0.0
-    assert "dataset_size" in res.laws["tau"].shrunk
+    assert "prior" in auto.model_scores
+    held = extrapolate(
+        obs,
+        target=TARGET,
+        params=["lr", "tau"],
+        prior_exponents=prior,
+        model="prior",
+        n_bootstrap=0,
+    )
+    assert held.laws["lr"].exponents == {"width": -0.8, "dataset_size": 0.0}
+    assert set(held.laws["lr"].shrunk) == {"width", "dataset_size"}
     fixed = extrapolate(
-        landscape(2),
+        obs,
         target=TARGET,
         params=["lr", "tau"],
         fixed_exponents={"lr": {"width": -1.0}},
+        model="free",
         n_bootstrap=0,
     )
-    assert fixed.laws["lr"].exponents["width"] == -1.0
-    assert fixed.model == "independent"  # a partly fixed variable rules the joint model out
-
-
-def test_joint_model_can_be_forced_and_agrees() -> None:
-    obs = landscape(3)
-    joint = extrapolate(obs, target=TARGET, params=["lr", "tau"], model="joint", n_bootstrap=20)
-    alone = extrapolate(
-        obs, target=TARGET, params=["lr", "tau"], model="independent", n_bootstrap=20
-    )
-    assert joint.model == "joint" and alone.model == "independent"
-    assert joint.params["lr"] == pytest.approx(alone.params["lr"], rel=0.2)
-
-
-def _joint_samples_one_by_one(obs: list[Observation], seed: int, n_bootstrap: int) -> np.ndarray:
-    """The joint bootstrap written plainly: each resample's trials refitted by _joint_laws."""
-    setup = ex._prepare(obs, ["lr", "tau"], "minimize", None, None, None, TARGET)
-    picks = ex._draw_resamples(setup, n_bootstrap, np.random.default_rng(seed))
-    every = list(range(len(setup.rungs)))
-    samples = np.full((n_bootstrap, 2), np.nan)
-    for b in range(n_bootstrap):
-        data = [(r.coords[p[b]], r.values[p[b]]) for r, p in zip(setup.rungs, picks, strict=True)]
-        laws = ex._joint_laws(setup, data, every, with_covariance=False)
-        if laws is not None:
-            samples[b] = [laws[name].predict_coord(TARGET)[0] for name in ("lr", "tau")]
-    return samples
-
-
-@pytest.mark.parametrize("n", [12, 40])
-def test_batched_joint_bootstrap_equals_refitting_each_resample(n: int) -> None:
-    # Few trials per scale: resamples vary a lot, some regions hold repeated draws.
-    obs = landscape(5, n=n, ladder=LADDER[:4])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TransferSearchWarning)
-        res = extrapolate(
-            obs, target=TARGET, params=["lr", "tau"], model="joint", n_bootstrap=60, seed=11
-        )
-    assert res.model == "joint"
-    plain = _joint_samples_one_by_one(obs, seed=11, n_bootstrap=60)
-    assert np.isfinite(plain).sum() >= 100
-    np.testing.assert_array_equal(np.isnan(res.samples), np.isnan(plain))
-    np.testing.assert_allclose(res.samples, plain, rtol=1e-9, atol=1e-9)
-    batched = res.interval(0.9)
-    looped = dataclasses.replace(res, samples=plain).interval(0.9)
-    for name in ("lr", "tau"):
-        assert batched[name] == pytest.approx(looped[name], rel=1e-9)
-
-
-def test_batched_joint_bootstrap_falls_back_to_the_plain_fit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Treat every Gram matrix as ill-conditioned: each resample goes through the plain refit.
-    obs = landscape(6, n=30, ladder=LADDER[:4])
-    setup = ex._prepare(obs, ["lr", "tau"], "minimize", None, None, None, TARGET)
-    picks = ex._draw_resamples(setup, 30, np.random.default_rng(2))
-    batched = ex._joint_bootstrap(setup, TARGET, picks)
-    monkeypatch.setattr(ex, "_MAX_CONDITION", 1.0)
-    refitted = ex._joint_bootstrap(setup, TARGET, picks)
-    np.testing.assert_allclose(batched, refitted, rtol=1e-9, atol=1e-9)
-
-
-def test_batched_joint_bootstrap_with_fixed_exponents() -> None:
-    obs = landscape(7, n=30, ladder=LADDER[:4])
-    fixed = {"lr": {"dataset_size": 0.15}, "tau": {"dataset_size": 0.0}}
-    setup = ex._prepare(obs, ["lr", "tau"], "minimize", None, None, fixed, TARGET)
-    picks = ex._draw_resamples(setup, 40, np.random.default_rng(3))
-    batched = ex._joint_bootstrap(setup, TARGET, picks)
-    plain = ex._joint_bootstrap_loop(setup, TARGET, picks, range(40))
-    assert np.isfinite(plain).all()
-    np.testing.assert_allclose(batched, plain, rtol=1e-9, atol=1e-9)
+    assert fixed.laws["lr"].exponents["width"] == -1.0 and fixed.laws["lr"].fixed == ("width",)
+    assert "width" not in fixed.laws["lr"].names
 
 
 def test_maximize_and_dataframe_source() -> None:
@@ -238,7 +207,11 @@ def test_constant_ladder_variable_that_target_changes_warns() -> None:
     obs = [Observation(o.scale.replace(depth=4), o.params, o.value) for o in landscape(6, n=60)]
     with pytest.warns(TransferSearchWarning, match="depth"):
         res = extrapolate(obs, target=TARGET.replace(depth=32), params=["lr", "tau"], n_bootstrap=0)
-    assert "depth" not in res.scale_variables
+    # The ladder says nothing of depth: its exponent is the prior's (0), and its prior variance
+    # does not swamp the interval nor push the decision.
+    for name in ("lr", "tau"):
+        assert res.laws[name].exponents["depth"] == 0.0 and "depth" in res.laws[name].shrunk
+        assert abs(res.decision_shift[name]) < 0.5 and res.stderr[name] < 0.5
 
 
 def test_hyperparameters_delegates_to_space() -> None:
@@ -341,7 +314,8 @@ def test_non_positive_value_on_log_coordinate() -> None:
 
 
 def test_interval_level_is_checked() -> None:
-    res = extrapolate(_few(3), target=TARGET, params=["lr"], n_bootstrap=0)
+    with pytest.warns(TransferSearchWarning, match="decades"):  # three rungs: TARGET is far
+        res = extrapolate(_few(3), target=TARGET, params=["lr"], n_bootstrap=0)
     with pytest.raises(TransferSearchError, match="level"):
         res.interval(1.5)
 
@@ -354,3 +328,169 @@ def test_params_default_to_those_every_complete_trial_records() -> None:
     assert inferred.params == pytest.approx(explicit.params)
     with pytest.raises(TransferSearchError, match="params=\\[...\\]"):
         extrapolate([Observation(TARGET, {"lr": 1.0}, math.nan, "failed")], target=TARGET)
+
+
+# ------------------------------------------------------------------------------------------------
+# Walk-forward model choice (SCIENCE.md §7: drift must be earned)
+# ------------------------------------------------------------------------------------------------
+def test_no_drift_ladder_keeps_a_no_drift_model() -> None:
+    chosen = []
+    for seed in range(8):
+        res = extrapolate(
+            landscape(seed, n=40, noise=0.03, optimum=no_drift),
+            target=TARGET,
+            params=["lr", "tau"],
+            n_bootstrap=0,
+        )
+        assert set(res.model_scores) == {"nearest", "constant", "shrunk", "free"}
+        assert all(math.isfinite(v) and v >= 0.0 for v in res.model_scores.values())
+        chosen.append(res.model)
+    assert sum(m in ("nearest", "constant") for m in chosen) >= 6
+
+
+#: transfersearch.synthetic's ladder plus three rungs, so walk-forward has folds to judge drift.
+SYNTHETIC_RUNGS: tuple[Scale, ...] = (
+    *synthetic.LADDER,
+    *(
+        Scale(width=w, dataset_size=n, batch_size=64)
+        for w, n in [(128, 8e4), (256, 3.2e5), (512, 1.6e5)]
+    ),
+)
+#: 8x beyond the ladder's largest width and dataset size.
+SYNTHETIC_TARGET = Scale(width=8 * 512, dataset_size=8 * 3.2e5, batch_size=64)
+
+
+def synthetic_trials(seed: int, n: int = 30, noise: float = 0.003) -> list[Observation]:
+    """``n`` trials per rung on :mod:`transfersearch.synthetic`'s known law, sweeps off-centre."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for scale in SYNTHETIC_RUNGS:
+        log_lr, log_tau = synthetic.log_optimum(scale)
+        off = rng.normal(0.0, 0.3, 2)
+        for _ in range(n):
+            d_lr, d_tau = off + rng.uniform(-1.5, 1.5, 2)
+            params = {"base_lr": math.exp(log_lr + d_lr), "tau_epoch": math.exp(log_tau + d_tau)}
+            value = 1.0 + synthetic.regret(scale, params) + rng.normal(0.0, noise)
+            out.append(Observation(scale, params, value))
+    return out
+
+
+def test_known_synthetic_law_is_earned_and_recovered_8x_beyond_the_ladder() -> None:
+    truth_coords = dict(zip(("base_lr", "tau_epoch"), synthetic.log_optimum(SYNTHETIC_TARGET)))
+    good = 0
+    for seed in range(4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", TransferSearchWarning)  # 8x is not "far"
+            res = extrapolate(
+                synthetic_trials(seed), target=SYNTHETIC_TARGET, n_bootstrap=50, seed=seed
+            )
+        assert res.model in ("prior", "shrunk", "free"), res.selection_reason
+        assert res.laws["base_lr"].exponents["width"] == pytest.approx(-0.6, abs=0.05)
+        interval = res.interval(0.9)
+        ok = True
+        for name, log_true in truth_coords.items():
+            ok &= abs(math.log(res.law_params[name]) - log_true) <= 0.1
+            ok &= interval[name][0] <= math.exp(log_true) <= interval[name][1]
+        good += ok
+    assert good >= 3
+
+
+# ------------------------------------------------------------------------------------------------
+# Collinear ladders, stability, the model registry, units
+# ------------------------------------------------------------------------------------------------
+def test_collinear_ladder_is_reported_with_a_separating_rung() -> None:
+    # dataset_size = 1000·width on every rung: only their joint drift is identifiable.
+    ladder = [(64, 6.4e4), (128, 1.28e5), (256, 2.56e5), (512, 5.12e5)]
+    res = extrapolate(
+        landscape(0, n=40, ladder=ladder),
+        target=Scale(width=4096, dataset_size=4.096e6),
+        params=["lr", "tau"],
+        n_bootstrap=0,
+    )
+    assert res.collinearity is not None
+    assert set(res.collinearity.variables) == {"width", "dataset_size"}
+    assert res.collinearity.correlation == pytest.approx(1.0)
+    corner = res.collinearity.suggested_scale
+    off_diagonal = [
+        {"width": 64.0, "dataset_size": 5.12e5},
+        {"width": 512.0, "dataset_size": 6.4e4},
+    ]
+    assert any(corner.to_dict() == pytest.approx(c) for c in off_diagonal)
+    assert "collinear" in res.summary() and repr(corner) in res.summary()
+    # A ladder that varies width and dataset size apart says nothing of the kind.
+    plain = extrapolate(landscape(0, n=40), target=TARGET, params=["lr", "tau"], n_bootstrap=0)
+    assert plain.collinearity is None and "collinear" not in plain.summary()
+
+
+def test_stability_is_a_finite_bootstrap_spread_per_parameter() -> None:
+    res = extrapolate(
+        landscape(1, n=40), target=TARGET, params=["lr", "tau"], n_bootstrap=30, seed=0
+    )
+    assert set(res.stability) == {"lr", "tau"}
+    for j, name in enumerate(("lr", "tau")):
+        assert math.isfinite(res.stability[name]) and res.stability[name] > 0.0
+        column = res.samples[:, j]
+        assert res.stability[name] == pytest.approx(float(np.nanstd(column, ddof=1)))
+        assert res.stderr[name] >= res.stability[name]
+    assert set(res.unstable) <= {"lr", "tau"}
+    none = extrapolate(landscape(1, n=40), target=TARGET, params=["lr", "tau"], n_bootstrap=0)
+    assert all(math.isnan(v) for v in none.stability.values())
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """A registered model for the test: every parameter's optimum is 0.05, at every scale."""
+
+    name: str = "pinned"
+    drift: bool = True
+
+    def applies(self, data: LawData) -> bool:
+        return True
+
+    def fit(self, data: LawData, target_logs: np.ndarray) -> LawFit:
+        return LawFit(
+            intercept=math.log(0.05),
+            exponents=np.zeros(len(data.variables)),
+            fitted=(),
+            covariance=np.array([[1e-4]]),
+            scatter_var=0.0,
+            prior_sd=0.0,
+        )
+
+
+def test_registered_model_is_used_and_names_are_unique(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The registry is process-wide: work on a copy so no other test sees "pinned".
+    monkeypatch.setattr(models, "_REGISTRY", dict(models._REGISTRY))
+    register_model(Pinned())
+    assert available_models()[-1] == "pinned"
+    obs = landscape(4, n=40)
+    forced = extrapolate(obs, target=TARGET, params=["lr", "tau"], model="pinned", n_bootstrap=0)
+    assert forced.model == "pinned" and forced.laws["lr"].model == "pinned"
+    assert forced.law_params == pytest.approx({"lr": 0.05, "tau": 0.05})
+    auto = extrapolate(obs, target=TARGET, params=["lr", "tau"], n_bootstrap=0)
+    assert "pinned" in auto.model_scores and auto.model != "pinned"
+    with pytest.raises(TransferSearchError, match="already registered"):
+        register_model(Pinned())
+    with pytest.raises(TransferSearchError, match="already registered"):
+        register_model(Pinned(name="nearest"))
+    with pytest.raises(TransferSearchError, match="`name`"):
+        register_model(object())  # type: ignore[arg-type]
+
+
+def test_metric_units_do_not_move_the_extrapolation() -> None:
+    # Issue 11 item 15: every threshold is relative to the data's scale.
+    obs = landscape(3, n=60)
+    tiny = [Observation(o.scale, o.params, o.value * 1e-12, o.state) for o in obs]
+    plain = extrapolate(obs, target=TARGET, params=["lr", "tau"], n_bootstrap=20, seed=0)
+    scaled = extrapolate(tiny, target=TARGET, params=["lr", "tau"], n_bootstrap=20, seed=0)
+    assert scaled.model == plain.model
+    assert scaled.params == pytest.approx(plain.params, rel=1e-6)
+    assert scaled.law_params == pytest.approx(plain.law_params, rel=1e-6)
+    assert scaled.stability == pytest.approx(plain.stability, rel=1e-6)
+    for name, score in plain.model_scores.items():
+        assert scaled.model_scores[name] == pytest.approx(score * 1e-12, rel=1e-6)
+
+
+def test_package_exports_the_model_registry() -> None:
+    assert transfersearch.fitting.register_model is register_model
+    assert available_models()[:2] == ("nearest", "constant")

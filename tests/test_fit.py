@@ -1,4 +1,5 @@
-"""Per-scale optimum estimation and power-law fits."""
+"""The fitting engine's parts: one rung's local quadratic, the pooled valley, power laws with a
+prior (ridge and REML), and the decision under an asymmetric valley."""
 
 from __future__ import annotations
 
@@ -7,14 +8,21 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy.optimize import brentq
+from scipy.stats import norm
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.fit import (
-    ScaleOptimum,
-    bootstrap_optima,
-    estimate_optimum,
-    fit_power_law,
+from transfersearch.fit import estimate_optimum
+from transfersearch.fitting.decision import MAX_SHIFT_SD, expected_excess, safe_shift
+from transfersearch.fitting.laws import (
+    FREE_PRIOR_SD,
+    PRIOR_SD_GRID,
+    LawData,
+    empirical_bayes,
+    gls,
+    to_power_law,
 )
+from transfersearch.fitting.surface import RungTrials, fit_valley
 from transfersearch.observations import Observation, TransferSearchWarning
 from transfersearch.scale import Scale
 
@@ -150,94 +158,15 @@ def test_linear_parameter_is_fitted_without_log() -> None:
     assert opt.params["shift"] == pytest.approx(0.3, abs=0.02)
 
 
-def test_bootstrap_optima_spread_matches_stderr() -> None:
-    from transfersearch.fit import _to_arrays
-
-    obs = bowl(4, n=200, noise=0.004)
-    coords, values = _to_arrays(obs, ["lr", "wd"], ["lr", "wd"], 1.0)
-    samples = bootstrap_optima(coords, values, 200, np.random.default_rng(0))
-    opt = estimate_optimum(obs, ["lr", "wd"])
-    spread = float(np.nanstd(samples[:, 0]))
-    assert 0.3 * opt.stderr["lr"] < spread < 3.0 * opt.stderr["lr"]
-    assert float(np.nanmean(samples[:, 0])) == pytest.approx(opt.coords["lr"], abs=0.1)
-
-
-def _optimum(scale: Scale, lr: float, stderr: float = 0.05) -> ScaleOptimum:
-    return ScaleOptimum(
-        scale=scale,
-        params={"lr": lr},
-        coords={"lr": math.log(lr)},
-        stderr={"lr": stderr},
-        covariance=np.array([[stderr**2]]),
-        names=("lr",),
-        log_params=("lr",),
-        value=1.0,
-        hessian=np.array([[1.0]]),
-        n_trials=30,
-        n_diverged=0,
-        n_used=20,
-        method="quadratic",
-        at_boundary=False,
-    )
-
-
-def test_power_law_recovers_exponents_and_predicts() -> None:
-    scales = [
-        Scale(width=w, dataset_size=n) for w, n in [(64, 1e5), (128, 4e5), (256, 2e5), (512, 8e5)]
-    ]
-    optima = [
-        _optimum(s, 0.5 * s["width"] ** -1.0 * s["dataset_size"] ** 0.2, 0.01) for s in scales
-    ]
-    law = fit_power_law(optima, "lr")
-    assert law.exponents["width"] == pytest.approx(-1.0, abs=1e-6)
-    assert law.exponents["dataset_size"] == pytest.approx(0.2, abs=1e-6)
-    assert law.coefficient == pytest.approx(0.5, rel=1e-5)
-    target = Scale(width=4096, dataset_size=1e7)
-    assert law.predict(target) == pytest.approx(0.5 * 4096**-1.0 * 1e7**0.2, rel=1e-5)
-    assert law.covariance.shape == (3, 3)
-    assert law.r_squared == pytest.approx(1.0)
-
-
-def test_power_law_shrinks_unsupported_exponent_and_honours_fixed() -> None:
-    rng = np.random.default_rng(1)
-    scales = [
-        Scale(width=w, dataset_size=n)
-        for w, n in [(64, 1e5), (128, 4e5), (256, 2e5), (512, 8e5), (128, 1e5)]
-    ]
-    optima = [_optimum(s, 0.5 * s["width"] ** -1.0 * math.exp(rng.normal(0, 0.05))) for s in scales]
-    law = fit_power_law(optima, "lr")
-    assert law.shrunk == ("dataset_size",)
-    assert law.exponents["dataset_size"] == 0.0
-    assert law.exponents["width"] == pytest.approx(-1.0, abs=0.15)
-    fixed = fit_power_law(optima, "lr", fixed_exponents={"width": -1.0}, simplify=False)
-    assert fixed.exponents["width"] == -1.0 and fixed.fixed == ("width",)
-    assert "width" not in fixed.names
-
-
-def test_power_law_drops_constant_and_collinear_variables_with_warning() -> None:
-    scales = [Scale(width=w, depth=4, tokens=20 * w) for w in (64, 128, 256)]
-    optima = [_optimum(s, 0.3 * s["width"] ** -0.5, 0.01) for s in scales]
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        law = fit_power_law(optima, "lr")
-    messages = " ".join(str(w.message) for w in caught)
-    assert "constant" in messages and "collinear" in messages
-    assert law.names == ("intercept", "tokens") or law.names == ("intercept", "width")
-
-
-def test_power_law_bad_input() -> None:
-    one = [_optimum(Scale(width=64), 1e-3)]
-    with pytest.raises(TransferSearchError, match="two or more scales"):
-        fit_power_law(one, "lr")
-    two = [_optimum(Scale(width=64), 1e-3), _optimum(Scale(width=128), 5e-4)]
-    with pytest.raises(TransferSearchError, match="'wd'"):
-        fit_power_law(two, "wd")
-    with pytest.raises(TransferSearchError, match="finite number"):
-        fit_power_law(two, "lr", fixed_exponents={"width": math.nan})
-    with pytest.raises(TransferSearchError, match="'depth'"):
-        fit_power_law(two, "lr", fixed_exponents={"depth": 0.0})
-    with pytest.raises(TransferSearchError, match="lacks"):
-        fit_power_law(two, "lr").predict(Scale(depth=3))
+def test_metric_units_do_not_move_the_optimum() -> None:
+    # Issue 11 item 15: a loss reported × 1e-12 is the same landscape; every threshold is relative.
+    obs = bowl(5, noise=0.004)
+    tiny = [Observation(o.scale, o.params, o.value * 1e-12, o.state) for o in obs]
+    plain = estimate_optimum(obs, ["lr", "wd"])
+    scaled = estimate_optimum(tiny, ["lr", "wd"])
+    assert scaled.method == plain.method == "quadratic"
+    assert scaled.params == pytest.approx(plain.params, rel=1e-6)
+    assert scaled.value == pytest.approx(plain.value * 1e-12, rel=1e-6)
 
 
 def clustered_valley(seed: int, n: int = 25, noise: float = 0.03) -> list[Observation]:
@@ -298,3 +227,232 @@ def test_clean_noisy_bowls_are_never_flagged(noise: float) -> None:
             warnings.simplefilter("error", TransferSearchWarning)
             methods.append(estimate_optimum(bowl(seed, noise=noise), ["lr", "wd"]).method)
     assert methods.count("quadratic") == 50
+
+
+# ------------------------------------------------------------------------------------------------
+# Power laws with a prior on the exponents (SCIENCE.md §7, "Shrinkage")
+# ------------------------------------------------------------------------------------------------
+def law_data(
+    z: list[float],
+    variance: list[float],
+    log_scales: list[list[float]],
+    variables: tuple[str, ...],
+    prior: list[float],
+) -> LawData:
+    return LawData(
+        param="lr",
+        log_space=True,
+        z=np.array(z),
+        variance=np.array(variance),
+        log_scales=np.array(log_scales),
+        variables=variables,
+        prior=np.array(prior),
+        fixed={},
+    )
+
+
+def test_gls_is_the_ridge_posterior_mean_of_science_7() -> None:
+    # SCIENCE.md §7: β = (XᵀWX + P₀)⁻¹(XᵀWz + P₀β₀), X = [1, ℓ], P₀ = diag(0, 1/s²), β₀ = (0, e₀).
+    # Three rungs: ℓ = 0, 1, 2; z = 0, 1, 3; variances 1, ½, 1 (W = diag(1, 2, 1)); e₀ = ½, s = 1.
+    #   XᵀWX = [[4, 4], [4, 6]]     + P₀ = [[4, 4], [4, 7]]    (det 12)
+    #   XᵀWz = [5, 8]               + P₀β₀ = [5, 8.5]
+    #   β = [[7, −4], [−4, 4]]/12 · [5, 8.5] = [1/12, 14/12]; covariance [[7, −4], [−4, 4]]/12.
+    data = law_data([0.0, 1.0, 3.0], [1.0, 0.5, 1.0], [[0.0], [1.0], [2.0]], ("width",), [0.5])
+    fit = gls(data, prior_sd=1.0, scatter_var=0.0)
+    assert fit.intercept == pytest.approx(1.0 / 12.0, abs=1e-12)
+    assert fit.exponents == pytest.approx([14.0 / 12.0], abs=1e-12)
+    np.testing.assert_allclose(fit.covariance, np.array([[7.0, -4.0], [-4.0, 4.0]]) / 12.0)
+    assert fit.prior_sd == 1.0 and fit.fitted == (0,)
+    # The scatter τ² adds to every rung's variance: τ² = 1 gives W = diag(½, ⅔, ½).
+    wide = gls(data, prior_sd=1.0, scatter_var=1.0)
+    weights = np.diag([0.5, 2.0 / 3.0, 0.5])
+    design = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    gram = design.T @ weights @ design + np.diag([0.0, 1.0])
+    beta = np.linalg.solve(gram, design.T @ weights @ data.z + np.array([0.0, 0.5]))
+    assert [wide.intercept, *wide.exponents] == pytest.approx(list(beta), abs=1e-12)
+
+
+def test_gls_with_zero_prior_sd_holds_the_prior_exponents() -> None:
+    # s = 0: the exponent is the prior's, the intercept the weighted mean of z − e₀ℓ:
+    # z − ½ℓ = (0, ½, 2) weighted (1, 2, 1) → 3/4, with variance 1/Σw = 1/4.
+    data = law_data([0.0, 1.0, 3.0], [1.0, 0.5, 1.0], [[0.0], [1.0], [2.0]], ("width",), [0.5])
+    fit = gls(data, prior_sd=0.0, scatter_var=0.0)
+    assert fit.exponents == pytest.approx([0.5])
+    assert fit.intercept == pytest.approx(0.75)
+    assert fit.fitted == ()
+    np.testing.assert_allclose(fit.covariance, [[0.25]])
+    mean, variance = fit.predict(np.array([3.0]))
+    assert mean == pytest.approx(0.75 + 1.5) and variance == pytest.approx(0.25)
+
+
+def test_free_law_recovers_exponents_and_predicts() -> None:
+    scales = [
+        Scale(width=w, dataset_size=n) for w, n in [(64, 1e5), (128, 4e5), (256, 2e5), (512, 8e5)]
+    ]
+    logs = [[math.log(s["width"]), math.log(s["dataset_size"])] for s in scales]
+    z = [math.log(0.5) - 1.0 * lw + 0.2 * ln for lw, ln in logs]
+    data = law_data(z, [1e-4] * 4, logs, ("width", "dataset_size"), [0.0, 0.0])
+    law = to_power_law(data, gls(data, FREE_PRIOR_SD, 0.0), "free", ("width", "dataset_size"))
+    assert law.exponents["width"] == pytest.approx(-1.0, abs=1e-4)
+    assert law.exponents["dataset_size"] == pytest.approx(0.2, abs=1e-4)
+    assert law.coefficient == pytest.approx(0.5, rel=1e-3)
+    target = Scale(width=4096, dataset_size=1e7)
+    assert law.predict(target) == pytest.approx(0.5 * 4096**-1.0 * 1e7**0.2, rel=1e-3)
+    assert law.covariance.shape == (3, 3)
+    assert law.names == ("intercept", "width", "dataset_size")
+    assert law.r_squared == pytest.approx(1.0)
+    with pytest.raises(TransferSearchError, match="lacks"):
+        law.predict(Scale(depth=3))
+
+
+def test_unseen_and_collinear_directions_stay_at_the_prior() -> None:
+    # depth is constant over the ladder: its exponent is held at the prior 0.3, outside the
+    # covariance. tokens = 20·width: the data fix only e_width + e_tokens = −0.5; their difference
+    # keeps the prior (0) and its prior variance.
+    widths = [64.0, 128.0, 256.0, 512.0]
+    logs = [[math.log(w), math.log(20 * w), math.log(4.0)] for w in widths]
+    z = [-0.5 * math.log(w) + 0.3 * math.log(4.0) for w in widths]
+    data = law_data(z, [1e-6] * 4, logs, ("width", "tokens", "depth"), [0.0, 0.0, 0.3])
+    fit = gls(data, prior_sd=1.0, scatter_var=0.0)
+    e_width, e_tokens, e_depth = fit.exponents
+    assert e_width + e_tokens == pytest.approx(-0.5, abs=1e-4)
+    assert e_width == pytest.approx(e_tokens, abs=1e-4)
+    assert e_depth == 0.3 and fit.fitted == (0, 1) and fit.covariance.shape == (3, 3)
+    difference = np.array([0.0, 1.0, -1.0])  # e_width − e_tokens: the prior's sd √2 · 1
+    assert math.sqrt(difference @ fit.covariance @ difference) == pytest.approx(
+        math.sqrt(2.0), rel=1e-3
+    )
+    law = to_power_law(data, fit, "shrunk", ("width", "tokens", "depth"))
+    assert law.shrunk == ("depth",) and law.names == ("intercept", "width", "tokens")
+    # The prediction at depth 32 carries the prior's exponent, not its variance.
+    mean, variance = fit.predict(
+        np.array([math.log(4096.0), math.log(20 * 4096.0), math.log(32.0)])
+    )
+    assert mean == pytest.approx(-0.5 * math.log(4096.0) + 0.3 * math.log(32.0), abs=1e-3)
+    assert variance < 1.0
+
+
+def test_empirical_bayes_chooses_no_drift_only_without_drift() -> None:
+    # REML over PRIOR_SD_GRID: optima scattered by their own error around a constant give s = 0;
+    # a clear drift (0.8 per unit log-scale, 6 rungs over 3 units) gives a positive s.
+    log_scales = np.linspace(0.0, 3.0, 6)[:, None]
+    still, moving = [], []
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        noise = rng.normal(0.0, 0.1, 6)
+        flat = law_data(list(0.2 + noise), [0.01] * 6, log_scales.tolist(), ("width",), [0.0])
+        drift = law_data(
+            list(0.2 + 0.8 * log_scales[:, 0] + noise), [0.01] * 6, log_scales.tolist(),
+            ("width",), [0.0],
+        )  # fmt: skip
+        still.append(empirical_bayes(flat, PRIOR_SD_GRID)[0])
+        moving.append(empirical_bayes(drift, PRIOR_SD_GRID)[0])
+    assert still.count(0.0) >= 8
+    assert min(moving) >= 0.3
+
+
+# ------------------------------------------------------------------------------------------------
+# The decision under an asymmetric valley (SCIENCE.md §7, "Deciding under uncertainty")
+# ------------------------------------------------------------------------------------------------
+def test_symmetric_valley_decides_the_law_point() -> None:
+    hessian = np.array([[2.0, 0.3], [0.3, 1.0]])
+    shift = safe_shift(np.array([0.5, 0.2]), hessian, np.zeros(2))
+    np.testing.assert_array_equal(shift, np.zeros(2))
+
+
+def test_steeper_upper_wall_shifts_down_by_the_expected_loss_root() -> None:
+    # 1-D, L = ½aδ² + ½b·max(δ, 0)², δ = x − x*, x* ~ N(μ, σ²), x = μ + m:
+    # dE[L]/dm = a·m + b·(mΦ(m/σ) + σφ(m/σ)) = 0.
+    a, b = 1.0, 3.0
+    shifts = []
+    for sigma in (0.1, 0.3, 1.0):
+
+        def gradient(m: float, sigma: float = sigma) -> float:
+            return a * m + b * (m * norm.cdf(m / sigma) + sigma * norm.pdf(m / sigma))
+
+        root = brentq(gradient, -MAX_SHIFT_SD * sigma, 0.0, xtol=1e-14)
+        sd, hessian, wall = np.array([sigma]), np.array([[a]]), np.array([b])
+        shift = safe_shift(sd, hessian, wall)
+        assert shift[0] == pytest.approx(root, abs=1e-9)
+        assert shift[0] < 0.0
+        assert expected_excess(shift, sd, hessian, wall) < expected_excess(
+            np.zeros(1), sd, hessian, wall
+        )
+        shifts.append(shift[0])
+    assert abs(shifts[0]) < abs(shifts[1]) < abs(shifts[2])
+
+
+def test_decision_leaves_an_unswept_coordinate_alone() -> None:
+    hessian = np.array([[1.0, np.inf], [np.inf, np.inf]])
+    shift = safe_shift(np.array([0.3, 0.3]), hessian, np.array([3.0, 3.0]))
+    assert shift[0] < 0.0 and shift[1] == 0.0
+
+
+# ------------------------------------------------------------------------------------------------
+# The pooled valley (SCIENCE.md §7, "Pooling rungs")
+# ------------------------------------------------------------------------------------------------
+CURVATURE = np.array([[1.0, 0.2], [0.2, 0.6]])
+
+
+def valley_rungs(
+    seed: int, n: int = 10, noise: float = 0.1, wall: float = 0.0, rungs: int = 5
+) -> tuple[list[RungTrials], np.ndarray]:
+    """Rungs of one valley ½δᵀHδ + ½·wall·max(δ₀, 0)², each with its own known centre and depth;
+    ``n`` noisy trials per rung, the sweep not centred on the truth."""
+    rng = np.random.default_rng(seed)
+    trials, centres = [], []
+    for s in range(rungs):
+        centre = np.array([-0.4 * s, 0.2 * s]) + rng.normal(0.0, 0.1, 2)
+        coords = centre + rng.normal(0.0, 0.3, 2) + rng.uniform(-1.5, 1.5, (n, 2))
+        delta = coords - centre
+        values = (
+            0.1 * s
+            + 0.5 * np.einsum("ij,jk,ik->i", delta, CURVATURE, delta)
+            + 0.5 * wall * np.clip(delta[:, 0], 0.0, None) ** 2
+            + rng.normal(0.0, noise, n)
+        )
+        trials.append(RungTrials(coords, values))
+        centres.append(centre)
+    return trials, np.array(centres)
+
+
+def test_pooled_valley_places_centres_better_than_each_rung_alone() -> None:
+    pooled_error, alone_error = [], []
+    for seed in range(20):
+        trials, centres = valley_rungs(seed)
+        valley = fit_valley(trials)
+        assert valley is not None and valley.pooled.all()
+        pooled_error.append(np.linalg.norm(valley.centers - centres, axis=1).mean())
+        for s, (rung, centre) in enumerate(zip(trials, centres, strict=True)):
+            obs = [
+                Observation(Scale(width=64 * 2**s), {"x": float(x), "y": float(y)}, float(v))
+                for (x, y), v in zip(rung.coords, rung.values, strict=True)
+            ]
+            alone = estimate_optimum(obs, ["x", "y"], log_params=[], warn=False)
+            alone_error.append(
+                float(np.hypot(alone.coords["x"] - centre[0], alone.coords["y"] - centre[1]))
+            )
+    assert float(np.mean(pooled_error)) < 0.8 * float(np.mean(alone_error))
+
+
+def test_pooled_valley_finds_the_steeper_upper_wall() -> None:
+    for seed in range(3):
+        trials, centres = valley_rungs(seed, n=20, noise=0.005, wall=3.0)
+        steep = fit_valley(trials)
+        assert steep is not None
+        assert steep.wall[0] == pytest.approx(3.0, rel=0.3)
+        assert abs(steep.wall[1]) < 0.3
+        np.testing.assert_allclose(steep.hessian, CURVATURE, atol=0.15)
+        assert np.abs(steep.centers - centres).max() < 0.1
+        symmetric = fit_valley(valley_rungs(seed, n=20, noise=0.005)[0])
+        assert symmetric is not None and np.abs(symmetric.wall).max() < 0.3
+
+
+def test_valley_declines_a_rung_too_small_to_place_its_centre() -> None:
+    trials, _ = valley_rungs(0, rungs=3)
+    trials[1] = RungTrials(trials[1].coords[:3], trials[1].values[:3])  # d + 2 = 4 needed
+    valley = fit_valley(trials)
+    assert valley is not None
+    assert valley.pooled.tolist() == [True, False, True]
+    assert np.isnan(valley.centers[1]).all()
+    assert fit_valley(trials[:2]) is None  # a single poolable rung is no valley

@@ -42,6 +42,9 @@ FREE_PRIOR_SD = 10.0
 #: Empirical-Bayes grid of the exponents' prior standard deviation: 0 (the prior's exponents) up to
 #: the size of the largest published exponents.
 PRIOR_SD_GRID = (0.0, 0.03, 0.1, 0.3, 1.0)
+#: A scale variable whose log spans less than this over the rungs is constant there (rounding
+#: noise, not a design): its exponent is the prior's (see :func:`gls`).
+UNSEEN_SPAN = 1e-9
 #: Empirical-Bayes grid of the scatter τ, in units of the optima's median standard error.
 SCATTER_GRID = (0.0, 0.3, 1.0, 3.0, 10.0)
 
@@ -190,30 +193,47 @@ def gls(data: LawData, prior_sd: float, scatter_var: float) -> LawFit:
 
     ``s = 0`` holds the exponents at the prior and fits the intercept only (the weighted mean of
     ``z − e₀ᵀℓ``). Otherwise ``β = (XᵀWX + P₀)⁻¹(XᵀWz + P₀β₀)`` with ``X = [1, ℓ − ℓ̄]`` (centred at
-    the weighted mean for conditioning, then shifted back), covariance ``(XᵀWX + P₀)⁻¹``.
+    the weighted mean for conditioning, then shifted back), covariance ``(XᵀWX + P₀)⁻¹``. A scale
+    variable constant over the rungs is held at its prior exponent and left out of the
+    covariance: the ladder says nothing about it, and its prior variance (``s²``, 100 for a free
+    law) would otherwise swamp the predictive variance, and with it the decision, at a target
+    that changes it (the caller warns about that target).
     """
     weights = _weights(data.variance, scatter_var)
     total = float(weights.sum())
-    count = len(data.variables)
     if total <= 0.0:
         weights, total = np.ones_like(data.z), float(len(data.z))
+    if len(data.variables):
+        span = np.ptp(data.log_scales[weights > 0.0], axis=0)
+        moving = np.flatnonzero(span > UNSEEN_SPAN)
+    else:
+        moving = np.zeros(0, dtype=np.intp)
+    count = len(moving)
+    residual = data.z - data.log_scales @ data.prior if len(data.variables) else data.z
     if prior_sd <= 0.0 or count == 0:
-        residual = data.z - data.log_scales @ data.prior if count else data.z
         intercept = float(weights @ residual) / total
-        return LawFit(intercept, data.prior.copy(), (), np.array([[1.0 / total]]), scatter_var, 0.0)
-    mean_logs = (weights @ data.log_scales) / total
-    design = np.column_stack([np.ones(len(data.z)), data.log_scales - mean_logs])
+        return LawFit(
+            intercept, data.prior.copy(), (), np.array([[1.0 / total]]), scatter_var, prior_sd
+        )
+    logs = data.log_scales[:, moving]
+    # the held exponents' drift is taken out; the moving ones' prior part is put back below
+    z = residual + logs @ data.prior[moving]
+    mean_logs = (weights @ logs) / total
+    design = np.column_stack([np.ones(len(z)), logs - mean_logs])
     precision = np.zeros((count + 1, count + 1))
     precision[1:, 1:] = np.eye(count) / prior_sd**2
     gram = design.T @ (design * weights[:, None]) + precision
-    rhs = design.T @ (weights * data.z) + precision @ np.concatenate([[0.0], data.prior])
+    rhs = design.T @ (weights * z) + precision @ np.concatenate([[0.0], data.prior[moving]])
     covariance_c = np.linalg.pinv(gram)
     beta_c = covariance_c @ rhs
     transform = np.eye(count + 1)
     transform[0, 1:] = -mean_logs
     beta = transform @ beta_c
     covariance = transform @ covariance_c @ transform.T
-    return LawFit(float(beta[0]), beta[1:], tuple(range(count)), covariance, scatter_var, prior_sd)
+    exponents = data.prior.copy()
+    exponents[moving] = beta[1:]
+    fitted = tuple(int(k) for k in moving)
+    return LawFit(float(beta[0]), exponents, fitted, covariance, scatter_var, prior_sd)
 
 
 def restricted_loglik(data: LawData, prior_sd: float, scatter_var: float) -> float:

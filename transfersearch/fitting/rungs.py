@@ -200,7 +200,8 @@ def _warn_unseen(
 ) -> None:
     """Warn when the target moves along a scale variable the ladder holds constant."""
     for k, variable in enumerate(variables):
-        if np.ptp(log_scales[:, k]) > 1e-9 or all(variable in row for row in fixed.values()):
+        held = bool(fixed) and all(variable in row for row in fixed.values())
+        if np.ptp(log_scales[:, k]) > 1e-9 or held:
             continue
         if not np.allclose(math.log(target[variable]), log_scales[:, k]):
             warnings.warn(

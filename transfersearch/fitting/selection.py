@@ -10,10 +10,12 @@ reward interpolation; this sees extrapolation failures.
 The choice: the best no-drift model is the baseline; a drifting model replaces it only when its
 weighted mean regret is lower by more than one standard error of the paired per-fold difference
 (the one-standard-error rule, Hastie, Tibshirani & Friedman, *Elements of Statistical Learning*
-§7.10). The standard error is the larger of the folds' spread and the noise the held-out rungs'
+§7.10). A fold whose rung moves where its cheaper rungs never varied (:data:`UNSEEN_FRACTION`) is
+skipped: it cannot test a drift. The standard error is the larger of the folds' spread and the noise the held-out rungs'
 own uncertain optima put into each fold's regret (:meth:`Fold.difference_variance`), so a single
-fold can still decide when its evidence is clear. Without folds: the prior model
-when prior exponents were given, else the pooled no-drift model.
+fold can still decide when its evidence is clear. Without any usable fold: the ``"shrunk"``
+model — the prior's exponents updated only as far as the marginal likelihood supports, which is
+no drift on data that show none.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ __all__ = ["Fold", "WalkForward", "walk_forward"]
 
 #: Rungs a fold trains on at least: one rung fixes a level, a second is the least a drift needs.
 MIN_TRAIN = 2
+#: A fold whose held-out rung lies more than this fraction of its step away from every direction
+#: the training rungs vary in (the step's component outside their span, relative to its length)
+#: cannot test a drift there: the cheaper rungs never moved that way. Half: the step is then mostly
+#: into directions the training rungs cannot speak to.
+UNSEEN_FRACTION = 0.5
 #: Folds needed before their spread counts as a standard error (below it, only the held-out rungs'
 #: own uncertainty does: a spread over one or two numbers is no estimate).
 MIN_FOLDS_FOR_SPREAD = 3
@@ -129,12 +136,26 @@ def walk_forward(
     folds: list[Fold] = []
     for k in range(len(ladder.scales)):
         train = [i for i in range(len(ladder.scales)) if costs[i] < costs[k] - 1e-9]
-        if len(train) < MIN_TRAIN:
+        if len(train) < MIN_TRAIN or _unseen(ladder, k, train) > UNSEEN_FRACTION:
             continue
         fold = _fold(ladder, k, train, models, surfaces[k])
         if fold is not None:
             folds.append(fold)
     return _choose(ladder, tuple(folds), models)
+
+
+def _unseen(ladder: Ladder, k: int, train: list[int]) -> float:
+    """The fraction of rung ``k``'s step from the training rungs' mean outside their span."""
+    logs = ladder.log_scales[train]
+    centred = logs - logs.mean(axis=0)
+    step = ladder.log_scales[k] - logs.mean(axis=0)
+    length = float(np.linalg.norm(step))
+    if length == 0.0:
+        return 0.0
+    basis, singular, _ = np.linalg.svd(centred.T, full_matrices=False)
+    basis = basis[:, singular > 1e-9 * max(float(singular.max(initial=0.0)), 1.0)]
+    outside = step - basis @ (basis.T @ step)
+    return float(np.linalg.norm(outside)) / length
 
 
 def _weighted(folds: Sequence[Fold], name: str) -> float:
@@ -148,13 +169,11 @@ def _choose(ladder: Ladder, folds: tuple[Fold, ...], models: Sequence[LawModel])
     null = [m.name for m in models if not m.drift]
     has_prior = any(any(e != 0.0 for e in row.values()) for row in ladder.prior.values())
     if not folds or sum(f.decades for f in folds) <= 0.0:
-        if has_prior and "prior" in names:
-            chosen = "prior"
-        else:
-            chosen = "constant" if "constant" in null else null[0]
+        chosen = "shrunk" if "shrunk" in names else "prior" if has_prior else null[0]
         reason = (
-            f"too few rungs to validate walk-forward (a rung needs {MIN_TRAIN} cheaper ones): "
-            f"the prior model {chosen!r}"
+            f"too few rungs to validate walk-forward (a rung needs {MIN_TRAIN} cheaper ones that "
+            f"vary the way it moves): {chosen!r}, the prior updated only as far as the marginal "
+            "likelihood supports (empirical Bayes)"
         )
         return WalkForward(folds, {n: math.nan for n in names}, chosen, chosen, reason)
     scores = {name: _weighted(folds, name) for name in names}
