@@ -51,9 +51,10 @@ the same code the Ray Tune adapter uses):
 
 Faults: a trial returning NaN is marked FAIL by Optuna and read back as a diverged observation
 (``state="failed"``); it uses up its rung's budget, and its rung's base sampler sees it as a
-COMPLETE trial with the worst value of the rung, so TPE or GP learns to stay off the cliff. A trial failed by the storage heartbeat (its worker died) is left out of the
-fit, and :func:`make_storage` retries it. Use :class:`RungPruner` to make a pruner compare trials
-within one rung. :func:`launch_workers` (and ``python -m transfersearch.integrations.optuna
+COMPLETE trial with the worst value of the rung, so TPE or GP learns to stay off the cliff. A
+trial failed by the storage heartbeat (its worker died) is left out of the fit, and
+:func:`make_storage` retries it. Use :class:`RungPruner` to make a pruner compare trials within
+one rung. :func:`launch_workers` (and ``python -m transfersearch.integrations.optuna
 workers``) runs one worker process per GPU slot on one study.
 """
 
@@ -227,7 +228,7 @@ def _rung_view(study: Study, rung: int, *, failed_as_worst: bool = False) -> Stu
 
 
 def _told_fail(trial: FrozenTrial) -> bool:
-    """True for a FAIL the objective decided (NaN = diverged, or an exception), not the heartbeat."""
+    """True for a FAIL the objective decided (NaN = diverged, or an exception), not a heartbeat."""
     return trial.state == TrialState.FAIL and bool(trial.system_attrs.get(_TOLD_ATTR, False))
 
 

@@ -67,7 +67,8 @@ OBJECTIVE = textwrap.dedent(
         if point not in KILL or random.random() >= KILL[point]:
             return
         try:
-            os.close(os.open(os.path.join(os.environ["TS_TEST_MARKS"], point), os.O_CREAT | os.O_EXCL))
+            mark = os.path.join(os.environ["TS_TEST_MARKS"], point)
+            os.close(os.open(mark, os.O_CREAT | os.O_EXCL))
         except FileExistsError:
             return
         os.kill(os.getpid(), signal.SIGKILL)
@@ -597,7 +598,7 @@ def test_a_launcher_killed_with_sigkill_leaves_no_gpu_locks_behind(tmp_path: Pat
     objective = write_objective(tmp_path, (64,), [2])
     results = launch_workers(
         f"sqlite:///{tmp_path / 'next.db'}", "next", objective, 2, gpus=["7"],
-        heartbeat_interval=1, timeout=60,
+        trials_per_gpu=1, heartbeat_interval=1, timeout=60,
     )  # fmt: skip
     assert [r.returncode for r in results] == [0]
     assert not mine[0].exists()
