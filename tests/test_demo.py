@@ -108,9 +108,9 @@ def test_quick_demo_end_to_end_and_resume(tmp_path: Path) -> None:
         assert value == pytest.approx(loss - best) and value >= 0
     # a real model learned something: far below the uniform-guess loss log(vocab)
     assert best < math.log(_demo_task.VOCAB_SIZE) - 0.5
-    # the three methods really differ
-    lrs = {m["lr"] for m in summary["methods"].values()}
-    assert len(lrs) == 3
+    # the three methods really differ (a no-drift extrapolation may share µP's lr, not its decay)
+    settings = {(m["lr"], m["weight_decay"]) for m in summary["methods"].values()}
+    assert len(settings) == 3
 
     # the report picture exists
     png = (out / "report.png").read_bytes()
