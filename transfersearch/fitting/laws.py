@@ -263,12 +263,22 @@ def restricted_loglik(data: LawData, prior_sd: float, scatter_var: float) -> flo
 
 
 def empirical_bayes(data: LawData, prior_sds: tuple[float, ...]) -> tuple[float, float]:
-    """(s, τ²) maximising :func:`restricted_loglik` over ``prior_sds`` × :data:`SCATTER_GRID`."""
+    """(s, τ²) maximising :func:`restricted_loglik` over ``prior_sds`` × :data:`SCATTER_GRID`.
+
+    The scatter τ² is estimable only from residual degrees of freedom: with no more rungs than
+    ``1 + rank(ℓ)`` (intercept and identifiable exponents), any pattern of optima is fitted
+    exactly by some law, so τ² and the exponents' prior width cannot be told apart; τ² is then 0
+    and a law through the optima is judged by ``s`` alone.
+    """
     finite = data.variance[np.isfinite(data.variance) & (data.variance > 0)]
     unit = float(np.median(finite)) if len(finite) else 1.0
+    usable = np.isfinite(data.variance)
+    logs = data.log_scales[usable]
+    rank = int(np.linalg.matrix_rank(logs - logs.mean(axis=0))) if logs.size else 0
+    scatter_grid = SCATTER_GRID if int(usable.sum()) - 1 - rank > 0 else (0.0,)
     best = (-math.inf, prior_sds[0], 0.0)
     for prior_sd in prior_sds:
-        for factor in SCATTER_GRID:
+        for factor in scatter_grid:
             scatter_var = (factor**2) * unit
             loglik = restricted_loglik(data, prior_sd, scatter_var)
             if loglik > best[0] + 1e-9:
