@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["format_table", "plot_report"]
 
+MAX_LOG_BAR = 5.0  # widest error bar drawn on a log axis, in log units (a factor e^5 ~ 150 each way)
+
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """A plain-text table with aligned columns; floats are written with 4 significant digits.
@@ -222,7 +224,10 @@ def _law_panel(
     for optimum in extrapolation.optima:
         point = optimum.params[name]
         err = optimum.stderr.get(name, math.inf)
-        if math.isfinite(err):
+        # A rung whose optimum is barely located (interval wider than e^±MAX_LOG_BAR) gets a hollow
+        # marker and no bar: the bar would swamp the panel (and overflow exp()).
+        located = math.isfinite(err) and (not log_space or z * err <= MAX_LOG_BAR)
+        if located:
             if log_space:
                 yerr = [[point - point * math.exp(-z * err)], [point * math.exp(z * err) - point]]
             else:
@@ -235,6 +240,7 @@ def _law_panel(
             yerr=yerr,
             fmt="o",
             color=color_of.get(optimum.scale, "black"),
+            markerfacecolor=None if located else "none",
             capsize=3,
         )
     names = sorted(law.exponents)
