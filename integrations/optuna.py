@@ -94,6 +94,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without optuna
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.integrations._optuna_shim import RetryOnce, seed_sampler
+from transfersearch.integrations._optuna_space import record_space
 from transfersearch.ladder import Proposal, TransferPlanner
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
@@ -413,6 +414,7 @@ class TransferSampler(BaseSampler):
         self._proposals: dict[int, Proposal] = {}
         self._observations: dict[int, Observation] = {}
         self._lock = threading.Lock()
+        self._space_stored: set[str] = set()  # studies already holding the space
 
     # Read-only views ------------------------------------------------------------------------
     @property
@@ -533,6 +535,8 @@ class TransferSampler(BaseSampler):
                 f"TransferSampler fits one metric, but study {study.study_name!r} has "
                 f"{len(study.directions)} objectives. Use a single-objective study."
             )
+        if study.study_name not in self._space_stored and record_space(study, self.space):
+            self._space_stored.add(study.study_name)  # read back by ts.stored_space(study)
         proposal, detoured_from = self._plan(study, trial)
         self._proposals[trial._trial_id] = proposal
         storage, trial_id = study._storage, trial._trial_id

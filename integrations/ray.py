@@ -59,6 +59,7 @@ from transfersearch.ladder import TransferPlanner, gpu_shares
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
+from transfersearch.stored_space import storable_space
 
 from ._ray_resources import RungResources
 from ._ray_results import StoredTrial, TrialOutcome, classify, read_experiment
@@ -472,6 +473,7 @@ class TransferSearch(Searcher):
             "rng": self._rng.bit_generator.state,
             "planner": self.planner.state_dict(),
             "base_searchers": {str(r): _save_base(b) for r, b in self._bases.items()},
+            "space": storable_space(self.space),  # read by ts.stored_space(experiment_dir)
         }
 
     def set_state(self, state: Mapping[str, Any]) -> None:

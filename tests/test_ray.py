@@ -38,6 +38,7 @@ from transfersearch.integrations.ray import (  # noqa: E402
     observations_from_result_grid,
 )
 from transfersearch.observations import Observation, as_observations  # noqa: E402
+from transfersearch.stored_space import stored_space  # noqa: E402
 
 # Trainables defined here travel to Ray workers by value (the tests folder is not importable there).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -421,6 +422,14 @@ def test_extrapolate_reads_an_experiment_directory(cluster, tmp_path):
     )
     # quadratic_loss: ln lr* = ln(3e-3) - ln(width/64), so 1.5e-3 at width 128
     assert abs(math.log(result.params["base_lr"] / 1.5e-3)) < math.log(2.0)
+    # the searcher's saved state carries its space: the big run's numbers need no user code
+    space = stored_space(experiment)
+    assert space is not None and space.distributions == make_space().distributions
+    assert space.rule == make_space().rule and space.base == make_space().base
+    tau = {"tau_epoch": 1.0}
+    assert space.concretize({"base_lr": 1e-3, **tau}, BASE).to_dict() == (
+        make_space().concretize({"base_lr": 1e-3, **tau}, BASE).to_dict()
+    )
     empty = tmp_path / "not-an-experiment"
     empty.mkdir()
     with pytest.raises(ts.TransferSearchError, match="not a Ray Tune experiment directory"):

@@ -32,6 +32,8 @@ from transfersearch.extrapolate import Extrapolation, Validation, extrapolate, v
 from transfersearch.observations import Observation, check_scale_names, observations_from_frame
 from transfersearch.report import format_table
 from transfersearch.scale import Scale
+from transfersearch.space import Hyperparameters
+from transfersearch.stored_space import target_hyperparameters
 
 __all__ = ["build_parser", "load_observations", "main", "parse_scale"]
 
@@ -305,9 +307,12 @@ def _fit(args: argparse.Namespace) -> tuple[Any, list[str] | None, Extrapolation
 
 
 def _cmd_extrapolate(args: argparse.Namespace) -> int:
-    _, _, result = _fit(args)
+    source, _, result = _fit(args)
+    hp = target_hyperparameters(result, source)  # the space the sampler stored, if any
     if args.as_json:
-        print(json.dumps(_extrapolation_dict(result, args.level), indent=2, allow_nan=True))
+        data = _extrapolation_dict(result, args.level)
+        data["hyperparameters"] = None if hp is None else hp.to_dict()
+        print(json.dumps(data, indent=2, allow_nan=True))
         return 0
     interval = result.interval(args.level)
     print(
@@ -321,7 +326,19 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
         rows.append([name, value, interval[name][0], interval[name][1], exps])
     level = f"{round(args.level * 100)}%"
     print(format_table(["param", "predicted", f"{level} low", f"{level} high", "law"], rows))
+    if hp is not None:
+        print(f"\nhyperparameters at the target (PyTorch's coupled weight decay):\n{_hp_table(hp)}")
     return 0
+
+
+def _hp_table(hp: Hyperparameters) -> str:
+    groups = [[g, v["lr"], v["weight_decay"]] for g, v in hp.groups.items()]
+    lines = [format_table(["group", "lr", "weight_decay"], groups)]
+    lines.append(
+        f"betas={tuple(hp.betas)} eps={hp.eps:g} ema_momentum={hp.ema_momentum} "
+        f"batch_size={hp.batch_size} total_steps={hp.total_steps}"
+    )
+    return "\n".join(lines)
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
