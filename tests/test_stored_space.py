@@ -12,7 +12,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
+from _sweep import TARGET, run_sweep
 
 import transfersearch as ts
 from transfersearch import rules
@@ -24,8 +26,6 @@ from transfersearch.stored_space import (
     storable_space,
     stored_space,
 )
-
-from _sweep import TARGET, run_sweep
 
 SCALE = ts.Scale(width=512, dataset_size=4e5, batch_size=512, steps=1e4, tokens=8e8, params=5e7)
 SPACES = {
@@ -58,8 +58,8 @@ def test_a_space_survives_json_and_concretizes_identically(name: str) -> None:
     back = space_from_json(text)
     assert back.rule == space.rule
     assert back.distributions == space.distributions and back.fixed == space.fixed
-    coords = {**space.fixed, **{n: d.sample(__import__("numpy").random.default_rng(0))
-                               for n, d in space.distributions.items()}}  # fmt: skip
+    rng = np.random.default_rng(0)
+    coords = {**space.fixed, **{n: d.sample(rng) for n, d in space.distributions.items()}}
     scale = {k: v for k, v in SCALE.items() if k in space.base or k in ("width", "batch_size")}
     assert back.concretize(coords, scale).to_dict() == space.concretize(coords, scale).to_dict()
 
