@@ -15,7 +15,7 @@ from transfersearch import synthetic
 from transfersearch.errors import TransferSearchError
 from transfersearch.extrapolate import extrapolate, validate
 from transfersearch.fitting import models
-from transfersearch.fitting.laws import LawData, LawFit
+from transfersearch.fitting.laws import UNSEEN_PRIOR_SD, LawData, LawFit
 from transfersearch.fitting.models import available_models, register_model
 from transfersearch.observations import Observation, TransferSearchWarning
 from transfersearch.scale import Scale
@@ -207,11 +207,17 @@ def test_constant_ladder_variable_that_target_changes_warns() -> None:
     obs = [Observation(o.scale.replace(depth=4), o.params, o.value) for o in landscape(6, n=60)]
     with pytest.warns(TransferSearchWarning, match="depth"):
         res = extrapolate(obs, target=TARGET.replace(depth=32), params=["lr", "tau"], n_bootstrap=0)
-    # The ladder says nothing of depth: its exponent is the prior's (0), and its prior variance
-    # does not swamp the interval nor push the decision.
+    # The ladder says nothing of depth: its exponent is the prior's (0), with the prior's
+    # uncertainty (sd UNSEEN_PRIOR_SD per unit of log depth) in the interval and the decision.
+    unseen_sd = UNSEEN_PRIOR_SD * math.log(32 / 4)
+    without = extrapolate(landscape(6, n=60), target=TARGET, params=["lr", "tau"], n_bootstrap=0)
     for name in ("lr", "tau"):
         assert res.laws[name].exponents["depth"] == 0.0 and "depth" in res.laws[name].shrunk
-        assert abs(res.decision_shift[name]) < 0.5 and res.stderr[name] < 0.5
+        assert res.law_params[name] == pytest.approx(without.law_params[name])
+        assert res.stderr[name] ** 2 == pytest.approx(without.stderr[name] ** 2 + unseen_sd**2)
+        assert abs(res.decision_shift[name]) <= 2.0 * res.stderr[name]
+    # lr's valley is steeper above the optimum (a divergence cliff): the doubt is hedged low.
+    assert res.decision_shift["lr"] < without.decision_shift["lr"] <= 0.0
 
 
 def test_hyperparameters_delegates_to_space() -> None:

@@ -25,6 +25,7 @@ from transfersearch.scale import Scale
 __all__ = [
     "FREE_PRIOR_SD",
     "PRIOR_SD_GRID",
+    "UNSEEN_PRIOR_SD",
     "LawData",
     "LawFit",
     "PowerLaw",
@@ -45,6 +46,13 @@ PRIOR_SD_GRID = (0.0, 0.03, 0.1, 0.3, 1.0)
 #: A scale variable whose log spans less than this over the rungs is constant there (rounding
 #: noise, not a design): its exponent is the prior's (see :func:`gls`).
 UNSEEN_SPAN = 1e-9
+#: Prior standard deviation of the exponent of a scale variable the rungs never varied, when the
+#: target moves along it. Every published optimum-vs-scale exponent has ``|e| ≤ 1`` (Step Law,
+#: DeepSeek, Power Lines; SCIENCE.md §6), so ``±2·0.5`` spans them. The law holds such an exponent
+#: at its prior (:func:`gls`); :func:`transfersearch.fitting.predict.predict` adds ``(0.5·Δlog)²``
+#: to the prediction's variance for it, so the interval, the decision and the planner's focus do
+#: not claim to know a direction no trial measured.
+UNSEEN_PRIOR_SD = 0.5
 #: Empirical-Bayes grid of the scatter τ, in units of the optima's median standard error.
 SCATTER_GRID = (0.0, 0.3, 1.0, 3.0, 10.0)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from transfersearch.fitting.coords import FloatArray
-from transfersearch.fitting.laws import PowerLaw, to_power_law
+from transfersearch.fitting.laws import UNSEEN_PRIOR_SD, UNSEEN_SPAN, PowerLaw, to_power_law
 from transfersearch.fitting.local import ScaleOptimum
 from transfersearch.fitting.models import LawModel
 from transfersearch.fitting.rungs import Ladder, law_data
@@ -47,14 +47,23 @@ def predict(
     variance = np.empty(dims)
     laws: dict[str, PowerLaw] = {}
     logs_of = dict(zip(ladder.variables, target_logs, strict=True))
+    seen = ladder.log_scales[list(subset)]
+    moves = {  # variable -> how far the target lies off the value every rung shares
+        v: float(target_logs[k] - seen[0, k])
+        for k, v in enumerate(ladder.variables)
+        if np.ptp(seen[:, k]) <= UNSEEN_SPAN
+    }
     for column, name in enumerate(ladder.names):
         data = law_data(ladder, optima, subset, column)
         free_logs = np.array([logs_of[v] for v in data.variables])
         fit = model.fit(data, free_logs)
         value, var = fit.predict(free_logs)
         value += sum(e * logs_of[v] for v, e in data.fixed.items())
+        unseen = sum(
+            (UNSEEN_PRIOR_SD * gap) ** 2 for v, gap in moves.items() if v not in data.fixed
+        )
         mean[column] = value
-        variance[column] = var
+        variance[column] = var + unseen
         laws[name] = to_power_law(data, fit, model.name, ladder.variables)
     return Prediction(mean, variance, laws)
 

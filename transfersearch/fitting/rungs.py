@@ -24,7 +24,7 @@ from transfersearch.fitting.coords import (
     observation_arrays,
     resolve_log_params,
 )
-from transfersearch.fitting.laws import LawData
+from transfersearch.fitting.laws import UNSEEN_PRIOR_SD, LawData
 from transfersearch.fitting.local import ScaleOptimum, fit_local, implausible_message, to_optimum
 from transfersearch.fitting.quadratic import n_coef
 from transfersearch.fitting.surface import RungTrials, Valley, fit_valley
@@ -207,8 +207,9 @@ def _warn_unseen(
             warnings.warn(
                 f"scale variable {variable!r} is constant over the ladder, yet the target has "
                 f"{variable}={target[variable]:g}: its exponent comes from the prior alone (0 "
-                "unless prior_exponents or fixed_exponents say otherwise). Vary it across the "
-                "proxies.",
+                "unless prior_exponents or fixed_exponents say otherwise, with a prior sd of "
+                f"{UNSEEN_PRIOR_SD} that widens the interval and the decision's hedge). Vary it "
+                "across the proxies.",
                 TransferSearchWarning,
                 stacklevel=4,
             )
