@@ -20,6 +20,8 @@ from transfersearch.fitting.laws import (
     LawData,
     empirical_bayes,
     gls,
+    restricted_loglik,
+    restricted_logliks,
     to_power_law,
 )
 from transfersearch.fitting.surface import RungTrials, fit_valley
@@ -349,6 +351,28 @@ def test_empirical_bayes_chooses_no_drift_only_without_drift() -> None:
         moving.append(empirical_bayes(drift, PRIOR_SD_GRID)[0])
     assert still.count(0.0) >= 8
     assert min(moving) >= 0.3
+
+
+def test_reml_is_the_likelihood_of_the_contrasts_by_hand() -> None:
+    # Two rungs, ℓ = 0, 1; z = 0, 1; variances v = 1, 1; prior e₀ = 0; flat intercept.
+    # The only contrast orthogonal to 1 is k = (1, −1)/√2: kᵀr = −1/√2, Var = kᵀCk.
+    # C = diag(1 + τ²) + s²ℓ̃ℓ̃ᵀ with ℓ̃ = ℓ − ½ = (−½, ½): kᵀCk = 1 + τ² + s²/2.
+    # REML = log N(kᵀr; 0, kᵀCk) up to a constant: −½[log(kᵀCk) + (½)/(kᵀCk)].
+    data = law_data([0.0, 1.0], [1.0, 1.0], [[0.0], [1.0]], ("width",), [0.0])
+
+    def by_hand(s: float, tau2: float) -> float:
+        var = 1.0 + tau2 + s**2 / 2.0
+        return -0.5 * (math.log(var) + 0.5 / var)
+
+    pairs = [(0.0, 0.0), (1.0, 0.0), (0.3, 2.0), (2.0, 1.0)]
+    ours = [restricted_loglik(data, s, t) for s, t in pairs]
+    hand = [by_hand(s, t) for s, t in pairs]
+    # equal up to one constant (the 2π terms and log 1ᵀ1, the same for every (s, τ²))
+    np.testing.assert_allclose(np.array(ours) - ours[0], np.array(hand) - hand[0], atol=1e-12)
+    batched = restricted_logliks(
+        data, np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    )
+    np.testing.assert_allclose(batched, ours, atol=1e-12)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -262,7 +262,8 @@ def _extrapolate(
     target_logs = ladder.target_logs(target)
     point = predict(ladder, chosen, optima, subset, target_logs)
     rng = np.random.default_rng(seed)
-    samples = resample_predictions(ladder, chosen, target_logs, n_bootstrap, rng, optima)
+    walls = None if valley is None else np.asarray(valley.wall != 0.0)
+    samples = resample_predictions(ladder, chosen, target_logs, n_bootstrap, rng, optima, walls)
     boot_sd, stderr, unstable = _spread(ladder, samples, point)
     if valley is not None:
         shift = safe_shift(stderr, valley.hessian, valley.wall)

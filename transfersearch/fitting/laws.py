@@ -33,6 +33,7 @@ __all__ = [
     "gls",
     "reml_fit",
     "restricted_loglik",
+    "restricted_logliks",
     "to_power_law",
 ]
 
@@ -250,24 +251,37 @@ def restricted_loglik(data: LawData, prior_sd: float, scatter_var: float) -> flo
     ``r = z − ℓe₀ ~ N(1a, C)``, ``C = diag(v + τ²) + s²ℓℓᵀ``, flat prior on ``a``:
     ``−½[log|C| + log(1ᵀC⁻¹1) + rᵀ(C⁻¹ − C⁻¹11ᵀC⁻¹/1ᵀC⁻¹1)r]``.
     """
+    return float(restricted_logliks(data, np.array([prior_sd]), np.array([scatter_var]))[0])
+
+
+def restricted_logliks(
+    data: LawData, prior_sds: FloatArray, scatter_vars: FloatArray
+) -> FloatArray:
+    """:func:`restricted_loglik` at each pair ``(prior_sds[g], scatter_vars[g])``, batched."""
     finite = np.isfinite(data.variance)
+    out = np.full(len(prior_sds), -math.inf)
     if finite.sum() < 2:
-        return -math.inf
+        return out
     logs = data.log_scales[finite]
     # centred for conditioning: a shift of ℓ moves only the flat intercept (REML is invariant)
     logs = logs - logs.mean(axis=0) if len(data.variables) else logs
     residual = data.z[finite] - (logs @ data.prior if len(data.variables) else 0.0)
-    cov = np.diag(data.variance[finite] + scatter_var) + prior_sd**2 * (logs @ logs.T)
+    count = len(residual)
+    outer = logs @ logs.T if len(data.variables) else np.zeros((count, count))
+    cov = (data.variance[finite][None, :] + scatter_vars[:, None])[:, :, None] * np.eye(count) + (
+        prior_sds**2
+    )[:, None, None] * outer
     sign, logdet = np.linalg.slogdet(cov)
-    if sign <= 0:
-        return -math.inf
-    inverse = np.linalg.inv(cov)
-    ones = np.ones(len(residual))
-    inv_one = inverse @ ones
-    total = float(ones @ inv_one)
-    inv_r = inverse @ residual
-    quad = float(residual @ inv_r) - float(ones @ inv_r) ** 2 / total
-    return -0.5 * (float(logdet) + math.log(total) + quad)
+    ok = sign > 0
+    if not ok.any():
+        return out
+    rhs = np.column_stack([np.ones(count), residual])
+    solved = np.linalg.solve(cov[ok], np.broadcast_to(rhs, (int(ok.sum()), count, 2)))
+    inv_one, inv_r = solved[:, :, 0], solved[:, :, 1]
+    total = inv_one.sum(axis=1)
+    quad = inv_r @ residual - (inv_r.sum(axis=1)) ** 2 / total
+    out[ok] = -0.5 * (logdet[ok] + np.log(total) + quad)
+    return out
 
 
 def empirical_bayes(data: LawData, prior_sds: tuple[float, ...]) -> tuple[float, float]:
@@ -276,7 +290,8 @@ def empirical_bayes(data: LawData, prior_sds: tuple[float, ...]) -> tuple[float,
     The scatter τ² is estimable only from residual degrees of freedom: with no more rungs than
     ``1 + rank(ℓ)`` (intercept and identifiable exponents), any pattern of optima is fitted
     exactly by some law, so τ² and the exponents' prior width cannot be told apart; τ² is then 0
-    and a law through the optima is judged by ``s`` alone.
+    and a law through the optima is judged by ``s`` alone. Ties go to the earlier grid point
+    (the smaller ``s``, then the smaller ``τ``).
     """
     finite = data.variance[np.isfinite(data.variance) & (data.variance > 0)]
     unit = float(np.median(finite)) if len(finite) else 1.0
@@ -284,14 +299,17 @@ def empirical_bayes(data: LawData, prior_sds: tuple[float, ...]) -> tuple[float,
     logs = data.log_scales[usable]
     rank = int(np.linalg.matrix_rank(logs - logs.mean(axis=0))) if logs.size else 0
     scatter_grid = SCATTER_GRID if int(usable.sum()) - 1 - rank > 0 else (0.0,)
-    best = (-math.inf, prior_sds[0], 0.0)
-    for prior_sd in prior_sds:
-        for factor in scatter_grid:
-            scatter_var = (factor**2) * unit
-            loglik = restricted_loglik(data, prior_sd, scatter_var)
-            if loglik > best[0] + 1e-9:
-                best = (loglik, prior_sd, scatter_var)
-    return best[1], best[2]
+    grid = [(s, (f**2) * unit) for s in prior_sds for f in scatter_grid]
+    logliks = restricted_logliks(
+        data, np.array([g[0] for g in grid]), np.array([g[1] for g in grid])
+    )
+    best = 0
+    for g in range(1, len(grid)):
+        if logliks[g] > logliks[best] + 1e-9:
+            best = g
+    if not math.isfinite(float(logliks[best])):
+        return prior_sds[0], 0.0
+    return grid[best]
 
 
 def reml_fit(data: LawData, prior_sds: tuple[float, ...]) -> LawFit:

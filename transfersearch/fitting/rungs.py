@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.typing import NDArray
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import (
@@ -244,6 +245,7 @@ def read_optima(
     *,
     warn: bool = False,
     with_covariance: bool = True,
+    walls: NDArray[np.bool_] | None = None,
 ) -> tuple[list[ScaleOptimum], Valley | None]:
     """Each rung's optimum in ``subset``: the pooled valley's read-out, or the rung's own fit.
 
@@ -254,12 +256,14 @@ def read_optima(
             ladder's own.
         warn: warn about rungs that fall back to their own trials.
         with_covariance: compute the optima's covariance (NaN otherwise).
+        walls: the valley's upper walls per coordinate (default: decided from the data; see
+            :func:`transfersearch.fitting.surface.fit_valley`).
 
     Returns:
         The optima (in ``subset`` order) and the valley (None when it could not be fitted).
     """
     chosen = list(trials) if trials is not None else [ladder.trials[i] for i in subset]
-    valley = fit_valley(chosen, with_covariance=with_covariance)
+    valley = fit_valley(chosen, with_covariance=with_covariance, walls=walls)
     optima: list[ScaleOptimum] = []
     for position, index in enumerate(subset):
         scale = ladder.scales[index]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from numpy.typing import NDArray
 
 from transfersearch.fitting.coords import FloatArray
 from transfersearch.fitting.local import ScaleOptimum
@@ -29,11 +30,14 @@ def resample_predictions(
     n_resamples: int,
     rng: np.random.Generator,
     optima: list[ScaleOptimum],
+    walls: NDArray[np.bool_] | None = None,
 ) -> FloatArray:
     """(n_resamples, d) predictions at the target, one per by-rung bootstrap resample.
 
     Each resample refits the centres; their weights in the laws stay those of the full fit
-    (``optima``' covariances), so the spread measured is that of the centres. A resample whose fit fails (a rung left with no finite trial) gives a NaN row.
+    (``optima``' covariances), and so does the valley's choice of upper ``walls``, so the
+    spread measured is that of the centres. A resample whose fit fails (a rung left with no
+    finite trial) gives a NaN row.
     """
     subset = list(range(len(ladder.scales)))
     out = np.full((n_resamples, len(ladder.names)), np.nan)
@@ -44,7 +48,7 @@ def resample_predictions(
             trials.append(RungTrials(rung.coords[pick], rung.values[pick]))
         if any(not np.isfinite(t.values).any() for t in trials):
             continue
-        refit, _ = read_optima(ladder, subset, trials, with_covariance=False)
+        refit, _ = read_optima(ladder, subset, trials, with_covariance=False, walls=walls)
         moved = [
             replace(new, covariance=old.covariance, stderr=old.stderr)
             for new, old in zip(refit, optima, strict=True)

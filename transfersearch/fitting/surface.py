@@ -122,32 +122,29 @@ def _stack(
     """The best region of each pooled rung (``grow`` times the usual size), standardised by the
     pooled finite trials."""
     dims = rungs[0].coords.shape[1]
-    finite_coords = np.vstack(
-        [r.coords[np.isfinite(r.values)] for r, keep in zip(rungs, pooled, strict=True) if keep]
-    )
-    center = finite_coords.mean(axis=0)
-    width = np.ptp(finite_coords, axis=0)
+    kept = [r for r, keep in zip(rungs, pooled, strict=True) if keep]
+    finite_of = [np.flatnonzero(np.isfinite(r.values)) for r in kept]
+    boxes = [(r.coords[f].min(axis=0), r.coords[f].max(axis=0)) for r, f in zip(kept, finite_of)]
+    count = sum(len(f) for f in finite_of)
+    center = sum(r.coords[f].sum(axis=0) for r, f in zip(kept, finite_of)) / count
+    width = np.max([b[1] for b in boxes], axis=0) - np.min([b[0] for b in boxes], axis=0)
     if np.any(width <= 0.0):
         return None
     blocks_u, blocks_s, blocks_y, blocks_w = [], [], [], []
     best, low, high, spacing = [], [], [], []
-    for position, rung in enumerate(r for r, keep in zip(rungs, pooled, strict=True) if keep):
-        finite = np.flatnonzero(np.isfinite(rung.values))
+    for position, (rung, finite, (lo, hi)) in enumerate(zip(kept, finite_of, boxes)):
         size = min(len(finite), math.ceil(grow * pooled_region_size(len(finite), dims)))
         chosen, weights = select_region(rung.values[finite], size)
         picked = finite[chosen]
-        u = (rung.coords[picked] - center) / width
-        all_u = (rung.coords[finite] - center) / width
         top = float(rung.values[picked].min())
-        blocks_u.append(u)
+        blocks_u.append((rung.coords[picked] - center) / width)
         blocks_s.append(np.full(len(picked), position))
         blocks_y.append(rung.values[picked] - top)
         blocks_w.append(weights)
         best.append(top)
-        low.append(all_u.min(axis=0))
-        high.append(all_u.max(axis=0))
-        extent = all_u.max(axis=0) - all_u.min(axis=0)
-        spacing.append(extent / max(len(finite), 1) ** (1.0 / dims))
+        low.append((lo - center) / width)
+        high.append((hi - center) / width)
+        spacing.append((hi - lo) / width / max(len(finite), 1) ** (1.0 / dims))
     rows = _Rows(
         u=np.vstack(blocks_u),
         rung=np.concatenate(blocks_s).astype(np.intp),
@@ -285,13 +282,22 @@ def _center_covariance(solved: _Solved, rows: _Rows, n_rungs: int) -> FloatArray
     return out
 
 
-def fit_valley(rungs: Sequence[RungTrials], *, with_covariance: bool = True) -> Valley | None:
+def fit_valley(
+    rungs: Sequence[RungTrials],
+    *,
+    with_covariance: bool = True,
+    walls: NDArray[np.bool_] | None = None,
+) -> Valley | None:
     """Fit the pooled valley to the rungs' trials.
 
     Args:
         rungs: each rung's trials in fitted coordinates (all with the same parameters).
         with_covariance: compute the centres' covariance (NaN otherwise: a bootstrap resample
             needs only the centres).
+        walls: per coordinate, whether the valley has an upper wall; default: decided from the
+            data (:data:`WALL_Z`). A bootstrap resample passes the full fit's choice (``wall !=
+            0``): the choice is a model decision, not a quantity to redraw, and skipping the
+            test halves the resample's solves.
 
     Returns:
         The :class:`Valley`, or None when fewer than two rungs can be pooled, a coordinate is not
@@ -301,22 +307,25 @@ def fit_valley(rungs: Sequence[RungTrials], *, with_covariance: bool = True) -> 
     pooled = np.array([int(np.isfinite(r.values).sum()) >= dims + 2 for r in rungs])
     if pooled.sum() < 2:
         return None
-    fitted = _fit_region(rungs, pooled, 1.0)
+    fitted = _fit_region(rungs, pooled, 1.0, walls)
     if fitted is None:
         return None
     solved, rows, center, width = fitted
     misfit = None
     if with_covariance:
-        wider = _fit_region(rungs, pooled, MISFIT_GROWTH)
+        wider = _fit_region(rungs, pooled, MISFIT_GROWTH, walls)
         if wider is not None:
             misfit = _misfit_variance(solved, rows, wider[0], wider[1])
     return _valley(solved, rows, pooled, center, width, with_covariance, misfit)
 
 
 def _fit_region(
-    rungs: Sequence[RungTrials], pooled: NDArray[np.bool_], grow: float
+    rungs: Sequence[RungTrials],
+    pooled: NDArray[np.bool_],
+    grow: float,
+    walls: NDArray[np.bool_] | None,
 ) -> tuple[_Solved, _Rows, FloatArray, FloatArray] | None:
-    """The symmetric fit, then the walls that the data support."""
+    """The symmetric fit, then the walls that the data support (or ``walls`` when given)."""
     dims = rungs[0].coords.shape[1]
     stacked = _stack(rungs, pooled, grow)
     if stacked is None:
@@ -326,6 +335,9 @@ def _fit_region(
     solved = _solve(rows, n_rungs, None)
     if solved is None:
         return None
+    if walls is not None:
+        walled = _with_walls(solved, rows, n_rungs, walls) if walls.any() else solved
+        return walled, rows, center, width
     walled = _with_walls(solved, rows, n_rungs, np.ones(dims, dtype=bool))
     keep = _supported_walls(walled, rows)
     if not keep.all():
