@@ -34,6 +34,7 @@ from transfersearch.report import format_table
 from transfersearch.scale import Scale
 from transfersearch.space import Hyperparameters
 from transfersearch.stored_space import target_hyperparameters
+from transfersearch.summary import extrapolation_to_dict
 
 __all__ = ["build_parser", "load_observations", "main", "parse_scale"]
 
@@ -257,37 +258,6 @@ def _params(args: argparse.Namespace) -> list[str] | None:
 # ----------------------------------------------------------------------------------------------
 # Subcommands
 # ----------------------------------------------------------------------------------------------
-def _extrapolation_dict(result: Extrapolation, level: float) -> dict[str, Any]:
-    interval = result.interval(level)
-    return {
-        "target": result.target.to_dict(),
-        "params": dict(result.params),
-        "interval": {k: list(v) for k, v in interval.items()},
-        "level": level,
-        "model": result.model,
-        "laws": {
-            name: {
-                "coefficient": law.coefficient,
-                "exponents": dict(law.exponents),
-                "shrunk": list(law.shrunk),
-                "r_squared": law.r_squared,
-            }
-            for name, law in result.laws.items()
-        },
-        "optima": [
-            {
-                "scale": o.scale.to_dict(),
-                "params": dict(o.params),
-                "method": o.method,
-                "n_trials": o.n_trials,
-            }
-            for o in result.optima
-        ],
-        "extrapolation_decades": result.extrapolation_decades,
-        "ladder_span_decades": result.ladder_span_decades,
-    }
-
-
 def _fit(args: argparse.Namespace) -> tuple[Any, list[str] | None, Extrapolation]:
     seed = _seed(args)
     source = load_observations(args)
@@ -310,8 +280,7 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
     source, _, result = _fit(args)
     hp = target_hyperparameters(result, source)  # the space the sampler stored, if any
     if args.as_json:
-        data = _extrapolation_dict(result, args.level)
-        data["hyperparameters"] = None if hp is None else hp.to_dict()
+        data = extrapolation_to_dict(result, args.level, hp)
         print(json.dumps(data, indent=2, allow_nan=True))
         return 0
     interval = result.interval(args.level)
@@ -403,6 +372,18 @@ def _cmd_report(args: argparse.Namespace) -> int:
     observations = source if isinstance(source, list) else _study_observations(source)
     out = plot_report(observations, result, args.out, level=args.level)
     print(f"wrote {out}")
+    if args.html:
+        from transfersearch.visualization import write_html_report
+
+        print(f"wrote {write_html_report(observations, result, args.html, level=args.level)}")
+    if args.storage and not args.no_dashboard:  # the study carries the report for optuna-dashboard
+        from transfersearch.integrations.dashboard import publish
+
+        published = publish(
+            source, result, storage=args.storage, artifact_dir=args.artifact_dir,
+            level=args.level, png=out, observations=observations,
+        )  # fmt: skip
+        print(published.describe(args.storage))
     return 0
 
 
@@ -596,6 +577,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="output picture: .png (default report.png), .pdf, .svg, ...; a name "
         "without extension gets .png, an existing folder gets report.png inside",
+    )
+    rep.add_argument(
+        "--html", metavar="FILE", help="also write the interactive plotly figures to FILE (.html)"
+    )
+    rep.add_argument(
+        "--artifact-dir",
+        metavar="DIR",
+        help="with --storage: optuna-dashboard's artifact folder for the report and the laws "
+        "(default: <db>-artifacts beside a SQLite file)",
+    )
+    rep.add_argument(
+        "--no-dashboard",
+        action="store_true",
+        help="with --storage: leave the study unchanged (no artifacts, user attributes or note)",
     )
     rep.set_defaults(handler=_cmd_report)
     return parser

@@ -1,0 +1,105 @@
+"""transfersearch.visualization: plotly figures that show the fit's own numbers.
+
+Each figure is checked against the Extrapolation it draws: the rungs' trials, the law and its band
+through the target, the decision and its interval, and the walk-forward predictions.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("plotly")
+pytest.importorskip("optuna")
+
+from _sweep import TARGET, run_sweep
+
+import transfersearch as ts
+from transfersearch import visualization as tsv
+from transfersearch.observations import as_observations
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, ts.Extrapolation]:
+    import optuna
+
+    storage = run_sweep(tmp_path_factory.mktemp("viz"))
+    study = optuna.load_study(study_name="proxy", storage=storage)
+    return study, ts.extrapolate(study, target=TARGET, n_bootstrap=20, seed=0)
+
+
+def test_landscapes_show_every_trial_of_every_rung(fitted: tuple[object, ts.Extrapolation]) -> None:
+    study, res = fitted
+    figure = tsv.plot_rung_landscapes(study, res)
+    obs = as_observations(study)
+    drawn = [trace for trace in figure.data if trace.mode == "markers"]
+    assert sum(len(trace.x) for trace in drawn) == 2 * sum(o.usable for o in obs)  # two panels
+    assert len({trace.name for trace in drawn}) == 4  # one colour per rung
+    assert figure.layout.xaxis.type == "log" and figure.layout.xaxis.title.text == "base_lr"
+    assert len(figure.layout.shapes) == 2 * len(res.optima)  # each rung's optimum, both panels
+
+
+def test_optimum_vs_scale_draws_the_law_through_the_target(
+    fitted: tuple[object, ts.Extrapolation],
+) -> None:
+    _, res = fitted
+    figure = tsv.plot_optimum_vs_scale(res, level=0.8)
+    panel = [t for t in figure.data if t.xaxis == "x"]  # the first coordinate's panel
+    (target,) = [t for t in panel if (t.name or "").startswith("target")]
+    interval = res.interval(0.8)["base_lr"]
+    assert target.y[0] == pytest.approx(res.params["base_lr"])
+    assert target.y[0] + target.error_y.array[0] == pytest.approx(interval[1])
+    assert target.y[0] - target.error_y.arrayminus[0] == pytest.approx(interval[0])
+    (law,) = [t for t in panel if (t.name or "").startswith("law (")]
+    assert law.y[-1] == pytest.approx(res.laws["base_lr"].predict(TARGET))  # the path ends there
+    assert law.x[-1] == pytest.approx(target.x[0])
+    (upper,) = [t for t in panel if t.hoverinfo == "skip"]
+    (lower,) = [t for t in panel if (t.name or "").endswith("band")]
+    assert all(lo < mid < hi for lo, mid, hi in zip(lower.y, law.y, upper.y))
+    assert figure.layout.yaxis.type == "log"
+
+
+def test_walk_forward_plots_each_fold_prediction_against_the_rung_optimum(
+    fitted: tuple[object, ts.Extrapolation],
+) -> None:
+    _, res = fitted
+    assert res.walk_forward, "the 4-rung ladder has at least one fold"
+    figure = tsv.plot_walk_forward(res)
+    (kept,) = [t for t in figure.data if t.name == f"{res.model} (kept)" and t.xaxis == "x"]
+    fold = res.walk_forward[0]
+    assert fold.surface is not None
+    index = list(fold.surface.names).index("base_lr")
+    assert kept.y[0] == pytest.approx(math.exp(fold.points[res.model][index]))
+    assert kept.x[0] == pytest.approx(fold.surface.params["base_lr"])
+    models = {t.name.removesuffix(" (kept)") for t in figure.data if t.mode == "markers"}
+    assert models == set(fold.points)
+
+
+def test_walk_forward_without_folds_says_why() -> None:
+    obs = [
+        ts.Observation(scale={"width": w}, params={"lr": lr}, value=math.log(lr / 0.01) ** 2)
+        for w in (64, 128)
+        for lr in (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
+    ]
+    res = ts.extrapolate(obs, target={"width": 512}, n_bootstrap=0)
+    with pytest.raises(ts.TransferSearchError, match="no walk-forward fold"):
+        tsv.plot_walk_forward(res)
+
+
+def test_the_html_report_holds_the_figures(
+    fitted: tuple[object, ts.Extrapolation], tmp_path: Path
+) -> None:
+    study, res = fitted
+    out = tsv.write_html_report(study, res, tmp_path / "transfer")
+    assert out.name == "transfer.html"
+    text = out.read_text()
+    assert text.count('class="plotly-graph-div"') == 3 and "Walk-forward validation" in text
+
+
+def test_the_core_does_not_import_plotly() -> None:
+    code = "import sys, transfersearch.visualization; sys.exit('plotly' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

@@ -1,0 +1,400 @@
+"""Interactive plotly figures of a transfer, in the style of ``optuna.visualization``.
+
+Each function returns a ``plotly.graph_objects.Figure`` (show it, or save it with
+``fig.write_html``); :func:`write_html_report` puts all three into one HTML file. plotly is
+imported when a figure is drawn (``pip install 'transfersearch[plot]'``); the PNG report for the
+terminal stays in :mod:`transfersearch.report` (matplotlib).
+
+.. code-block:: python
+
+    import transfersearch as ts
+    from transfersearch import visualization as tsv
+
+    res = ts.extrapolate(study, target=ts.Scale(width=4096, dataset_size=1e7, batch_size=256))
+    tsv.plot_rung_landscapes(study, res).show()     # loss vs each coordinate, one colour per rung
+    tsv.plot_optimum_vs_scale(res).show()           # optima, the law, its interval, the target
+    tsv.plot_walk_forward(res).show()               # each rung predicted from cheaper rungs
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from statistics import NormalDist
+from typing import TYPE_CHECKING, Any
+
+from transfersearch import default_cost
+from transfersearch.errors import TransferSearchError
+from transfersearch.observations import Observation, as_observations
+from transfersearch.report import MAX_LOG_BAR, path_scales
+from transfersearch.scale import Scale
+
+if TYPE_CHECKING:
+    from transfersearch.extrapolate import Extrapolation
+
+__all__ = [
+    "plot_optimum_vs_scale",
+    "plot_rung_landscapes",
+    "plot_walk_forward",
+    "write_html_report",
+]
+
+#: Points on the law's path from the cheapest rung to the target (smooth at plotting resolution).
+_PATH_POINTS = 40
+
+
+def _plotly() -> tuple[Any, Any]:
+    """``(plotly.graph_objects, plotly.subplots.make_subplots)``, or an ImportError naming the fix."""
+    try:
+        go = importlib.import_module("plotly.graph_objects")
+        subplots = importlib.import_module("plotly.subplots")
+    except ImportError as exc:
+        raise ImportError(
+            f"interactive figures need plotly: pip install 'transfersearch[plot]' ({exc})."
+        ) from exc
+    return go, subplots.make_subplots
+
+
+def _label(scale: Scale) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in scale.items())
+
+
+def _colors(count: int) -> list[str]:
+    """``count`` colours along viridis, cheapest rung darkest (as in the PNG report)."""
+    colors = importlib.import_module("plotly.colors")
+    if count == 1:
+        return [colors.sequential.Viridis[0]]
+    return list(colors.sample_colorscale("Viridis", [i / (count - 1) for i in range(count)]))
+
+
+def _observations(source: Any) -> list[Observation]:
+    if isinstance(source, (list, tuple)) and all(isinstance(o, Observation) for o in source):
+        obs = list(source)
+    else:
+        obs = as_observations(source)
+    if not obs:
+        raise TransferSearchError("the figure needs proxy trials, but the source holds none.")
+    return obs
+
+
+def plot_rung_landscapes(
+    source: Any, extrapolation: Extrapolation | None = None, *, params: Sequence[str] | None = None
+) -> Any:
+    """The metric vs each coordinate, one colour per rung (like ``plot_slice``).
+
+    Args:
+        source: the proxy trials: a list of :class:`~transfersearch.Observation`, an Optuna study,
+            a Ray Tune result grid or experiment directory, a DataFrame.
+        extrapolation: if given, each rung's estimated optimum is drawn as a dashed line, and log
+            parameters get a log axis.
+        params: the coordinates to show (default: the extrapolation's, else every one recorded).
+
+    Returns:
+        A ``plotly.graph_objects.Figure`` with one panel per coordinate; diverged trials are drawn
+        as crosses on the top edge.
+
+    Raises:
+        TransferSearchError: no trials. ImportError: plotly is not installed.
+    """
+    go, make_subplots = _plotly()
+    obs = _observations(source)
+    if params is None:
+        params = (
+            list(extrapolation.params)
+            if extrapolation
+            else sorted({n for o in obs for n in o.params})
+        )
+    scales = sorted({o.scale for o in obs}, key=default_cost)
+    finite = sorted(o.value for o in obs if o.usable)
+    top = finite[-1] if finite else 1.0
+    figure = make_subplots(rows=1, cols=len(params), subplot_titles=list(params))
+    optima = {o.scale: o for o in extrapolation.optima} if extrapolation else {}
+    for scale, color in zip(scales, _colors(len(scales))):
+        label = _label(scale)
+        for column, name in enumerate(params, start=1):
+            here = [o for o in obs if o.scale == scale and name in o.params]
+            good = [o for o in here if o.usable]
+            bad = [o for o in here if o.diverged]
+            figure.add_trace(
+                go.Scatter(
+                    x=[o.params[name] for o in good],
+                    y=[o.value for o in good],
+                    mode="markers",
+                    marker={"color": color, "size": 6},
+                    name=label,
+                    legendgroup=label,
+                    showlegend=column == 1,
+                ),
+                row=1,
+                col=column,
+            )
+            if bad:
+                figure.add_trace(
+                    go.Scatter(
+                        x=[o.params[name] for o in bad],
+                        y=[top] * len(bad),
+                        mode="markers",
+                        marker={"color": color, "symbol": "x", "size": 7},
+                        name=f"{label} (diverged)",
+                        legendgroup=label,
+                        showlegend=False,
+                    ),
+                    row=1,
+                    col=column,
+                )
+            if scale in optima and name in optima[scale].params:
+                figure.add_vline(
+                    x=optima[scale].params[name],
+                    line={"color": color, "dash": "dash", "width": 1},
+                    row=1,
+                    col=column,
+                )
+    for column, name in enumerate(params, start=1):
+        log_axis = extrapolation is not None and name in extrapolation.log_params
+        figure.update_xaxes(
+            title_text=name, type="log" if log_axis else "linear", row=1, col=column
+        )
+    figure.update_yaxes(title_text="metric", row=1, col=1)
+    figure.update_layout(title="Proxy trials per rung (dashed: each rung's estimated optimum)")
+    return figure
+
+
+def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -> Any:
+    """Each rung's optimum vs compute, the fitted law with its interval, and the target.
+
+    The x axis is compute relative to the cheapest rung (:func:`~transfersearch.default_cost`:
+    width² × dataset_size × epochs); the law is drawn along the geometric path from the cheapest
+    rung to the target, with its ``level`` band (the law's predictive standard error, which
+    includes the optima's scatter about it); the target shows the decision and
+    :meth:`~transfersearch.Extrapolation.interval`.
+
+    Raises:
+        TransferSearchError: ``level`` is not in (0, 1). ImportError: plotly is not installed.
+    """
+    go, make_subplots = _plotly()
+    interval = extrapolation.interval(level)  # validates level
+    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    params = list(extrapolation.params)
+    optima = sorted(extrapolation.optima, key=lambda o: default_cost(o.scale))
+    base_cost = default_cost(optima[0].scale) if optima else default_cost(extrapolation.target)
+    figure = make_subplots(
+        rows=1, cols=len(params), subplot_titles=[f"optimal {n}" for n in params]
+    )
+    colors = _colors(len(optima)) if optima else []
+    percent = f"{round(level * 100)}%"
+    for column, name in enumerate(params, start=1):
+        log_space = name in extrapolation.log_params
+        for optimum, color in zip(optima, colors):
+            point = optimum.params[name]
+            err = optimum.stderr.get(name, math.inf)
+            located = math.isfinite(err) and (not log_space or z * err <= MAX_LOG_BAR)
+            bar = None
+            if located:
+                low, high = (
+                    (point * math.exp(-z * err), point * math.exp(z * err))
+                    if log_space
+                    else (point - z * err, point + z * err)
+                )
+                bar = {
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [high - point],
+                    "arrayminus": [point - low],
+                }
+            figure.add_trace(
+                go.Scatter(
+                    x=[default_cost(optimum.scale) / base_cost],
+                    y=[point],
+                    error_y=bar,
+                    mode="markers",
+                    marker={
+                        "color": color,
+                        "size": 9,
+                        "symbol": "circle" if located else "circle-open",
+                    },
+                    name=_label(optimum.scale),
+                    legendgroup=_label(optimum.scale),
+                    showlegend=column == 1,
+                ),
+                row=1,
+                col=column,
+            )
+        law = extrapolation.laws[name]
+        needed = sorted(law.exponents)
+        start, target = (optima[0].scale if optima else extrapolation.target), extrapolation.target
+        if all(n in start and n in target for n in needed):
+            names = [n for n in target if n in start]
+            path = path_scales(start, target, names, _PATH_POINTS)
+            xs = [default_cost(s) / base_cost for s in path]
+            centre, lower, upper = [], [], []
+            for scale in path:
+                coord, stderr = law.predict_coord(scale)
+                values = [coord, coord - z * stderr, coord + z * stderr]
+                if log_space:
+                    values = [math.exp(v) for v in values]
+                centre.append(values[0])
+                lower.append(values[1])
+                upper.append(values[2])
+            band = {"color": "rgba(214,39,40,0)"}
+            figure.add_trace(
+                go.Scatter(
+                    x=xs, y=upper, mode="lines", line=band, showlegend=False, hoverinfo="skip"
+                ),
+                row=1,
+                col=column,
+            )
+            figure.add_trace(
+                go.Scatter(
+                    x=xs, y=lower, mode="lines", line=band, fill="tonexty",
+                    fillcolor="rgba(214,39,40,0.15)", name=f"law {percent} band",
+                    legendgroup="band", showlegend=column == 1,
+                ),
+                row=1,
+                col=column,
+            )  # fmt: skip
+            figure.add_trace(
+                go.Scatter(
+                    x=xs, y=centre, mode="lines", line={"color": "rgb(214,39,40)"},
+                    name=f"law ({law.model})", legendgroup="law", showlegend=column == 1,
+                ),
+                row=1,
+                col=column,
+            )  # fmt: skip
+        decision = extrapolation.params[name]
+        low, high = interval[name]
+        figure.add_trace(
+            go.Scatter(
+                x=[default_cost(target) / base_cost],
+                y=[decision],
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [high - decision],
+                    "arrayminus": [decision - low],
+                },
+                mode="markers",
+                marker={"symbol": "star", "size": 14, "color": "rgb(214,39,40)"},
+                name=f"target (decision, {percent} interval)",
+                legendgroup="target",
+                showlegend=column == 1,
+            ),
+            row=1,
+            col=column,
+        )
+        figure.update_xaxes(title_text="relative compute", type="log", row=1, col=column)
+        figure.update_yaxes(type="log" if log_space else "linear", row=1, col=column)
+    figure.update_layout(
+        title=f"Optimum vs scale: law ({extrapolation.model}) and target {_label(extrapolation.target)}"
+    )
+    return figure
+
+
+def plot_walk_forward(extrapolation: Extrapolation) -> Any:
+    """Walk-forward validation: each rung's optimum predicted from cheaper rungs vs observed.
+
+    One panel per coordinate; one marker per fold (a rung predicted from strictly cheaper ones)
+    and per model of the family, the kept model (``extrapolation.model``) solid; the diagonal is a
+    perfect prediction. The hover text gives each model's regret at that rung.
+
+    Raises:
+        TransferSearchError: the fit has no walk-forward fold (too few rungs to validate).
+        ImportError: plotly is not installed.
+    """
+    go, make_subplots = _plotly()
+    folds = [f for f in extrapolation.walk_forward if f.surface is not None and f.points]
+    if not folds:
+        raise TransferSearchError(
+            f"the fit has no walk-forward fold to draw (model {extrapolation.model!r}: "
+            f"{extrapolation.selection_reason}). Add rungs: a fold needs a rung above two cheaper ones."
+        )
+    params = list(extrapolation.params)
+    figure = make_subplots(rows=1, cols=len(params), subplot_titles=params)
+    models = list(folds[0].points)
+    for column, name in enumerate(params, start=1):
+        log_space = name in extrapolation.log_params
+        shown: list[float] = []
+        for model in models:
+            xs, ys, text = [], [], []
+            for fold in folds:
+                surface = fold.surface
+                assert surface is not None  # filtered above
+                index = list(surface.names).index(name)
+                predicted = float(fold.points[model][index])
+                xs.append(surface.params[name])
+                ys.append(math.exp(predicted) if log_space else predicted)
+                text.append(
+                    f"{_label(fold.scale)}<br>from {fold.n_train} cheaper rung(s)<br>regret {fold.regret[model]:.3g}"
+                )
+            shown += xs + ys
+            kept = model == extrapolation.model
+            figure.add_trace(
+                go.Scatter(
+                    x=xs, y=ys, text=text, mode="markers", name=model + (" (kept)" if kept else ""),
+                    legendgroup=model, showlegend=column == 1,
+                    marker={"size": 11 if kept else 7, "symbol": "circle" if kept else "circle-open"},
+                ),
+                row=1,
+                col=column,
+            )  # fmt: skip
+        low, high = min(shown), max(shown)
+        figure.add_trace(
+            go.Scatter(
+                x=[low, high], y=[low, high], mode="lines", line={"color": "grey", "dash": "dot"},
+                name="predicted = observed", legendgroup="diagonal", showlegend=column == 1,
+            ),
+            row=1,
+            col=column,
+        )  # fmt: skip
+        axis = "log" if log_space else "linear"
+        figure.update_xaxes(title_text=f"observed optimal {name}", type=axis, row=1, col=column)
+        figure.update_yaxes(title_text=f"predicted {name}", type=axis, row=1, col=column)
+    figure.update_layout(title="Walk-forward validation: each rung predicted from cheaper rungs")
+    return figure
+
+
+def write_html_report(
+    source: Any, extrapolation: Extrapolation, path: str | Path, *, level: float = 0.9
+) -> Path:
+    """Write the three figures (those that apply) into one self-contained HTML file.
+
+    The walk-forward figure is left out, with a line saying why, when the fit has no fold.
+
+    Returns:
+        The path written (``.html`` added to a name without an extension).
+
+    Raises:
+        TransferSearchError: no trials. ImportError: plotly is not installed.
+    """
+    out = Path(path)
+    if out.is_dir():
+        out = out / "report.html"
+    elif not out.suffix:
+        out = out.with_name(f"{out.name}.html")
+    figures = [
+        plot_rung_landscapes(source, extrapolation),
+        plot_optimum_vs_scale(extrapolation, level=level),
+    ]
+    notes = []
+    try:
+        figures.append(plot_walk_forward(extrapolation))
+    except TransferSearchError as exc:
+        notes.append(str(exc))
+    parts = [
+        figure.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False)
+        for i, figure in enumerate(figures)
+    ]
+    summary = html.escape(extrapolation.summary())
+    body = "\n".join(
+        [f"<pre>{summary}</pre>", *parts, *(f"<p>{html.escape(n)}</p>" for n in notes)]
+    )
+    title = f"transfersearch: target {html.escape(_label(extrapolation.target))}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{title}</title></head>\n'
+        f"<body>\n<h1>{title}</h1>\n{body}\n</body></html>\n",
+        encoding="utf-8",
+    )
+    return out
