@@ -100,7 +100,7 @@ def _output_path(path: str | Path) -> Path:
     return out
 
 
-def _path_scales(start: Scale, end: Scale, names: Sequence[str], points: int) -> list[Scale]:
+def path_scales(start: Scale, end: Scale, names: Sequence[str], points: int) -> list[Scale]:
     """Scales on the geometric path from ``start`` to ``end`` over ``names``."""
     path = []
     for i in range(points):
@@ -247,7 +247,7 @@ def _law_panel(
     start = scales[0]
     shared = [n for n in target if n in start]
     if all(n in shared for n in names):
-        path = _path_scales(start, target, shared, 40)
+        path = path_scales(start, target, shared, 40)
         xs = [default_cost(s) / base_cost for s in path]
         ax.plot(xs, [law.predict(s) for s in path], color="tab:red", lw=1.5, label="fitted law")
         for optimum in extrapolation.optima:
