@@ -8,6 +8,7 @@ only while they do not exist yet.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -68,3 +69,31 @@ def test_torch_param_groups_example_runs() -> None:
 def test_ray_tune_gpu_example_runs() -> None:
     pytest.importorskip("ray")
     run_example("ray_tune_gpu.py", timeout=600)
+
+
+@pytest.mark.slow
+def test_hydra_sweep_example_climbs_the_ladder_and_gives_the_big_run(tmp_path: Path) -> None:
+    """hydra-optuna-sweeper with TransferSampler as its sampler: 24 trials over the 4 rungs, and
+    the study alone gives the target's hyperparameters (the sampler stored its space)."""
+    pytest.importorskip("hydra_plugins.hydra_optuna_sweeper")
+    import optuna
+
+    storage = f"sqlite:///{tmp_path / 'proxy.db'}"
+    out = run_example(
+        "hydra_sweep/train.py", "--multirun", f"hydra.sweeper.storage={storage}",
+        f"hydra.sweep.dir={tmp_path / 'multirun'}",
+    )  # fmt: skip
+    assert out.count("hidden lr=") == 24
+    study = optuna.load_study(study_name="proxy", storage=storage)
+    rungs = sorted(t.user_attrs["rung"] for t in study.trials)
+    assert rungs == sorted(list(range(4)) * 6)
+    assert all("hp.lr" in t.user_attrs for t in study.trials)  # recorded by suggest()
+    cli = subprocess.run(
+        [sys.executable, "-m", "transfersearch.cli", "extrapolate", "--storage", storage,
+         "--study", "proxy", "--target", "width=1024,dataset_size=3.2e5,batch_size=64", "--json",
+         "--n-bootstrap", "0"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    hp = json.loads(cli.stdout)["hyperparameters"]
+    assert hp["groups"]["hidden"]["lr"] > 0 and hp["scale"]["width"] == 1024
