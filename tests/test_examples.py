@@ -97,3 +97,17 @@ def test_hydra_sweep_example_climbs_the_ladder_and_gives_the_big_run(tmp_path: P
     assert cli.returncode == 0, cli.stderr
     hp = json.loads(cli.stdout)["hyperparameters"]
     assert hp["groups"]["hidden"]["lr"] > 0 and hp["scale"]["width"] == 1024
+
+
+def test_lightning_example_uses_the_groups_schedule_and_ema() -> None:
+    """configure_optimizers gets µP groups (width 32 → 128: hidden lr ÷ 4, weight decay × 4), the
+    callback's EMA momentum is ρ^κ (batch 64 → 128: 0.99² = 0.9801) and updates every step."""
+    pytest.importorskip("lightning")
+    out = run_example("lightning_module.py")
+    groups = {m.group(1): (float(m.group(2)), float(m.group(3)))
+              for m in re.finditer(r"^(\w+)\s+lr=([\d.e+-]+) weight_decay=([\d.e+-]+)$", out, re.M)}  # fmt: skip
+    assert set(groups) == {"input", "hidden", "output", "vector"}
+    assert groups["hidden"][0] == pytest.approx(groups["input"][0] / 4, rel=0.01)
+    assert groups["hidden"][1] == pytest.approx(groups["input"][1] * 4, rel=0.01)
+    assert groups["vector"][1] == 0.0
+    assert "ema momentum=0.98010 updates=48" in out  # 3 epochs × 2048/128 batches
