@@ -1,13 +1,11 @@
-"""The Optuna internals transfersearch touches, in one place (one comment per use).
+"""Every private Optuna name transfersearch touches, in one module (one comment per use).
 
-* Dead workers' trials (:func:`fail_silent_trials`, :class:`RetryOnce`): Optuna fails a RUNNING
-  trial only once it has a stale heartbeat, so a worker killed between creating a trial and its
-  first heartbeat leaves the trial RUNNING forever; and two workers that fail the same stale trial
-  at once both retry it (SQLite reads outside the writing transaction). Here a trial with no
-  heartbeat past the grace period is failed too, and a retry is made only by the process whose
-  claim on the failed trial is stored first (a plain INSERT under Optuna's UNIQUE(trial_id, key)).
-* Seeding a copied base sampler (:func:`seed_sampler`): Optuna's samplers offer only
-  ``reseed_rng()`` (fresh OS entropy); a reproducible per-rung copy needs a seed.
+A new Optuna version that renames one of these breaks here and nowhere else. What each group is
+for: the storage's keys of a study and a trial (:func:`storage_of`, :func:`study_id`,
+:func:`trial_id`), a live trial's system attributes (:func:`system_attrs`,
+:func:`set_system_attr`), the filtered study a base sampler sees (:class:`StudyView`), dead
+workers' trials (:func:`fail_silent_trials`, :class:`RetryOnce`, :func:`heartbeat_enabled`), and
+seeding a copied sampler (:func:`seed_sampler`).
 """
 
 from __future__ import annotations
@@ -17,18 +15,33 @@ import json
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Container, Mapping
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 if TYPE_CHECKING:
     import optuna
-    from optuna.storages import RDBStorage
-    from optuna.trial import FrozenTrial
+    from optuna.storages import BaseStorage, RDBStorage
+    from optuna.study import Study
+    from optuna.trial import FrozenTrial, Trial, TrialState
 
-__all__ = ["CLAIM_ATTR", "RetryOnce", "fail_silent_trials", "rdb_backend", "seed_sampler"]
+__all__ = [
+    "CLAIM_ATTR",
+    "RetryOnce",
+    "StudyView",
+    "fail_silent_trials",
+    "heartbeat_enabled",
+    "rdb_backend",
+    "seed_sampler",
+    "set_system_attr",
+    "storage_of",
+    "study_id",
+    "system_attrs",
+    "trial_id",
+    "view",
+]
 
 logger = logging.getLogger("transfersearch.integrations.optuna.stale")
 
@@ -36,6 +49,101 @@ logger = logging.getLogger("transfersearch.integrations.optuna.stale")
 CLAIM_ATTR = "transfersearch:retried-by"
 
 
+# ----------------------------------------------------------------------------------------------
+# Keys and attributes
+# ----------------------------------------------------------------------------------------------
+def storage_of(study: optuna.Study) -> BaseStorage:
+    """The storage a study runs on."""
+    return study._storage  # Study._storage: no public accessor; samplers write attrs through it
+
+
+def study_id(study: optuna.Study) -> int:
+    """The storage's key of a study."""
+    return study._study_id  # Study._study_id: the key every storage method takes
+
+
+def trial_id(trial: Trial | FrozenTrial) -> int:
+    """The storage's key of a trial (unique across studies, unlike ``trial.number``)."""
+    return trial._trial_id  # Trial/FrozenTrial._trial_id: the key storage methods take
+
+
+def system_attrs(trial: Trial | FrozenTrial) -> Mapping[str, Any]:
+    """A trial's system attributes; a live Trial reads them from its storage (fresh values)."""
+    from optuna.trial import FrozenTrial
+
+    if isinstance(trial, FrozenTrial):
+        return trial.system_attrs
+    return trial.storage.get_trial_system_attrs(trial_id(trial))
+
+
+def set_system_attr(study: optuna.Study, trial: Trial | FrozenTrial, key: str, value: Any) -> None:
+    """Write a system attribute (Optuna's public ``set_system_attr`` on trials was removed)."""
+    storage_of(study).set_trial_system_attr(trial_id(trial), key, value)
+
+
+def heartbeat_enabled(study: optuna.Study) -> bool:
+    """Whether the study's storage heartbeats its running trials."""
+    from optuna.storages._heartbeat import is_heartbeat_enabled  # private module, no public twin
+
+    return bool(is_heartbeat_enabled(storage_of(study)))
+
+
+# ----------------------------------------------------------------------------------------------
+# The study a base sampler or pruner sees
+# ----------------------------------------------------------------------------------------------
+class StudyView:
+    """A study whose trial lists are filtered (and optionally rewritten) by ``select``; every
+    other attribute is the study's own.
+
+    Optuna's samplers read a study's trials through the private ``Study._get_trials(deepcopy,
+    states, use_cache)`` (TPE, GP) as well as the public ``get_trials`` and ``trials``, so the view
+    overrides all three, and forwards everything else with ``__getattr__``.
+
+    Args:
+        study: the study.
+        select: trials of the study (every state) -> the trials the view shows; it must not
+            mutate them (copy one before changing it).
+    """
+
+    def __init__(
+        self, study: optuna.Study, select: Callable[[list[FrozenTrial]], list[FrozenTrial]]
+    ) -> None:
+        self._study = study
+        self._select = select
+
+    def _get_trials(  # mirrors the private Study._get_trials that Optuna's samplers call
+        self,
+        deepcopy: bool = True,
+        states: Container[TrialState] | None = None,
+        use_cache: bool = False,
+    ) -> list[FrozenTrial]:
+        everything = self._study._get_trials(  # Study._get_trials: the samplers' cached read
+            deepcopy=deepcopy, states=None, use_cache=use_cache
+        )
+        chosen = self._select(everything)
+        return chosen if states is None else [t for t in chosen if t.state in states]
+
+    def get_trials(
+        self, deepcopy: bool = True, states: Container[TrialState] | None = None
+    ) -> list[FrozenTrial]:
+        return self._get_trials(deepcopy=deepcopy, states=states)
+
+    @property
+    def trials(self) -> list[FrozenTrial]:
+        return self.get_trials()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._study, name)
+
+
+def view(study: Study, select: Callable[[list[FrozenTrial]], list[FrozenTrial]]) -> Study:
+    """:class:`StudyView` typed as a Study for the samplers and pruners it is handed to."""
+    return cast("Study", StudyView(study, select))
+
+
+# ----------------------------------------------------------------------------------------------
+# Dead workers
+# ----------------------------------------------------------------------------------------------
 def rdb_backend(storage: Any) -> RDBStorage | None:
     """The RDBStorage behind ``storage`` (None for journal and in-memory storages)."""
     from optuna.storages import RDBStorage
@@ -45,10 +153,10 @@ def rdb_backend(storage: Any) -> RDBStorage | None:
     return backend if isinstance(backend, RDBStorage) else None
 
 
-def claim_retry(backend: RDBStorage, trial_id: int) -> bool:
+def claim_retry(backend: RDBStorage, key: int) -> bool:
     """True in exactly one process: the first to store :data:`CLAIM_ATTR` on the trial."""
     import sqlalchemy
-    from optuna.storages._rdb import models
+    from optuna.storages._rdb import models  # private: the RDB schema (no public twin)
 
     owner = json.dumps(f"{socket.gethostname()}:{os.getpid()}")
     # Optuna's schema: trial_system_attributes has UNIQUE(trial_id, key), so a plain INSERT (not
@@ -57,7 +165,7 @@ def claim_retry(backend: RDBStorage, trial_id: int) -> bool:
     try:
         with backend.engine.begin() as connection:
             connection.execute(
-                sqlalchemy.insert(table).values(trial_id=trial_id, key=CLAIM_ATTR, value_json=owner)
+                sqlalchemy.insert(table).values(trial_id=key, key=CLAIM_ATTR, value_json=owner)
             )
     except sqlalchemy.exc.IntegrityError:
         return False
@@ -75,8 +183,8 @@ class RetryOnce:
         self._retry = retry
 
     def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        backend = rdb_backend(study._storage)  # Study._storage: the storage the study runs on
-        if backend is not None and not claim_retry(backend, trial._trial_id):
+        backend = rdb_backend(storage_of(study))
+        if backend is not None and not claim_retry(backend, trial_id(trial)):
             logger.info("trial %d went stale; another worker retries it", trial.number)
             return
         logger.info("trial %d went stale (its worker died); retrying it", trial.number)
@@ -91,11 +199,11 @@ def fail_silent_trials(study: optuna.Study, grace_period: float) -> list[int]:
     period must exceed the clocks' skew.
     """
     from optuna.exceptions import UpdateFinishedTrialError
-    from optuna.storages._rdb import models
+    from optuna.storages._rdb import models  # private: the RDB schema (no public twin)
     from optuna.trial import TrialState
     from sqlalchemy.orm import Session
 
-    storage = study._storage  # Study._storage: the storage the study runs on
+    storage = storage_of(study)
     backend = rdb_backend(storage)
     if backend is None or backend.get_heartbeat_interval() is None:
         return []
@@ -106,7 +214,7 @@ def fail_silent_trials(study: optuna.Study, grace_period: float) -> list[int]:
         silent = (
             session.query(trial_model)
             .outerjoin(heartbeat_model, heartbeat_model.trial_id == trial_model.trial_id)
-            .filter(trial_model.study_id == study._study_id)  # Study._study_id: its storage key
+            .filter(trial_model.study_id == study_id(study))
             .filter(trial_model.state == TrialState.RUNNING)
             .filter(heartbeat_model.trial_id.is_(None))
             .all()
@@ -115,15 +223,15 @@ def fail_silent_trials(study: optuna.Study, grace_period: float) -> list[int]:
         rows = [(trial.trial_id, trial.datetime_start) for trial in silent]
     cutoff = datetime.now() - timedelta(seconds=grace_period)
     failed = []
-    for trial_id, started in rows:
+    for key, started in rows:
         if started is None or started > cutoff:
             continue
         try:
-            if not storage.set_trial_state_values(trial_id, state=TrialState.FAIL):
+            if not storage.set_trial_state_values(key, state=TrialState.FAIL):
                 continue
         except UpdateFinishedTrialError:
             continue  # another process finished or failed it first
-        trial = copy.deepcopy(storage.get_trial(trial_id))
+        trial = copy.deepcopy(storage.get_trial(key))
         logger.warning(
             "trial %d has been RUNNING since %s without a heartbeat (its worker died before the "
             "first one); failed it",
@@ -137,6 +245,9 @@ def fail_silent_trials(study: optuna.Study, grace_period: float) -> list[int]:
     return failed
 
 
+# ----------------------------------------------------------------------------------------------
+# Seeding
+# ----------------------------------------------------------------------------------------------
 def seed_sampler(sampler: Any, seed: int) -> bool:
     """Seed an Optuna sampler's random generator (and its fallback sampler's); False where it
     has none this knows of (Random, TPE, GP and NSGA samplers keep one)."""

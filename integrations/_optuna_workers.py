@@ -2,7 +2,7 @@
 
 ``launch_workers`` (and ``python -m transfersearch.integrations.optuna workers``) starts one
 process per *slot*. A GPU gets as many slots as the most packable rung allows (``trials_per_gpu``;
-default :meth:`TransferPlanner.gpu_packing`: the most expensive rung alone, a rung costing at most
+default :func:`transfersearch.resources.trials_per_gpu`: the most expensive rung alone, a rung costing at most
 1/k of it k per GPU, at most ``max_per_gpu``). Every process sees exactly one GPU through
 ``CUDA_VISIBLE_DEVICES``. Before its objective runs, a trial takes ``capacity / k_rung`` units of
 its GPU from a file-lock semaphore shared by the processes on that GPU, so k small-rung trials
@@ -64,6 +64,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from transfersearch.errors import TransferSearchError
+from transfersearch.resources import trials_per_gpu as packing_by_cost
 
 if TYPE_CHECKING:
     import optuna
@@ -74,8 +75,10 @@ __all__ = [
     "WorkerSlot",
     "detect_gpus",
     "launch_workers",
+    "lease_units",
     "main",
     "plan_slots",
+    "resolve_packing",
 ]
 
 logger = logging.getLogger("transfersearch.integrations.optuna.workers")
@@ -153,12 +156,17 @@ def _resolve_gpus(gpus: str | int | Sequence[int | str] | None) -> list[str]:
     return [str(g) for g in gpus]
 
 
-def _packing(
+def resolve_packing(
     trials_per_gpu: int | Mapping[int, int] | None,
     n_rungs: int,
     default: Sequence[int] | None,
 ) -> tuple[int, ...]:
-    """Trials per GPU for each rung (cost order)."""
+    """Trials per GPU for each rung (cost order): ``trials_per_gpu`` as given (an int for every
+    rung, or a dict rung -> int, others 1), else ``default`` (the cost rule), else one each.
+
+    Raises:
+        TransferSearchError: a rung the ladder lacks, a count below 1, or another type.
+    """
     if trials_per_gpu is None:
         return tuple(default) if default is not None else (1,) * max(n_rungs, 1)
     if isinstance(trials_per_gpu, int) and not isinstance(trials_per_gpu, bool):
@@ -180,7 +188,7 @@ def _packing(
     return packing
 
 
-def _units(packing: Sequence[int]) -> tuple[int, dict[int, int]]:
+def lease_units(packing: Sequence[int]) -> tuple[int, dict[int, int]]:
     """Semaphore capacity per GPU and the units a trial of each rung takes (capacity / k)."""
     capacity = math.lcm(*packing)
     return capacity, {rung: capacity // k for rung, k in enumerate(packing)}
@@ -305,7 +313,7 @@ def _progress(study: optuna.Study) -> tuple[int, int, int]:
     """(done, running, waiting): done = complete, pruned, or failed by the objective."""
     from optuna.trial import TrialState
 
-    from transfersearch.integrations.optuna import _died
+    from transfersearch.integrations._optuna_trials import died
 
     trials = study.get_trials(deepcopy=False)
     retried = {n for t in trials for n in t.system_attrs.get("retry_history", ())}
@@ -314,7 +322,7 @@ def _progress(study: optuna.Study) -> tuple[int, int, int]:
         if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
             done += 1
         elif trial.state == TrialState.FAIL:
-            done += not (_died(trial) or trial.number in retried)
+            done += not (died(trial) or trial.number in retried)
         elif trial.state == TrialState.RUNNING:
             running += 1
         elif trial.state == TrialState.WAITING:
@@ -343,10 +351,14 @@ def run_worker(
         The number of trials this worker ran.
     """
     import optuna
-    from optuna.storages._heartbeat import is_heartbeat_enabled
 
-    from transfersearch.integrations._optuna_shim import fail_silent_trials
-    from transfersearch.integrations.optuna import RUNG_ATTR, _system_attrs, make_storage
+    from transfersearch.integrations._optuna_shim import (
+        fail_silent_trials,
+        heartbeat_enabled,
+        system_attrs,
+    )
+    from transfersearch.integrations._optuna_trials import RUNG_ATTR
+    from transfersearch.integrations.optuna import make_storage
 
     func, sampler, pruner = _load(objective, sampler_attr)
     if sampler is not None:
@@ -366,7 +378,7 @@ def run_worker(
     host, pid = socket.gethostname(), os.getpid()
 
     def leased(trial: optuna.Trial) -> Any:
-        rung = _system_attrs(trial).get(RUNG_ATTR)
+        rung = system_attrs(trial).get(RUNG_ATTR)
         need = capacity if units is None or rung is None else units.get(int(rung), capacity)
         trial.set_user_attr("worker.host", host)
         trial.set_user_attr("worker.pid", pid)
@@ -389,7 +401,7 @@ def run_worker(
             if waiting or done + running < n_trials:
                 study.optimize(leased, n_trials=1, catch=(Exception,), gc_after_trial=False)
                 ran += 1
-            elif running and is_heartbeat_enabled(study._storage):
+            elif running and heartbeat_enabled(study):
                 # A running trial may belong to a dead worker: wait for its retry. Each wait is
                 # bounded: a live trial heartbeats, a dead one is failed after the grace period.
                 time.sleep(poll)
@@ -449,7 +461,8 @@ def launch_workers(
         gpus: None or "auto" (detect: ``CUDA_VISIBLE_DEVICES``, ``nvidia-smi -L``, torch), an
             int (GPUs 0..n-1), or a list / comma-separated string of ids. No GPU: CPU workers.
         trials_per_gpu: trials of a rung that share one GPU: a dict rung -> k (missing rungs 1),
-            an int for all rungs, or None for the sampler's :meth:`TransferPlanner.gpu_packing`.
+            an int for all rungs, or None for :func:`transfersearch.resources.trials_per_gpu` of the
+            sampler's rung costs.
         max_per_gpu: the cap of the default packing rule.
         cpu_workers: processes without GPUs (default ``min(4, os.cpu_count())``).
         sampler_attr: the module attribute holding the sampler.
@@ -480,9 +493,9 @@ def launch_workers(
     n_rungs = 1
     if isinstance(sampler, TransferSampler):
         n_rungs = len(sampler.ladder)
-        default_packing = sampler.planner.gpu_packing(max_per_gpu)
-    packing = _packing(trials_per_gpu, n_rungs, default_packing)
-    capacity, units = _units(packing)
+        default_packing = packing_by_cost(sampler.planner.costs, max_per_gpu)
+    packing = resolve_packing(trials_per_gpu, n_rungs, default_packing)
+    capacity, units = lease_units(packing)
     gpu_ids = _resolve_gpus(gpus)
     slots = plan_slots(gpu_ids, packing, cpu_workers or min(4, os.cpu_count() or 1))
     optuna.create_study(

@@ -1,7 +1,7 @@
 """Per-rung resource requests for Ray Tune: pack small proxies onto shared GPUs.
 
-The rule is the core's :func:`transfersearch.ladder.gpu_shares` (the Optuna launcher's
-:meth:`TransferPlanner.gpu_packing` applies it too): a rung whose cost is ``c`` and the largest
+The rule is the core's :func:`transfersearch.resources.gpu_shares` (the Optuna launcher's
+:func:`~transfersearch.resources.trials_per_gpu` applies it too): a rung whose cost is ``c`` and the largest
 rung's ``c_max`` asks for ``max_gpu · c / c_max`` GPUs, never less than ``min_gpu``; shares below
 one GPU are rounded *up* to a unit fraction 1/k (so k trials fill one GPU exactly), shares of one
 or more to whole GPUs. A share is the GPU compute a trial's cost deserves: every rung then runs for
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from transfersearch.errors import TransferSearchError, check_positive
-from transfersearch.ladder import gpu_shares
+from transfersearch.resources import gpu_shares
 from transfersearch.scale import Scale
 
 __all__ = ["RungResources"]

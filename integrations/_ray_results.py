@@ -2,7 +2,7 @@
 
 Both the searcher (live trials, to feed the law) and :func:`observations_from_result_grid` (a
 finished or restored experiment) turn a trial's last result into an :class:`Observation` with the
-same rule, :func:`classify`:
+same rule, :func:`observations_from_outcomes`:
 
 * the trial raised (Ray marks it errored) → ``state="failed"``, value NaN (a diverged run);
 * its metric is NaN or ±inf → ``state="complete"`` with that value (diverged: it bounds the region);
@@ -30,10 +30,10 @@ from numbers import Real
 from typing import Any
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.observations import Observation
+from transfersearch.observations import Observation, numeric_params
 from transfersearch.scale import Scale
 
-__all__ = ["StoredTrial", "TrialOutcome", "classify", "numeric_params", "read_experiment"]
+__all__ = ["StoredTrial", "TrialOutcome", "observations_from_outcomes", "read_experiment"]
 
 logger = logging.getLogger(__name__)
 
@@ -163,18 +163,9 @@ class TrialOutcome:
     progress: float | None
 
 
-def numeric_params(params: Mapping[str, Any]) -> dict[str, float]:
-    """The coordinates an Observation can hold: finite real numbers (Choice strings are dropped)."""
-    out: dict[str, float] = {}
-    for name, value in params.items():
-        if isinstance(value, bool) or not isinstance(value, Real):
-            continue
-        if math.isfinite(float(value)):
-            out[name] = float(value)
-    return out
-
-
-def classify(outcomes: Iterable[TrialOutcome], *, max_t: float | None = None) -> list[Observation]:
+def observations_from_outcomes(
+    outcomes: Iterable[TrialOutcome], *, max_t: float | None = None
+) -> list[Observation]:
     """Turn ended trials into observations (see the module docstring for the rule).
 
     Args:

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from transfersearch.errors import TransferSearchError
+from transfersearch.report import new_figure
 from transfersearch.space import Hyperparameters
 
 from ._torch_groups import Pattern, classify, clean_name, named_parameters, unwrap
@@ -90,14 +91,6 @@ class Diagnostics:
         return "\n".join(lines)
 
 
-def _pyplot() -> Any:
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("plotting needs matplotlib: pip install 'transfersearch[plot]'") from exc
-    return plt
-
-
 def diagnostics(
     model: nn.Module,
     hp: Hyperparameters,
@@ -157,8 +150,8 @@ def diagnostics(
         )
     figure = None
     if plot:
-        plt = _pyplot()
-        figure, axis = plt.subplots(figsize=(max(4.0, 0.5 * len(rows)), 3.5))
+        figure = new_figure(figsize=(max(4.0, 0.5 * len(rows)), 3.5))
+        axis = figure.subplots()
         ratios = [r.singular_value_ratio or float("nan") for r in rows]
         axis.bar(range(len(rows)), ratios)
         axis.set_xticks(range(len(rows)), [r.name for r in rows], rotation=90, fontsize=7)
@@ -308,8 +301,8 @@ def coord_check(
     rms = {k: v for k, v in rms.items() if set(v) == set(widths)}
     figure = None
     if plot:
-        plt = _pyplot()
-        figure, axis = plt.subplots(figsize=(5, 3.5))
+        figure = new_figure(figsize=(5, 3.5))
+        axis = figure.subplots()
         for layer, per_width in rms.items():
             axis.plot(widths, [per_width[w][-1] for w in widths], marker="o", label=layer)
         axis.set_xscale("log")

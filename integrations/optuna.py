@@ -1,4 +1,4 @@
-"""Optuna integration: a sampler that walks a proxy ladder and carries what it learns upward.
+"""Optuna adapter: a sampler that walks a proxy ladder and carries what it learns upward.
 
 .. code-block:: python
 
@@ -16,46 +16,9 @@
     study.optimize(objective, n_trials=120)
     result = ts.extrapolate(study, target=ts.Scale(width=4096, dataset_size=1e7, batch_size=256))
 
-How a trial is planned (all decisions are made by :class:`~transfersearch.ladder.TransferPlanner`,
-the same code the Ray Tune adapter uses):
-
-* ``before_trial`` picks the rung with :meth:`TransferPlanner.assign_rung` from the trials in
-  storage (running, complete, pruned and failed-by-the-objective count: a diverged trial cost
-  compute; a dead worker's trial does not, it is retried), stores it in
-  the trial's system attributes (``"transfersearch:rung"``) so it is decided once, and records
-  ``rung``, ``scale.<name>`` and ``transfer`` (where the coordinates came from) as user attributes.
-  With several workers two trials may see the same counts; a budget then overshoots by at most the
-  number of workers.
-* Law gating (``gate_on_law=True``, the default; matters only with several workers or
-  ``n_jobs``): a rung from the third cheapest on is not started while its law is pending, i.e.
-  while the trials that would give two other rungs ``min_trials`` finished trials are still
-  RUNNING. An Optuna worker cannot wait, so the trial is detoured to the cheapest lower rung that
-  has started fewer than ``detour_limit`` (default 2) times its budget, and records the rung it
-  was kept from as the user attribute ``detoured_from``. The detours overshoot the lower rungs'
-  budgets by the cheap trials that fit into the wait (the gate opens when the running trials
-  finish; a rung never goes past ``detour_limit`` × its budget, after which the trial runs
-  without the law), and the study needs that many more trials to fill the larger rungs. A
-  RUNNING trial of a dead worker keeps the gate closed until the heartbeat fails it. Trials
-  that run one at a time are never gated.
-* Once two other rungs have optimum estimates, :meth:`TransferPlanner.propose` returns the law's
-  predicted optimum (``law-point``) or a draw around it (``law-neighbourhood``);
-  ``sample_relative`` returns those coordinates. Otherwise the base sampler decides and sees only
-  the trials of its own rung (a filtered view of the study), so TPE or GP never mixes the loss
-  landscapes of different scales. Each rung gets its own copy of the base sampler, because
-  samplers keep per-study state (search-space cursors, fitted kernels) between calls.
-* :meth:`TransferSampler.suggest` turns the coordinates into real Optuna parameters (with the
-  space's distributions) and concrete per-group hyperparameters, recorded as ``hp.lr`` and
-  ``hp.weight_decay`` (hidden group, PyTorch's coupled convention) and ``hp`` (every group,
-  betas, eps, steps, ...) user attributes, so ``study.trials_dataframe()`` and optuna-dashboard
-  show them.
-
-Faults: a trial returning NaN is marked FAIL by Optuna and read back as a diverged observation
-(``state="failed"``); it uses up its rung's budget, and its rung's base sampler sees it as a
-COMPLETE trial with the worst value of the rung, so TPE or GP learns to stay off the cliff. A
-trial failed by the storage heartbeat (its worker died) is left out of the fit, and
-:func:`make_storage` retries it. Use :class:`RungPruner` to make a pruner compare trials within
-one rung. :func:`launch_workers` (and ``python -m transfersearch.integrations.optuna
-workers``) runs one worker process per GPU slot on one study.
+Rung policy, law gating, per-rung base samplers and how failed trials are told are described in
+``docs/design.md``; the worker launcher is ``_optuna_workers.py``, Optuna's privates are used in
+``_optuna_shim.py`` only.
 """
 
 from __future__ import annotations
@@ -65,12 +28,10 @@ import copy
 import difflib
 import inspect
 import logging
-import math
 import os
 import threading
-from collections.abc import Callable, Container, Mapping, Sequence
-from numbers import Real
-from typing import Any, cast
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -93,10 +54,22 @@ except ImportError as exc:  # pragma: no cover - exercised only without optuna
     ) from exc
 
 from transfersearch.errors import TransferSearchError
+from transfersearch.integrations import _optuna_shim as shim
 from transfersearch.integrations._optuna_shim import RetryOnce, seed_sampler
 from transfersearch.integrations._optuna_space import record_space
+from transfersearch.integrations._optuna_trials import (
+    COUNTED_STATES,
+    RUNG_ATTR,
+    TOLD_ATTR,
+    died,
+    observation,
+    rung_of,
+    told_fail,
+    worst_value,
+)
 from transfersearch.ladder import Proposal, TransferPlanner
-from transfersearch.observations import Observation
+from transfersearch.ledger import TrialLedger
+from transfersearch.observations import Observation, register_reader
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Distribution, Float, Hyperparameters, Int, TransferSpace
 
@@ -108,20 +81,16 @@ __all__ = [
     "detect_gpus",
     "hyperparameter_attrs",
     "launch_workers",
+    "lease_units",
     "main",
     "make_storage",
     "observations_from_study",
     "plan_slots",
+    "resolve_packing",
     "to_optuna_distribution",
 ]
 
-#: System attribute holding a trial's rung (index into the cost-ordered ladder).
-RUNG_ATTR = "transfersearch:rung"
-#: System attribute set when the objective (not the heartbeat) finished a trial as FAIL.
-_TOLD_ATTR = "transfersearch:told-fail"
-_COUNTED_STATES = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
-
-logger = logging.getLogger("transfersearch.integrations.optuna")
+logger = logging.getLogger(__name__)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -160,136 +129,38 @@ def _suggest(trial: Trial, name: str, dist: Distribution) -> Any:
 # ----------------------------------------------------------------------------------------------
 # The per-rung view a base sampler or pruner sees
 # ----------------------------------------------------------------------------------------------
-def _system_attrs(trial: Trial | FrozenTrial) -> Mapping[str, Any]:
-    """A trial's system attributes (a live Trial reads them from its storage)."""
-    if isinstance(trial, FrozenTrial):
-        return trial.system_attrs
-    return trial.storage.get_trial_system_attrs(trial._trial_id)
-
-
-def _rung_of(trial: FrozenTrial) -> int | None:
-    rung = trial.system_attrs.get(RUNG_ATTR)
-    return None if rung is None else int(rung)
-
-
-class _RungView:
-    """A study as seen from one rung: ``get_trials``/``_get_trials``/``trials`` keep only the
-    trials of ``rung``; every other attribute is the study's own.
+def _rung_view(study: Study, rung: int, *, failed_as_worst: bool = False) -> Study:
+    """``study`` restricted to the trials of ``rung``.
 
     With ``failed_as_worst`` (the base sampler's view), a trial the objective failed (it returned
     NaN, i.e. diverged, or raised) appears as COMPLETE with the worst value seen (see
-    :func:`_worst_value`), so TPE or GP learns to avoid its region instead of never hearing of it.
+    :func:`~transfersearch.integrations._optuna_trials.worst_value`), so TPE or GP learns to
+    avoid its region instead of never hearing of it.
     """
 
-    def __init__(self, study: Study, rung: int, *, failed_as_worst: bool = False) -> None:
-        self._study = study
-        self._rung = rung
-        self._failed_as_worst = failed_as_worst
-
-    def _get_trials(
-        self,
-        deepcopy: bool = True,
-        states: Container[TrialState] | None = None,
-        use_cache: bool = False,
-    ) -> list[FrozenTrial]:
-        if not self._failed_as_worst or (states is not None and TrialState.COMPLETE not in states):
-            trials = self._study._get_trials(deepcopy=deepcopy, states=states, use_cache=use_cache)
-            return [t for t in trials if t.system_attrs.get(RUNG_ATTR) == self._rung]
-        # Fetch the FAIL trials too: the told ones stand in as COMPLETE.
-        everything = self._study._get_trials(deepcopy=deepcopy, states=None, use_cache=use_cache)
-        worst = _worst_value(everything, self._rung, self._study.direction)
-        result = []
-        for trial in everything:
-            if trial.system_attrs.get(RUNG_ATTR) != self._rung:
-                continue
-            if worst is not None and _told_fail(trial):
+    def select(trials: list[FrozenTrial]) -> list[FrozenTrial]:
+        own = [t for t in trials if t.system_attrs.get(RUNG_ATTR) == rung]
+        if not failed_as_worst or not any(told_fail(t) for t in own):
+            return own
+        worst = worst_value(trials, rung, study.direction)
+        if worst is None:
+            return own
+        shown = []
+        for trial in own:
+            if told_fail(trial):
                 trial = copy.copy(trial)  # never change the study's (cached) trial
                 trial.state = TrialState.COMPLETE
                 trial.values = [worst]
-            if states is None or trial.state in states:
-                result.append(trial)
-        return result
+            shown.append(trial)
+        return shown
 
-    def get_trials(
-        self, deepcopy: bool = True, states: Container[TrialState] | None = None
-    ) -> list[FrozenTrial]:
-        return self._get_trials(deepcopy=deepcopy, states=states)
-
-    @property
-    def trials(self) -> list[FrozenTrial]:
-        return self.get_trials()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._study, name)
-
-
-def _rung_view(study: Study, rung: int, *, failed_as_worst: bool = False) -> Study:
-    """``study`` restricted to the trials of ``rung`` (typed as a Study for its users)."""
-    return cast(Study, _RungView(study, rung, failed_as_worst=failed_as_worst))
-
-
-def _told_fail(trial: FrozenTrial) -> bool:
-    """True for a FAIL the objective decided (NaN = diverged, or an exception), not a heartbeat."""
-    return trial.state == TrialState.FAIL and bool(trial.system_attrs.get(_TOLD_ATTR, False))
-
-
-def _worst_value(
-    trials: Sequence[FrozenTrial], rung: int, direction: optuna.study.StudyDirection
-) -> float | None:
-    """The worst finite COMPLETE value on ``rung`` (the study's worst where the rung has none;
-    None where no trial completed): what a failed trial is told to the base sampler as.
-
-    The worst value, not a penalty beyond it: it ranks a diverged point last without inventing a
-    scale, so TPE puts it among the bad trials and a GP sees a plateau, not a cliff of made-up
-    height.
-    """
-    pick = max if direction == optuna.study.StudyDirection.MINIMIZE else min
-    for own_rung_only in (True, False):
-        values = [
-            float(t.values[0])
-            for t in trials
-            if t.state == TrialState.COMPLETE
-            and t.values
-            and math.isfinite(t.values[0])
-            and (not own_rung_only or t.system_attrs.get(RUNG_ATTR) == rung)
-        ]
-        if values:
-            return pick(values)
-    return None
+    viewed: Study = shim.view(study, select)
+    return viewed
 
 
 # ----------------------------------------------------------------------------------------------
 # Observations
 # ----------------------------------------------------------------------------------------------
-def _numeric_params(params: Mapping[str, Any]) -> dict[str, float]:
-    return {
-        name: float(value)
-        for name, value in params.items()
-        if isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value)
-    }
-
-
-def _observation(trial: FrozenTrial, scale: Mapping[str, float]) -> Observation:
-    """One finished trial as an Observation (its raw value; NaN for FAIL or a missing value)."""
-    if trial.state == TrialState.COMPLETE:
-        value, state = float(trial.values[0]), "complete"
-    elif trial.state == TrialState.PRUNED:
-        last = trial.values[0] if trial.values else math.nan
-        value, state = float(last), "pruned"
-    else:
-        value, state = math.nan, "failed"
-    return Observation(scale=scale, params=_numeric_params(trial.params), value=value, state=state)
-
-
-def _died(trial: FrozenTrial) -> bool:
-    """True for a FAIL that the heartbeat (a dead worker), not the objective, decided."""
-    return (
-        trial.state == TrialState.FAIL
-        and RUNG_ATTR in trial.system_attrs
-        and not trial.system_attrs.get(_TOLD_ATTR, False)
-    )
-
-
 def observations_from_study(study: Study) -> list[Observation]:
     """The trials of a study run with :class:`TransferSampler`, as observations.
 
@@ -304,7 +175,7 @@ def observations_from_study(study: Study) -> list[Observation]:
         TransferSearchError: the study is multi-objective, or it has finished trials but none
             carries ``scale.*`` user attributes.
     """
-    if study._is_multi_objective():
+    if len(study.directions) > 1:
         raise TransferSearchError(
             f"study {study.study_name!r} has {len(study.directions)} objectives; transfersearch "
             "fits one metric. Use a single-objective study."
@@ -315,9 +186,9 @@ def observations_from_study(study: Study) -> list[Observation]:
     result: list[Observation] = []
     for trial in trials:
         scale = {k[6:]: v for k, v in trial.user_attrs.items() if k.startswith("scale.")}
-        if not scale or _died(trial):
+        if not scale or died(trial):
             continue
-        result.append(_observation(trial, scale))
+        result.append(observation(trial, scale))
     if trials and not result:
         raise TransferSearchError(
             f"none of the {len(trials)} finished trials of study {study.study_name!r} records a "
@@ -325,6 +196,9 @@ def observations_from_study(study: Study) -> list[Observation]:
             "trial.set_user_attr('scale.width', ...) for each scale variable."
         )
     return result
+
+
+register_reader("optuna", observations_from_study)  # as_observations(study) reads with it
 
 
 # ----------------------------------------------------------------------------------------------
@@ -344,6 +218,73 @@ def hyperparameter_attrs(hp: Hyperparameters) -> dict[str, Any]:
         k: v for k, v in data.items() if k not in ("scale", "coordinates", "lr", "weight_decay")
     }
     return {"hp.lr": data["lr"], "hp.weight_decay": data["weight_decay"], "hp": rest}
+
+
+# ----------------------------------------------------------------------------------------------
+# What the sampler knows of a study's trials
+# ----------------------------------------------------------------------------------------------
+class _Tally:
+    """Per-rung counts and the finished trials of one study, kept up to date incrementally.
+
+    A finished trial never changes, so each is read once: :meth:`update` looks only at trials
+    new since the last call and at those that were still unfinished then (about as many as run
+    concurrently). The cost per planned trial is then flat in the study's size.
+    """
+
+    def __init__(self, ladder: Sequence[Scale]) -> None:
+        self.ladder = tuple(ladder)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every trial."""
+        self.seen = 0  # trials number 0 .. seen-1 have been looked at
+        self.unfinished: dict[int, FrozenTrial] = {}  # by number: RUNNING or WAITING when seen
+        self.finished = [0] * len(self.ladder)  # finished trials that used up their rung's budget
+        self.ledger = TrialLedger()
+
+    def update(self, trials: Sequence[FrozenTrial]) -> None:
+        """Take in the study's trials (all of them, in number order, as Optuna lists them)."""
+        if len(trials) < self.seen or any(t.number != i for i, t in _tail(trials, self.seen)):
+            logger.debug("trial numbers are not positions in the list; recounting every trial")
+            self.reset()
+            numbered: Sequence[FrozenTrial] = sorted(trials, key=lambda t: t.number)
+        else:
+            numbered = trials
+        for trial in numbered[self.seen :]:
+            self.unfinished[trial.number] = trial
+        self.seen = max(self.seen, len(numbered))
+        for number in list(self.unfinished):
+            current = numbered[number] if number < len(numbered) else None
+            if current is None or not current.state.is_finished():
+                if current is not None:
+                    self.unfinished[number] = current
+                continue
+            del self.unfinished[number]
+            rung = rung_of(current)
+            if rung is None or not 0 <= rung < len(self.ladder):
+                continue
+            if current.state in COUNTED_STATES or told_fail(current):
+                self.finished[rung] += 1
+            if not died(current):
+                self.ledger.append(observation(current, self.ladder[rung]))
+
+    def counts(self, exclude: int) -> tuple[list[int], list[int]]:
+        """(started, running) per rung, leaving out trial number ``exclude`` (the one planned)."""
+        started = list(self.finished)
+        running = [0] * len(self.ladder)
+        for number, trial in self.unfinished.items():
+            rung = rung_of(trial)
+            if number == exclude or rung is None or not 0 <= rung < len(self.ladder):
+                continue
+            if trial.state == TrialState.RUNNING:
+                started[rung] += 1
+                running[rung] += 1
+        return started, running
+
+
+def _tail(trials: Sequence[FrozenTrial], seen: int) -> list[tuple[int, FrozenTrial]]:
+    """The positions where a numbering mismatch would show: the last seen and the last trial."""
+    return [(i, trials[i]) for i in {seen - 1, len(trials) - 1} if 0 <= i < len(trials)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -367,8 +308,9 @@ class TransferSampler(BaseSampler):
         **planner_kwargs: passed to :class:`~transfersearch.ladder.TransferPlanner`
             (``trials_per_rung``, ``cost``, ``min_trials``, ``focus``, ``seed``, ``transfer``,
             ``gate_on_law``, ``detour_limit``, ...).
-            Not ``direction``: the planner takes it from the study (``study.direction``) when
-            each trial is planned, so a ``maximize`` study transfers the maximum.
+            Not ``direction``: the sampler takes it from the study (``study.direction``) the
+            first time it plans a trial, and keeps it (a ``maximize`` study transfers the
+            maximum); a study of the other direction is then refused.
 
     Raises:
         TransferSearchError: a bad space, ladder or planner option (``direction`` among them);
@@ -412,7 +354,8 @@ class TransferSampler(BaseSampler):
             name: to_optuna_distribution(dist) for name, dist in space.distributions.items()
         }
         self._proposals: dict[int, Proposal] = {}
-        self._observations: dict[int, Observation] = {}
+        self._tallies: dict[tuple[int, str], _Tally] = {}
+        self._bound = False  # the planner's direction is the study's (set on the first trial)
         self._lock = threading.Lock()
         self._space_stored: set[str] = set()  # studies already holding the space
 
@@ -483,10 +426,10 @@ class TransferSampler(BaseSampler):
         Raises:
             TransferSearchError: the trial was not started by a study using this sampler.
         """
-        proposal = self._proposals.get(trial._trial_id)
+        proposal = self._proposals.get(shim.trial_id(trial))
         if proposal is not None:
             return proposal.rung
-        rung = _system_attrs(trial).get(RUNG_ATTR)
+        rung = shim.system_attrs(trial).get(RUNG_ATTR)
         if rung is None:
             raise TransferSearchError(
                 f"trial {trial.number} has no rung: its study does not use this TransferSampler. "
@@ -530,7 +473,7 @@ class TransferSampler(BaseSampler):
         self._planner.reseed()
 
     def before_trial(self, study: Study, trial: FrozenTrial) -> None:
-        if study._is_multi_objective():
+        if len(study.directions) > 1:
             raise TransferSearchError(
                 f"TransferSampler fits one metric, but study {study.study_name!r} has "
                 f"{len(study.directions)} objectives. Use a single-objective study."
@@ -538,17 +481,16 @@ class TransferSampler(BaseSampler):
         if study.study_name not in self._space_stored and record_space(study, self.space):
             self._space_stored.add(study.study_name)  # read back by ts.stored_space(study)
         proposal, detoured_from = self._plan(study, trial)
-        self._proposals[trial._trial_id] = proposal
-        storage, trial_id = study._storage, trial._trial_id
+        self._proposals[shim.trial_id(trial)] = proposal
         if trial.system_attrs.get(RUNG_ATTR) != proposal.rung:
-            storage.set_trial_system_attr(trial_id, RUNG_ATTR, proposal.rung)
+            shim.set_system_attr(study, trial, RUNG_ATTR, proposal.rung)
         attrs: dict[str, Any] = {"rung": proposal.rung, "transfer": proposal.source}
         if detoured_from is not None:
             attrs["detoured_from"] = detoured_from
         attrs.update({f"scale.{k}": v for k, v in self.ladder[proposal.rung].items()})
         for key, value in attrs.items():
             if trial.user_attrs.get(key) != value:
-                storage.set_trial_user_attr(trial_id, key, value)
+                shim.storage_of(study).set_trial_user_attr(shim.trial_id(trial), key, value)
         view = _rung_view(study, proposal.rung, failed_as_worst=True)
         self.rung_sampler(proposal.rung).before_trial(view, trial)
 
@@ -563,58 +505,49 @@ class TransferSampler(BaseSampler):
                     f"trial {trial.number} asks for rung={rung!r}, but the ladder has "
                     f"{len(self.ladder)} rungs (0..{len(self.ladder) - 1})."
                 )
-        trials = study._get_trials(deepcopy=False, use_cache=False)
-        counts = [0] * len(self.ladder)
-        running = [0] * len(self.ladder)
-        for other in trials:
-            other_rung = other.system_attrs.get(RUNG_ATTR)
-            if other.number != trial.number and other_rung is not None:
-                if other.state in _COUNTED_STATES or _told_fail(other):
-                    counts[other_rung] += 1
-                if other.state == TrialState.RUNNING:
-                    running[other_rung] += 1
-        if fixed_rung is not None:
-            # A retried or enqueued trial keeps its rung and its parameters.
-            source = "retry" if "failed_trial" in trial.system_attrs else "enqueued"
             if trial.params or trial.system_attrs.get("fixed_params"):
+                # A retried or enqueued trial keeps its rung and its parameters.
+                source = "retry" if "failed_trial" in trial.system_attrs else "enqueued"
+                logger.debug("trial %d keeps rung %d (%s)", trial.number, rung, source)
                 return Proposal(rung, {}, source), None
-        maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
-        self._planner.direction = "maximize" if maximize else "minimize"
-        observations = self._planner_observations(trials)
-        detoured_from = None
-        if fixed_rung is None:
-            rung = self._planner.assign_rung(counts, observations=observations, running=running)
-            budget_rung = self._planner.assign_rung(counts)
-            detoured_from = budget_rung if budget_rung != rung else None
-        return self._planner.propose(rung, observations, counts[rung]), detoured_from
-
-    def _planner_observations(self, trials: Sequence[FrozenTrial]) -> list[Observation]:
-        """Finished trials as observations for the planner, with their raw values (the planner
-        knows the study's direction).
-
-        Finished trials never change, so each is converted once and cached by trial id.
-        """
-        result = []
         with self._lock:
-            for trial in trials:
-                if not trial.state.is_finished() or _died(trial):
-                    continue
-                cached = self._observations.get(trial._trial_id)
-                if cached is None:
-                    rung = _rung_of(trial)
-                    if rung is None or not 0 <= rung < len(self.ladder):
-                        continue
-                    cached = _observation(trial, self.ladder[rung])
-                    self._observations[trial._trial_id] = cached
-                result.append(cached)
-        return result
+            self._bind(study)
+            key = (id(shim.storage_of(study)), study.study_name)
+            tally = self._tallies.get(key)
+            if tally is None:
+                tally = self._tallies[key] = _Tally(self.ladder)
+            tally.update(study.get_trials(deepcopy=False))
+            started, running = tally.counts(exclude=trial.number)
+            detoured_from = None
+            if fixed_rung is None:
+                decision = self._planner.assign_rung(
+                    started, observations=tally.ledger, running=running
+                )
+                rung, detoured_from = decision.rung, decision.detoured_from
+            return self._planner.propose(rung, tally.ledger, started[rung]), detoured_from
+
+    def _bind(self, study: Study) -> None:
+        """Give the planner the study's direction, once; a study of the other one is refused."""
+        maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
+        direction = "maximize" if maximize else "minimize"
+        if direction != self._planner.direction:
+            if self._bound:
+                raise TransferSearchError(
+                    f"this TransferSampler plans for a {self._planner.direction} study, but study "
+                    f"{study.study_name!r} is to {direction}. Use one sampler per direction."
+                )
+            self._planner = self._planner.replace(direction=direction)
+        self._bound = True
 
     def _proposal(self, study: Study, trial: FrozenTrial) -> Proposal:
-        proposal = self._proposals.get(trial._trial_id)
+        key = shim.trial_id(trial)
+        proposal = self._proposals.get(key)
         if proposal is None:  # the trial began elsewhere (e.g. ask() in another process)
-            rung = study._storage.get_trial_system_attrs(trial._trial_id).get(RUNG_ATTR)
+            rung = shim.system_attrs(trial).get(RUNG_ATTR)
+            if rung is None:
+                rung = shim.storage_of(study).get_trial_system_attrs(key).get(RUNG_ATTR)
             proposal = Proposal(0 if rung is None else int(rung), {}, "base")
-            self._proposals[trial._trial_id] = proposal
+            self._proposals[key] = proposal
         return proposal
 
     def infer_relative_search_space(
@@ -632,10 +565,11 @@ class TransferSampler(BaseSampler):
         self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]
     ) -> dict[str, Any]:
         proposal = self._proposal(study, trial)
+        distributions = self.space.distributions
         proposed = {
-            name: _cast(value, search_space[name])
+            name: distributions[name].snap(value)
             for name, value in proposal.params.items()
-            if name in search_space
+            if name in search_space and name in distributions
         }
         rest = {name: dist for name, dist in search_space.items() if name not in proposed}
         view = _rung_view(study, proposal.rung, failed_as_worst=True)
@@ -666,20 +600,12 @@ class TransferSampler(BaseSampler):
     ) -> None:
         proposal = self._proposal(study, trial)
         if state == TrialState.FAIL:
-            study._storage.set_trial_system_attr(trial._trial_id, _TOLD_ATTR, True)
+            shim.set_system_attr(study, trial, TOLD_ATTR, True)
         try:
             view = _rung_view(study, proposal.rung, failed_as_worst=True)
             self.rung_sampler(proposal.rung).after_trial(view, trial, state, values)
         finally:
-            self._proposals.pop(trial._trial_id, None)
-
-
-def _cast(value: float, dist: BaseDistribution) -> Any:
-    if isinstance(dist, IntDistribution):
-        return round(value)
-    if isinstance(dist, FloatDistribution):
-        return float(value)
-    return value
+            self._proposals.pop(shim.trial_id(trial), None)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -892,8 +818,10 @@ from transfersearch.integrations._optuna_workers import (  # noqa: E402
     WorkerSlot,
     detect_gpus,
     launch_workers,
+    lease_units,
     main,
     plan_slots,
+    resolve_packing,
 )
 
 if __name__ == "__main__":

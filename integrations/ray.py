@@ -1,4 +1,4 @@
-"""Ray Tune adapter: a search algorithm over a proxy ladder, per-rung GPU packing, result readers.
+"""Ray Tune adapter: a Searcher over a proxy ladder, per-rung GPU packing, result readers.
 
 ::
 
@@ -19,19 +19,10 @@
     results = tuner.fit()
     res = ts.extrapolate(results, target=ts.Scale(width=4096, dataset_size=1e7, batch_size=256))
 
-Each trial config carries ``"scale"`` (the rung's scale), ``"rung"`` (its index in cost order), the
-swept coordinates under their own names, ``"hparams"`` (:meth:`Hyperparameters.to_dict` at the rung)
-and ``"transfersearch"`` (metric, mode, where the point came from). The rung policy and the
-law-guided proposals are :class:`transfersearch.ladder.TransferPlanner`'s, shared with the Optuna
-sampler; this module only adapts them to Ray's Searcher hooks.
-
-Law gating: Tune asks for suggestions eagerly, up to ``max_concurrent_trials`` at once, so a rung
-from the third cheapest on could start before two cheaper rungs have finished ``min_trials``
-trials, and lose the law exactly where a trial costs the most. With ``gate_on_law=True`` (the
-planner's default) :meth:`TransferSearch.suggest` returns None while that rung's law is pending
-(:meth:`TransferPlanner.law_pending`: the trials now running would complete it); Tune asks again
-when a trial ends, and the rung's first trial then sits at the law's point. Nothing is detoured,
-so the per-rung budgets hold exactly; the cost is idle slots for at most one trial's duration.
+Each trial config carries ``"scale"``, ``"rung"``, the swept coordinates, ``"hparams"``
+(:meth:`Hyperparameters.to_dict` at the rung) and ``"transfersearch"`` (metric, mode, source).
+Law gating under Tune (``suggest`` returns None while a rung's law is pending) is described in
+``docs/design.md``; Ray's privates are used in ``_ray_shim.py`` only.
 """
 
 from __future__ import annotations
@@ -39,6 +30,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -55,23 +47,28 @@ except ImportError as exc:  # pragma: no cover - exercised only without ray
     ) from exc
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.ladder import TransferPlanner, gpu_shares
-from transfersearch.observations import Observation
+from transfersearch.ladder import TransferPlanner
+from transfersearch.ledger import TrialLedger
+from transfersearch.observations import Observation, register_reader
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
 from transfersearch.stored_space import storable_space
 
+from . import _ray_shim as shim
 from ._ray_resources import RungResources
-from ._ray_results import StoredTrial, TrialOutcome, classify, read_experiment
+from ._ray_results import StoredTrial, TrialOutcome, observations_from_outcomes, read_experiment
 
 __all__ = [
     "STATE_VERSION",
     "RungResources",
     "TransferSearch",
-    "gpu_shares",
+    "TrialOutcome",
     "hyperparameters",
+    "observations_from_outcomes",
     "observations_from_result_grid",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: Version of the JSON state written by :meth:`TransferSearch.save`.
 STATE_VERSION = 1
@@ -126,16 +123,6 @@ def _tune_domain(dist: Float | Int | Choice) -> Any:
     return tune.choice(list(dist.choices))
 
 
-def _snap(dist: Float | Int | Choice, value: Any) -> Any:
-    """``value`` inside ``dist``: Int coordinates become ints on their step, clipped to the bounds."""
-    if isinstance(dist, Int):
-        clipped = min(max(float(value), dist.low), dist.high)
-        return int(dist.low + dist.step * round((clipped - dist.low) / dist.step))
-    if isinstance(dist, Float):
-        return float(min(max(float(value), dist.low), dist.high))
-    return value
-
-
 class TransferSearch(Searcher):
     """A Ray Tune Searcher that sweeps a :class:`TransferSpace` over a ladder of proxy scales.
 
@@ -168,7 +155,8 @@ class TransferSearch(Searcher):
         **planner_options: forwarded to :class:`TransferPlanner` (``trials_per_rung``, ``focus``,
             ``gate_on_law``, …).
             Not ``direction``: the planner's direction follows ``mode`` (``"max"``: maximize), also
-            for a given ``planner``.
+            for a given ``planner`` (replaced by a copy for that direction when it differs); it is
+            fixed once the mode is known.
 
     Raises:
         TransferSearchError: bad metric/mode, a ladder the planner rejects (or a ``direction``
@@ -216,7 +204,7 @@ class TransferSearch(Searcher):
         self._check_concurrency(max_concurrent)
         super().__init__(metric=metric, mode=mode)
         self.space = space
-        self.planner = planner
+        self.planner = _for_mode(planner, mode)
         self.max_t = max_t
         self.time_attr = time_attr
         self.max_concurrent = int(max_concurrent)
@@ -228,6 +216,7 @@ class TransferSearch(Searcher):
         # trial_id -> record: rung, params, source, status (live|ended), value, progress, errored,
         # by_base. Ended records stay: they are the observations, and a restarted trial reuses its id.
         self._trials: dict[str, dict[str, Any]] = {}
+        self._ledger: TrialLedger | None = None  # the ended trials as observations; None: stale
 
     # Properties and Tune plumbing -------------------------------------------------------------
     @staticmethod
@@ -263,6 +252,7 @@ class TransferSearch(Searcher):
             raise TransferSearchError(f"`mode` must be 'min' or 'max', but got mode={mode!r}.")
         self._metric = self._metric or metric
         self._mode = self._mode or mode
+        self.planner = _for_mode(self.planner, self._mode)
         self._config = dict(config or {})
         return True
 
@@ -277,13 +267,21 @@ class TransferSearch(Searcher):
         """Ids of trials suggested (or restarted) and not yet ended."""
         return [t for t, r in self._trials.items() if r["status"] == "live"]
 
-    def _started(self, *, live_only: bool = False) -> dict[int, int]:
-        """Trials per rung: every one suggested, or (``live_only``) those not yet ended."""
-        counts: dict[int, int] = {}
+    def _counts(self) -> tuple[list[int], list[int]]:
+        """(suggested, live) trials per rung."""
+        started = [0] * len(self.ladder)
+        live = [0] * len(self.ladder)
         for record in self._trials.values():
-            if not live_only or record["status"] == "live":
-                counts[record["rung"]] = counts.get(record["rung"], 0) + 1
-        return counts
+            started[record["rung"]] += 1
+            live[record["rung"]] += record["status"] == "live"
+        return started, live
+
+    def _observed(self) -> TrialLedger:
+        """The ended trials as observations, rebuilt only after a trial ended since the last
+        call (their classification depends on the longest trial of each rung)."""
+        if self._ledger is None:
+            self._ledger = TrialLedger(self.observations())
+        return self._ledger
 
     # Suggesting -------------------------------------------------------------------------------
     def _base_for(self, rung: int) -> Searcher | None:
@@ -313,17 +311,29 @@ class TransferSearch(Searcher):
                 "TransferSearch(...) (Tune forwards TuneConfig's metric and mode to the searcher "
                 "only when the Tuner has a non-empty param_space)."
             )
-        if self.max_concurrent and len(self.live_trials) >= self.max_concurrent:
+        started, live = self._counts()
+        if self.max_concurrent and sum(live) >= self.max_concurrent:
+            logger.debug(
+                "suggest(%s) -> None: %d trials live, the limit is %d",
+                trial_id,
+                sum(live),
+                self.max_concurrent,
+            )
             return None
-        started = self._started()
-        observations = self.observations()
-        rung = self.planner.assign_rung(
-            started, observations=observations, running=self._started(live_only=True), wait=True
+        observations = self._observed()
+        decision = self.planner.assign_rung(
+            started, observations=observations, running=live, wait=True
         )
-        if rung is None:
+        if decision.wait:
+            logger.debug(
+                "suggest(%s) -> None: rung %d waits for its law (live per rung: %s)",
+                trial_id,
+                decision.rung,
+                live,
+            )
             return None
-        self.planner.direction = "maximize" if self._mode == "max" else "minimize"
-        proposal = self.planner.propose(rung, observations, started.get(rung, 0))
+        rung = decision.rung
+        proposal = self.planner.propose(rung, observations, started[rung])
         coords: dict[str, Any] = dict(proposal.params)
         by_base = False
         if not coords:
@@ -331,11 +341,17 @@ class TransferSearch(Searcher):
             if base is not None:
                 suggested = base.suggest(trial_id)
                 if not isinstance(suggested, dict):  # None (wait) or Searcher.FINISHED
+                    logger.debug(
+                        "suggest(%s) -> None: rung %d's base searcher returned %r",
+                        trial_id,
+                        rung,
+                        suggested,
+                    )
                     return None
                 coords = {n: suggested[n] for n in self.space.distributions if n in suggested}
                 by_base = True
         for name, dist in self.space.distributions.items():
-            coords[name] = _snap(dist, coords[name]) if name in coords else dist.sample(self._rng)
+            coords[name] = dist.snap(coords[name]) if name in coords else dist.sample(self._rng)
         coords = {n: coords[n] for n in self.space.distributions}
         scale = self.ladder[rung]
         hp = self.space.concretize(coords, scale)
@@ -389,6 +405,7 @@ class TransferSearch(Searcher):
             return
         record["status"] = "ended"
         self._absorb(record, result, errored=error)
+        self._ledger = None
         base = self._bases.get(record["rung"])
         if base is None:
             return
@@ -420,7 +437,7 @@ class TransferSearch(Searcher):
                     progress=record["progress"],
                 )
             )
-        return classify(outcomes, max_t=self.max_t)
+        return observations_from_outcomes(outcomes, max_t=self.max_t)
 
     # Resources --------------------------------------------------------------------------------
     def resources(
@@ -496,8 +513,10 @@ class TransferSearch(Searcher):
             )
         self._metric = state["metric"]
         self._mode = state["mode"]
+        self.planner = _for_mode(self.planner, self._mode)
         self.max_concurrent = int(state["max_concurrent"])
         self._trials = {str(t): dict(r) for t, r in state["trials"].items()}
+        self._ledger = None
         self._rng.bit_generator.state = state["rng"]
         self.planner.load_state_dict(state["planner"])
         self._bases = {}
@@ -540,6 +559,17 @@ class TransferSearch(Searcher):
                 f"{exc}."
             ) from exc
         self.set_state(state)
+
+
+def _for_mode(planner: TransferPlanner, mode: str | None) -> TransferPlanner:
+    """``planner``, or a copy of it for the direction ``mode`` names (None: unchanged)."""
+    if mode is None:
+        return planner
+    direction = "maximize" if mode == "max" else "minimize"
+    if planner.direction == direction:
+        return planner
+    logger.debug("the planner follows mode=%r: direction=%r", mode, direction)
+    return planner.replace(direction=direction)
 
 
 def _save_base(base: Searcher) -> dict[str, str] | None:
@@ -589,7 +619,7 @@ def _trials(source: Any) -> list[StoredTrial]:
             )
         return read_experiment(path)
     if isinstance(source, ResultGrid):
-        analysis = getattr(source, "_experiment_analysis", None)  # Ray private: the grid's trials
+        analysis = shim.experiment_analysis(source)
         if analysis is None:
             return read_experiment(source.experiment_path)
         source = analysis
@@ -666,4 +696,8 @@ def observations_from_result_grid(
                 progress=None if progress is None else float(progress),
             )
         )
-    return classify(outcomes, max_t=max_t)
+    return observations_from_outcomes(outcomes, max_t=max_t)
+
+
+register_reader("ray", observations_from_result_grid)  # a ResultGrid or ExperimentAnalysis
+register_reader("directory", observations_from_result_grid)  # a Tune experiment directory

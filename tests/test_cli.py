@@ -106,7 +106,7 @@ def test_extrapolate_json_file_prints_a_table(
     status = main(
         [
             "extrapolate",
-            "--json",
+            "--json-file",
             str(json_file),
             "--target",
             TARGET,
@@ -216,11 +216,11 @@ def test_report_writes_a_png(csv_file: Path, tmp_path: Path) -> None:
         (["extrapolate", "--csv", "{csv}", "--target", "width=abc"], "must be a number"),
         (["extrapolate", "--csv", "{csv}", "--target", TARGET, "--params", "momentum"], "momentum"),
         (["extrapolate", "--csv", "{csv}", "--target", "dataset_size=1e6"], "width"),
-        (["extrapolate", "--json", "{bad_json}", "--target", TARGET], "not valid JSON"),
+        (["extrapolate", "--json-file", "{bad_json}", "--target", TARGET], "not valid JSON"),
         (["extrapolate", "--storage", "sqlite:///x.db", "--target", TARGET], "--study"),
         (["validate", "--csv", "{csv}", "--held-out", "width=7,dataset_size=1e4"], "width=7"),
         (["extrapolate", "--csv", "{binary}", "--target", TARGET], "not UTF-8 text"),
-        (["extrapolate", "--json", "{binary}", "--target", TARGET], "not UTF-8 text"),
+        (["extrapolate", "--json-file", "{binary}", "--target", TARGET], "not UTF-8 text"),
         (["extrapolate", "--csv", "{long_row}", "--target", TARGET], "line 3 has 6 cells"),
         (["extrapolate", "--csv", "{csv}", "--target", TARGET, "--seed", "-1"], "--seed -1"),
         (["validate", "--csv", "{csv}", "--seed", "-1"], "non-negative"),
@@ -238,7 +238,7 @@ def test_bad_input_exits_2_with_one_line(
     bad_json = tmp_path / "bad.json"
     bad_json.write_text("{not json")
     binary = tmp_path / "trials.bin"
-    binary.write_bytes(bytes(range(256)) * 4)  # e.g. a .parquet or .db given as --csv/--json
+    binary.write_bytes(bytes(range(256)) * 4)  # e.g. a .parquet or .db given as --csv/--json-file
     long_row = tmp_path / "long.csv"
     lines = csv_file.read_text().splitlines()
     long_row.write_text("\n".join([lines[0], lines[1], lines[2] + ",0.5", *lines[3:]]) + "\n")
@@ -265,7 +265,7 @@ def test_trials_without_a_scale_variable_the_target_moves_are_named(
             del item["scale"]["width"]
     nowidth = tmp_path / "nowidth.json"
     nowidth.write_text(json.dumps(data))
-    status = main(["extrapolate", "--json", str(nowidth), "--target", TARGET])
+    status = main(["extrapolate", "--json-file", str(nowidth), "--target", TARGET])
     err = capsys.readouterr().err.strip()
     assert status == 2 and len(err.splitlines()) == 1, err
     assert "'width' is missing from 60 of 180 trials (observations 120, 121" in err

@@ -24,7 +24,8 @@ optuna = pytest.importorskip("optuna")
 pytest.importorskip("matplotlib")
 pytest.importorskip("tqdm")
 
-from transfersearch.integrations import _demo_task, demo  # noqa: E402
+from transfersearch.demo import app as demo  # noqa: E402
+from transfersearch.demo import task  # noqa: E402
 from transfersearch.observations import Observation  # noqa: E402
 
 BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks" / "transfer_regret.py"
@@ -68,7 +69,7 @@ def _refuse_constant(name: str) -> None:
 
 
 def test_summary_json_writes_diverged_losses_as_null() -> None:
-    assert demo._json_safe({"a": math.inf, "b": [math.nan, 1.0], "c": "x"}) == {
+    assert demo.json_safe({"a": math.inf, "b": [math.nan, 1.0], "c": "x"}) == {
         "a": None,
         "b": [None, 1.0],
         "c": "x",
@@ -107,7 +108,7 @@ def test_quick_demo_end_to_end_and_resume(tmp_path: Path) -> None:
         loss = summary["methods"][method]["val_loss"]
         assert value == pytest.approx(loss - best) and value >= 0
     # a real model learned something: far below the uniform-guess loss log(vocab)
-    assert best < math.log(_demo_task.VOCAB_SIZE) - 0.5
+    assert best < math.log(task.VOCAB_SIZE) - 0.5
     # the three methods really differ (a no-drift extrapolation may share µP's lr, not its decay)
     settings = {(m["lr"], m["weight_decay"]) for m in summary["methods"].values()}
     assert len(settings) == 3
@@ -150,21 +151,21 @@ def test_rung_budgets_sum_and_favour_the_cheap_rungs() -> None:
 
 
 def test_corpus_is_deterministic_and_split_by_file() -> None:
-    corpus = _demo_task.load_corpus()
+    corpus = task.load_corpus()
     xs, ys = corpus.windows(256)
     xs2, _ = corpus.windows(512)
-    assert xs.shape == (256, _demo_task.CONTEXT) and ys.shape == (256,)
+    assert xs.shape == (256, task.CONTEXT) and ys.shape == (256,)
     assert bool((xs2[:256] == xs).all())  # nested datasets
-    assert int(xs.max()) < _demo_task.VOCAB_SIZE
-    assert corpus.val_x.shape[0] == _demo_task.VAL_SIZE
+    assert int(xs.max()) < task.VOCAB_SIZE
+    assert corpus.val_x.shape[0] == task.VAL_SIZE
     with pytest.raises(ValueError, match="dataset_size"):
         corpus.windows(corpus.max_dataset_size + 1)
 
 
 def test_device_resolution() -> None:
-    assert _demo_task.resolve_device("cpu").type == "cpu"
+    assert task.resolve_device("cpu").type == "cpu"
     with pytest.raises(ValueError, match="device"):
-        _demo_task.resolve_device("tpu")
+        task.resolve_device("tpu")
 
 
 @pytest.mark.parametrize("mode", sorted(CONFIGS))
@@ -181,7 +182,7 @@ def test_ladder_and_target_make_the_comparison_informative(mode: str) -> None:
     assert width_ratio >= 4 and data_ratio >= 4
     assert not math.isclose(width_ratio, data_ratio, rel_tol=0.25), (width_ratio, data_ratio)
     assert max(config.dataset_sizes) / min(config.dataset_sizes) >= 4
-    assert config.target_dataset_size <= _demo_task.load_corpus().max_dataset_size
+    assert config.target_dataset_size <= task.load_corpus().max_dataset_size
 
 
 @pytest.mark.parametrize("mode", sorted(CONFIGS))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
@@ -12,9 +13,12 @@ from hypothesis import strategies as st
 
 import transfersearch as ts
 from transfersearch import synthetic
+from transfersearch.cost import default_cost
 from transfersearch.errors import TransferSearchError
-from transfersearch.ladder import TransferPlanner, default_cost, gpu_shares
+from transfersearch.ladder import RungDecision, TransferPlanner
+from transfersearch.ledger import TrialLedger
 from transfersearch.observations import Observation
+from transfersearch.resources import gpu_shares, trials_per_gpu
 
 SPACE = synthetic.make_space()
 BASE = synthetic.BASE
@@ -52,14 +56,16 @@ def test_rungs_are_ordered_by_cost_with_default_budgets() -> None:
 @given(st.lists(st.integers(0, 30), min_size=4, max_size=4))
 def test_assign_rung_fills_the_cheapest_open_budget_then_balances(counts: list[int]) -> None:
     planner = TransferPlanner(SPACE, LADDER, trials_per_rung=[5, 4, 3, 2])
-    rung = planner.assign_rung(counts)
+    decision = planner.assign_rung(counts)
+    assert decision.detoured_from is None and not decision.wait
+    rung = decision.rung
     open_rungs = [i for i, (c, b) in enumerate(zip(counts, planner.budgets)) if c < b]
     if open_rungs:
         assert rung == open_rungs[0]
     else:
         fractions = [c / b for c, b in zip(counts, planner.budgets)]
         assert fractions[rung] == min(fractions)
-    assert planner.assign_rung(dict(enumerate(counts))) == rung
+    assert planner.assign_rung(dict(enumerate(counts))) == decision
 
 
 def test_the_law_proposes_the_predicted_optimum_first_then_its_neighbourhood() -> None:
@@ -102,9 +108,12 @@ def test_a_maximizing_planner_proposes_the_maximum_of_the_raw_metric() -> None:
     )
     for name, (low, high) in res.interval(0.68).items():
         assert low <= first.params[name] <= high
-    # minimising the same values looks for the valley's rim instead: not the optimum
-    planner.direction = "minimize"  # drops the cached maximising fit
-    wrong = planner.propose(3, history, started_at_rung=0)
+    # the direction is fixed for a planner's life; a minimising copy looks for the valley's rim
+    with pytest.raises(AttributeError):
+        planner.direction = "minimize"  # type: ignore[misc]
+    minimizing = planner.replace(direction="minimize")
+    assert minimizing.direction == "minimize" and minimizing.budgets == planner.budgets
+    wrong = minimizing.propose(3, history, started_at_rung=0)
     lr_law = math.log(res.law_params["base_lr"])
     assert wrong.source == "base" or abs(math.log(wrong.params["base_lr"]) - lr_law) > 0.5
     with pytest.raises(ts.TransferSearchError, match="direction"):
@@ -120,22 +129,38 @@ def test_focus_and_the_transfer_switch_leave_trials_to_the_base_sampler() -> Non
     assert off.propose(3, history, 0).source == "base"
 
 
-def test_gpu_packing_and_reseed_and_state() -> None:
+def neighbourhood(planner: TransferPlanner, history: list[Observation]) -> list[float]:
+    """Three neighbourhood draws of base_lr at the top rung (the planner's random stream)."""
+    return [planner.propose(3, history, started_at_rung=k).params["base_lr"] for k in (1, 2, 3)]
+
+
+def test_state_and_reseed_replay_the_neighbourhood_draws() -> None:
+    planner = TransferPlanner(SPACE, LADDER, focus=1.0, n_bootstrap=0)
+    history = observations(planner, [0, 1, 2], 20)
+    state = planner.state_dict()
+    draws = neighbourhood(planner, history)
+    planner.load_state_dict(state)
+    assert neighbourhood(planner, history) == draws
+    planner.reseed(7)
+    seven = neighbourhood(planner, history)
+    planner.reseed(7)
+    assert neighbourhood(planner, history) == seven != draws
+    planner.reseed(7)
+    assert neighbourhood(planner.replace(min_spread=0.15), history) == seven  # the stream goes on
+    with pytest.raises(ts.TransferSearchError, match="version"):
+        planner.load_state_dict({"version": 99})
+
+
+def test_trials_per_gpu_packs_cheap_rungs() -> None:
     planner = TransferPlanner(SPACE, LADDER)
     # costs relative to the top rung (256, 8e4): 64, 16, 16, 1
-    assert planner.gpu_packing(max_per_gpu=32) == (32, 16, 16, 1)
-    assert planner.gpu_packing() == (4, 4, 4, 1)
+    assert trials_per_gpu(planner.costs, max_per_gpu=32) == (32, 16, 16, 1)
+    assert trials_per_gpu(planner.costs) == (4, 4, 4, 1)
     with pytest.raises(ts.TransferSearchError, match="max_per_gpu"):
-        planner.gpu_packing(0)
-    state = planner.state_dict()
-    draws = planner._rng.random(3)
-    planner.load_state_dict(state)
-    assert np.array_equal(planner._rng.random(3), draws)
-    planner.reseed(7)
-    assert np.array_equal(planner._rng.random(2), np.random.default_rng(7).random(2))
+        trials_per_gpu(planner.costs, 0)
 
 
-def test_gpu_shares_is_the_rule_behind_gpu_packing() -> None:
+def test_gpu_shares_is_the_rule_behind_trials_per_gpu() -> None:
     costs = [1.0, 2.0, 3.0, 16.0, 64.0]
     # share max(min_gpu, max_gpu * c / c_max): up to 1/k below one GPU, up to whole GPUs above
     assert gpu_shares(costs, min_gpu=0.25) == (0.25, 0.25, 0.25, 0.25, 1.0)
@@ -143,15 +168,67 @@ def test_gpu_shares_is_the_rule_behind_gpu_packing() -> None:
     assert gpu_shares(costs, min_gpu=0.3, max_gpu=2) == pytest.approx((1 / 3,) * 3 + (0.5, 2.0))
     assert gpu_shares(costs, min_gpu=1) == (1.0,) * 5
     assert gpu_shares([3.0, 1.0], min_gpu=0.1, max_gpu=2.5) == (3.0, 1.0)
-    planner = TransferPlanner(SPACE, LADDER)
     for max_per_gpu in (1, 2, 3, 4, 32, 100):
-        shares = gpu_shares(planner.costs, min_gpu=1 / max_per_gpu)
-        assert planner.gpu_packing(max_per_gpu) == tuple(round(1 / s) for s in shares)
+        shares = gpu_shares(costs, min_gpu=1 / max_per_gpu)
+        assert trials_per_gpu(costs, max_per_gpu) == tuple(round(1 / s) for s in shares)
     for bad in ({"min_gpu": 0}, {"min_gpu": 0.25, "max_gpu": -1}):
         with pytest.raises(ts.TransferSearchError, match="positive GPU share"):
             gpu_shares(costs, **bad)
     with pytest.raises(ts.TransferSearchError, match="costs"):
         gpu_shares([1.0, 0.0], min_gpu=0.25)
+
+
+def test_a_failed_fit_is_logged_recorded_and_retried_when_the_rungs_grow(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every complete trial diverged (value inf): the law cannot be fitted; the planner says so."""
+    planner = TransferPlanner(SPACE, LADDER, min_trials=3, n_bootstrap=0, refit_growth=2.0)
+
+    def diverged(n: int) -> list[Observation]:
+        return [
+            Observation(planner.ladder[r], {"base_lr": 1e-3 * (i + 1), "tau_epoch": 1.0}, math.inf)
+            for r in (0, 1)
+            for i in range(n)
+        ]
+
+    with caplog.at_level(logging.WARNING, logger="transfersearch"):
+        assert planner.propose(3, diverged(3), 0).source == "base"
+    assert [r.name for r in caplog.records] == ["transfersearch.ladder"]
+    assert "rung 3 failed to fit" in caplog.text and "finite trial" in caplog.text
+    (attempt,) = planner.fit_attempts
+    assert not attempt.ok and attempt.rung == 3 and "TransferSearchError" in str(attempt.error)
+    assert dict(attempt.trials) == {planner.ladder[0]: 3, planner.ladder[1]: 3}
+    planner.propose(3, diverged(5), 0)  # grown by less than refit_growth: the failure stands
+    assert len(planner.fit_attempts) == 1
+    planner.propose(3, diverged(6), 0)
+    assert len(planner.fit_attempts) == 2
+
+
+def test_a_fit_s_warnings_are_recorded_not_swallowed(caplog: pytest.LogCaptureFixture) -> None:
+    planner = TransferPlanner(SPACE, LADDER, min_trials=3, n_bootstrap=0)
+    history = observations(planner, [0, 1], 3)  # few trials per rung: the engine warns
+    with caplog.at_level(logging.INFO, logger="transfersearch"):
+        assert planner.prediction(3, history) is not None
+    (attempt,) = planner.fit_attempts
+    assert attempt.ok and attempt.warnings
+    assert all(w in caplog.text for w in attempt.warnings)
+
+
+def test_a_ledger_gives_the_same_decisions_as_a_list() -> None:
+    planner = TransferPlanner(SPACE, LADDER, min_trials=6, n_bootstrap=0, seed=3)
+    twin = TransferPlanner(SPACE, LADDER, min_trials=6, n_bootstrap=0, seed=3)
+    history = finished(planner, [6, 4, 0, 0])
+    ledger = TrialLedger(history)
+    assert len(ledger) == len(history) and list(ledger) == history and ledger[-1] == history[-1]
+    for running in ([0, 2, 0, 0], [0, 1, 0, 0], [3, 3, 3, 3]):
+        assert planner.law_pending(2, ledger, running) == twin.law_pending(2, history, running)
+    more = finished(planner, [6, 6, 6, 0])
+    for observation in more[len(history) :]:
+        ledger.append(observation)
+    assert dict(ledger.complete_counts()) == dict(TrialLedger(more).complete_counts())
+    assert planner.propose(3, TrialLedger(more), 0) == twin.propose(3, more, 0)
+    with pytest.raises(ts.TransferSearchError, match="Observation"):
+        ledger.append("trial")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -210,24 +287,29 @@ def test_a_pending_law_detours_or_waits_and_sequential_use_is_unchanged() -> Non
     started = [6, 6, 0, 0]
     history = finished(planner, [6, 4, 0, 0])  # two trials of rung 1 still running
     running = [0, 2, 0, 0]
-    assert planner.assign_rung(started) == 2  # the budget order
-    assert planner.assign_rung(started, observations=history, running=running, wait=True) is None
-    assert planner.assign_rung(started, observations=history, running=running) == 0
+    go = RungDecision(2, None, False)
+    assert planner.assign_rung(started) == go  # the budget order
+    assert planner.assign_rung(
+        started, observations=history, running=running, wait=True
+    ) == RungDecision(2, None, True)
+    assert planner.assign_rung(started, observations=history, running=running) == RungDecision(
+        0, 2, False
+    )
     # the cheapest unsaturated lower rung: rung 0 up to 2 × its budget, then rung 1
-    assert planner.assign_rung([12, 6, 0, 0], observations=history, running=running) == 1
+    assert planner.assign_rung([12, 6, 0, 0], observations=history, running=running).rung == 1
     # every lower rung saturated: the trial runs on the rung, without the law
-    assert planner.assign_rung([12, 12, 0, 0], observations=history, running=running) == 2
+    assert planner.assign_rung([12, 12, 0, 0], observations=history, running=running) == go
     # nothing running (sequential): never gated, so the plain budget order
-    assert planner.assign_rung(started, observations=history, running=[0] * 4, wait=True) == 2
-    assert planner.assign_rung(started, observations=history, wait=True) == 2
+    assert planner.assign_rung(started, observations=history, running=[0] * 4, wait=True) == go
+    assert planner.assign_rung(started, observations=history, wait=True) == go
     # the law is open: the rung goes ahead
     ready = finished(planner, [6, 6, 0, 0])
-    assert planner.assign_rung(started, observations=ready, running=[2, 2, 0, 0], wait=True) == 2
+    assert planner.assign_rung(started, observations=ready, running=[2, 2, 0, 0], wait=True) == go
     # gating off, or detours off
     ungated = TransferPlanner(SPACE, LADDER, trials_per_rung=[6, 6, 3, 3], gate_on_law=False)
-    assert ungated.assign_rung(started, observations=history, running=running, wait=True) == 2
+    assert ungated.assign_rung(started, observations=history, running=running, wait=True) == go
     no_detour = TransferPlanner(SPACE, LADDER, trials_per_rung=[6, 6, 3, 3], detour_limit=1)
-    assert no_detour.assign_rung(started, observations=history, running=running) == 2
+    assert no_detour.assign_rung(started, observations=history, running=running) == go
     with pytest.raises(ts.TransferSearchError, match="detour_limit"):
         TransferPlanner(SPACE, LADDER, detour_limit=0.5)
 
@@ -250,8 +332,10 @@ def test_gating_never_changes_the_rung_without_running_trials_or_a_pending_law(
     gated = planner.assign_rung(started, observations=history, running=running)
     waited = planner.assign_rung(started, observations=history, running=running, wait=True)
     assert gated == planner.assign_rung(started, observations=history, running=running)
-    if plain >= 2 and planner.law_pending(plain, history, running):
-        assert waited is None and gated is not None and gated <= plain
+    assert not gated.wait and waited.rung == plain.rung
+    if plain.rung >= 2 and planner.law_pending(plain.rung, history, running):
+        assert waited.wait and gated.rung <= plain.rung
+        assert gated.detoured_from == (plain.rung if gated.rung < plain.rung else None)
     else:
         assert waited == gated == plain
 

@@ -17,6 +17,7 @@ optuna = pytest.importorskip("optuna")
 import transfersearch as ts  # noqa: E402
 from transfersearch import synthetic  # noqa: E402
 from transfersearch.extrapolate import extrapolate  # noqa: E402
+from transfersearch.integrations import _optuna_shim as shim  # noqa: E402
 from transfersearch.integrations.optuna import (  # noqa: E402
     RUNG_ATTR,
     RungPruner,
@@ -56,8 +57,9 @@ class Recording(optuna.samplers.BaseSampler):
         self.seen_rungs: list[tuple[int, set[int]]] = []
 
     def _see(self, study: Any, trial: Any) -> None:
-        own = study._storage.get_trial_system_attrs(trial._trial_id).get(RUNG_ATTR)
+        own = shim.storage_of(study).get_trial_system_attrs(shim.trial_id(trial)).get(RUNG_ATTR)
         rungs = {t.system_attrs.get(RUNG_ATTR) for t in study.get_trials(deepcopy=False)}
+        # TPE and GP read trials through Optuna's private Study._get_trials: filtered too
         rungs |= {t.system_attrs.get(RUNG_ATTR) for t in study._get_trials(deepcopy=False)}
         self.seen_rungs.append((own, rungs))
 

@@ -20,15 +20,19 @@ optuna = pytest.importorskip("optuna")
 
 import transfersearch as ts  # noqa: E402
 from transfersearch.extrapolate import extrapolate  # noqa: E402
-from transfersearch.integrations._optuna_workers import _packing, _units, detect_gpus  # noqa: E402
+from transfersearch.integrations import _optuna_shim as shim  # noqa: E402
 from transfersearch.integrations.optuna import (  # noqa: E402
     RUNG_ATTR,
     TransferSampler,
+    detect_gpus,
     launch_workers,
+    lease_units,
     make_storage,
     observations_from_study,
     plan_slots,
+    resolve_packing,
 )
+from transfersearch.resources import trials_per_gpu  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 pytestmark = pytest.mark.timeout(120)
@@ -99,9 +103,10 @@ OBJECTIVE = textwrap.dedent(
             except FileExistsError:
                 pass
             else:  # another process fails this trial while it runs (as a stale-trial check may)
+                from transfersearch.integrations._optuna_shim import trial_id
                 from transfersearch.integrations.optuna import make_storage
                 other = make_storage(os.environ["TRANSFERSEARCH_STORAGE"])
-                other.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+                other.set_trial_state_values(trial_id(trial), optuna.trial.TrialState.FAIL)
         if HANG:
             try:
                 fd = os.open(HANG, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -278,17 +283,17 @@ def test_gpu_slots_pack_small_rungs_and_run_the_large_rung_alone(tmp_path: Path)
 
 
 def test_slot_planning_and_packing_rules() -> None:
-    assert _units((4, 2, 1)) == (4, {0: 1, 1: 2, 2: 4})
-    assert _units((3, 2, 1)) == (6, {0: 2, 1: 3, 2: 6})
+    assert lease_units((4, 2, 1)) == (4, {0: 1, 1: 2, 2: 4})
+    assert lease_units((3, 2, 1)) == (6, {0: 2, 1: 3, 2: 6})
     slots = plan_slots(["0", "1"], (4, 2, 1), cpu_workers=3)
     assert [(s.gpu, s.slot) for s in slots] == [("0", i) for i in range(4)] + [
         ("1", i) for i in range(4)
     ]
     assert [s.cuda_visible_devices for s in plan_slots([], (4, 1), cpu_workers=2)] == ["", ""]
-    assert _packing({0: 3}, 3, None) == (3, 1, 1)
-    assert _packing(None, 3, (4, 2, 1)) == (4, 2, 1)
+    assert resolve_packing({0: 3}, 3, None) == (3, 1, 1)
+    assert resolve_packing(None, 3, (4, 2, 1)) == (4, 2, 1)
     with pytest.raises(ts.TransferSearchError, match="names rungs"):
-        _packing({5: 2}, 3, None)
+        resolve_packing({5: 2}, 3, None)
     with pytest.raises(ts.TransferSearchError, match=">= 1"):
         plan_slots([], (1,), cpu_workers=0)
     # The default rule packs by cost relative to the top rung: width² ratios 16, 4, 1.
@@ -296,8 +301,8 @@ def test_slot_planning_and_packing_rules() -> None:
         ts.Scale(width=64), {"base_lr": ts.Float(1e-4, 1, log=True), "weight_decay": 0.1}
     )
     sampler = TransferSampler(space, [ts.Scale(width=w) for w in (64, 128, 256)])
-    assert sampler.planner.gpu_packing(max_per_gpu=8) == (8, 4, 1)
-    assert sampler.planner.gpu_packing() == (4, 4, 1)
+    assert trials_per_gpu(sampler.planner.costs, max_per_gpu=8) == (8, 4, 1)
+    assert trials_per_gpu(sampler.planner.costs) == (4, 4, 1)
 
 
 def test_detect_gpus_reads_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -374,16 +379,18 @@ def test_a_stale_trial_failed_by_many_processes_at_once_is_retried_once(tmp_path
     optuna.create_study(study_name="race", storage=storages[0])
     studies = [optuna.load_study(study_name="race", storage=s) for s in storages]
     trial = studies[0].ask({"x": optuna.distributions.FloatDistribution(0, 1)})
-    storages[0].record_heartbeat(trial._trial_id)
+    storages[0].record_heartbeat(shim.trial_id(trial))
     time.sleep(2.2)  # the heartbeat is now older than the grace period
     # Every process saw the trial RUNNING and failed it (SQLite lets all of them through):
-    stale = studies[0]._storage.get_trial(trial._trial_id)
-    storages[0].set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+    stale = shim.storage_of(studies[0]).get_trial(shim.trial_id(trial))
+    storages[0].set_trial_state_values(shim.trial_id(trial), optuna.trial.TrialState.FAIL)
     barrier = threading.Barrier(len(studies))
 
     def retry(study: Any) -> None:
         barrier.wait()
-        study._storage._backend.get_heartbeat_stale_trial_callback()(study, stale)
+        backend = shim.rdb_backend(shim.storage_of(study))
+        assert backend is not None
+        backend.get_heartbeat_stale_trial_callback()(study, stale)
 
     threads = [threading.Thread(target=retry, args=(s,)) for s in studies]
     for thread in threads:

@@ -30,11 +30,12 @@ from ray.tune.schedulers import ASHAScheduler  # noqa: E402
 from ray.tune.search import ConcurrencyLimiter  # noqa: E402
 
 import transfersearch as ts  # noqa: E402
-from transfersearch.integrations._ray_results import TrialOutcome, classify  # noqa: E402
 from transfersearch.integrations.ray import (  # noqa: E402
     STATE_VERSION,
     TransferSearch,
+    TrialOutcome,
     hyperparameters,
+    observations_from_outcomes,
     observations_from_result_grid,
 )
 from transfersearch.observations import Observation, as_observations  # noqa: E402
@@ -206,15 +207,19 @@ def test_suggest_waits_while_the_third_rungs_law_is_pending():
             **options,
         )
 
+    configs = {}
+
     def complete(search, trial_id):
-        config = search._trials[trial_id]
-        loss = quadratic_loss(search.ladder[config["rung"]], config["params"])
+        config = configs[search, trial_id]
+        coords = {n: config[n] for n in search.space.names}
+        loss = quadratic_loss(search.ladder[config["rung"]], coords)
         search.on_trial_complete(trial_id, {"loss": loss, "training_iteration": 1})
 
     search, ungated = search_for(), search_for(gate_on_law=False)
     for each in (search, ungated):
         for i in range(8):
-            assert each.suggest(f"t{i}")["rung"] == (0 if i < 4 else 1)
+            configs[each, f"t{i}"] = each.suggest(f"t{i}")
+            assert configs[each, f"t{i}"]["rung"] == (0 if i < 4 else 1)
         for i in range(5):  # rung 0 done; rung 1: one complete, three running
             complete(each, f"t{i}")
     assert ungated.suggest("t8")["transfersearch"]["source"] == "base"  # what gating prevents
@@ -252,9 +257,9 @@ def test_mode_max_guides_the_third_rung_to_the_maximum_of_the_raw_metric():
         TransferSearch(make_space(), make_ladder(), metric="score", direction="maximize")
 
 
-def test_classify_marks_errors_nan_and_early_stops():
+def test_outcomes_become_failed_diverged_and_pruned_observations():
     scale = {"width": 32}
-    out = classify(
+    out = observations_from_outcomes(
         [
             TrialOutcome(scale, {"lr": 1e-3}, 1.0, errored=False, progress=4),
             TrialOutcome(scale, {"lr": 2e-3}, 0.5, errored=False, progress=1),  # stopped early
@@ -270,8 +275,8 @@ def test_classify_marks_errors_nan_and_early_stops():
     assert out[4].params == {"lr": 1e-3}  # a Choice string cannot enter the fit
     # an explicit max_t wins over the rung's longest
     alone = [TrialOutcome(scale, {"lr": 1e-3}, 1.0, errored=False, progress=4)]
-    assert [o.state for o in classify(alone, max_t=8)] == ["pruned"]
-    assert [o.state for o in classify(alone)] == ["complete"]
+    assert [o.state for o in observations_from_outcomes(alone, max_t=8)] == ["pruned"]
+    assert [o.state for o in observations_from_outcomes(alone)] == ["complete"]
 
 
 def test_resources_rule_and_overrides():
@@ -697,7 +702,7 @@ def test_base_searcher_is_used_per_rung_and_saved(tmp_path):
     )
     configs = [search.suggest(f"t{i}") for i in range(4)]
     assert [c["rung"] for c in configs] == [0, 0, 1, 1]
-    assert set(search._bases) == {0, 1}  # one base searcher per rung
+    assert set(search.get_state()["base_searchers"]) == {"0", "1"}  # one base searcher per rung
     for i, config in enumerate(configs):
         coords = {n: config[n] for n in search.space.names}
         search.on_trial_complete(
@@ -718,7 +723,7 @@ def test_base_searcher_is_used_per_rung_and_saved(tmp_path):
         trials_per_rung=2,
     )
     restored.restore(str(path))
-    assert len(restored._bases[0]._ot_study.trials) == 2  # the Optuna study came back
+    assert set(restored.get_state()["base_searchers"]) == {"0", "1"}
     assert restored.suggest("n")["base_lr"] == search.suggest("n")["base_lr"]
 
 

@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import transfersearch as ts
-from transfersearch.space import base_point
+from transfersearch.space import base_point, eta_lambda_from_tau_epoch, tau_epoch_from_eta_lambda
 
 BASE = ts.Scale(width=256, dataset_size=50_000, batch_size=128)
 
@@ -122,7 +122,18 @@ def test_sgd_batch_rule_is_linear_and_none_changes_nothing() -> None:
 
 
 def test_independent_wd_batch_transform_by_hand() -> None:
-    assert ts.rules.independent_wd_at_batch(0.01, 4) == pytest.approx(1 - 0.99**4)
+    """The independent decay λ' = ηλ at κB is 1 − (1 − λ')^κ (Busbridge et al. Eq. 11–13)."""
+    moved = ts.rules.AdamBatch().transfer(0.02, 0.5, (0.9, 0.999), 1e-8, 4.0)
+    assert moved.lr * moved.weight_decay == pytest.approx(1 - 0.99**4)
+
+
+def test_tau_epoch_conversions_are_a_matched_pair() -> None:
+    scale = ts.Scale(batch_size=64, dataset_size=2e4)
+    tau = tau_epoch_from_eta_lambda(0.004, scale)
+    assert tau == pytest.approx(64 / (0.004 * 2e4))
+    assert eta_lambda_from_tau_epoch(tau, scale) == pytest.approx(0.004)
+    with pytest.raises(ts.TransferSearchError, match="dataset_size"):
+        tau_epoch_from_eta_lambda(0.004, ts.Scale(batch_size=64))
 
 
 def test_power_lines_prior_by_hand() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from transfersearch import rules
 from transfersearch.errors import TransferSearchError
+from transfersearch.cost import default_cost
 from transfersearch.extrapolate import Extrapolation
 from transfersearch.extrapolate import Validation
 from transfersearch.extrapolate import extrapolate
@@ -16,7 +17,6 @@ from transfersearch.fit import PowerLaw
 from transfersearch.fit import ScaleOptimum
 from transfersearch.fit import estimate_optimum
 from transfersearch.ladder import TransferPlanner
-from transfersearch.ladder import default_cost
 from transfersearch.observations import Observation
 from transfersearch.errors import TransferSearchWarning
 from transfersearch.scale import Scale

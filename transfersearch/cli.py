@@ -1,8 +1,10 @@
-"""The ``transfersearch`` command line: demo, extrapolate, validate, report.
+"""The ``transfersearch`` command line: extrapolate, validate, report, and installed subcommands.
 
 Bad input prints one line, ``error: <what is wrong and how to fix it>``, on stderr and exits with
-status 2 (argparse's own usage errors exit 2 as well). The Optuna storage reader and the demo
-import their frameworks only when used, so ``transfersearch --help`` needs neither.
+status 2 (argparse's own usage errors exit 2 as well). Further subcommands (``demo``) come from the
+``transfersearch.commands`` entry-point group; the Optuna storage reader and those commands import
+their frameworks only when used, so ``transfersearch --help`` needs none. ``--json`` prints the
+result as JSON; ``--json-file FILE`` reads observations from JSON.
 
 Observation files:
 
@@ -10,7 +12,7 @@ Observation files:
   ``--scale-columns``), parameters ``params.<name>`` or ``<name>``, the metric ``value`` (or
   ``--value-column``), and an optional ``state`` column (complete, failed, pruned). Empty or
   ``nan`` values mark diverged runs.
-- ``--json FILE``: a list of ``{"scale": {...}, "params": {...}, "value": 2.31, "state": "complete"}``
+- ``--json-file FILE``: a list of ``{"scale": {...}, "params": {...}, "value": 2.31, "state": "complete"}``
   objects, or ``{"observations": [...]}``.
 - ``--storage URL --study NAME``: an Optuna study (``pip install 'transfersearch[optuna]'``).
 """
@@ -20,7 +22,9 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib
+import importlib.metadata
 import json
+import logging
 import math
 import sys
 from collections.abc import Mapping, Sequence
@@ -29,16 +33,26 @@ from typing import Any
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.extrapolate import Extrapolation, Validation, extrapolate, validate
-from transfersearch.observations import Observation, check_scale_names, observations_from_frame
+from transfersearch.observations import (
+    Observation,
+    as_observations,
+    check_scale_names,
+    observations_from_records,
+)
 from transfersearch.report import format_table
 from transfersearch.scale import Scale
 from transfersearch.space import Hyperparameters
 from transfersearch.stored_space import target_hyperparameters
 from transfersearch.summary import extrapolation_to_dict
 
-__all__ = ["build_parser", "load_observations", "main", "parse_scale"]
+__all__ = ["COMMANDS_GROUP", "build_parser", "load_observations", "main", "parse_scale"]
+
+logger = logging.getLogger(__name__)
 
 EXIT_BAD_INPUT = 2
+#: The entry-point group of further subcommands: each names a function that takes argparse's
+#: subparsers object, adds its parser and sets ``handler`` (args -> exit status) as a default.
+COMMANDS_GROUP = "transfersearch.commands"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -87,17 +101,6 @@ def _split_names(text: str | None) -> list[str] | None:
     return names
 
 
-class _Rows:
-    """The two things :func:`observations_from_frame` reads from a DataFrame, over CSV rows."""
-
-    def __init__(self, columns: Sequence[str], records: list[dict[str, Any]]) -> None:
-        self.columns = list(columns)
-        self._records = records
-
-    def to_dict(self, orient: str) -> list[dict[str, Any]]:
-        return self._records
-
-
 def _number_or_text(raw: str | None) -> Any:
     if raw is None:
         return math.nan
@@ -136,8 +139,8 @@ def _read_csv(
         state = record.get("state")
         if isinstance(state, float):  # an empty state cell means "complete"
             record["state"] = "complete"
-    return observations_from_frame(
-        _Rows(columns, records), scale_columns=scale_columns, value_column=value_column
+    return observations_from_records(
+        columns, records, scale_columns=scale_columns, value_column=value_column
     )
 
 
@@ -153,14 +156,14 @@ def _read_json(path: Path) -> list[Observation]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
-        raise TransferSearchError(_not_text("--json", path, exc, "a JSON file")) from None
+        raise TransferSearchError(_not_text("--json-file", path, exc, "a JSON file")) from None
     except json.JSONDecodeError as exc:
-        raise TransferSearchError(f"--json {path}: not valid JSON ({exc}).") from None
+        raise TransferSearchError(f"--json-file {path}: not valid JSON ({exc}).") from None
     if isinstance(data, Mapping):
         data = data.get("observations")
     if not isinstance(data, list):
         raise TransferSearchError(
-            f'--json {path}: expected a list of observations or {{"observations": [...]}}, got '
+            f'--json-file {path}: expected a list of observations or {{"observations": [...]}}, got '
             f'{type(data).__name__}. Each item: {{"scale": {{...}}, "params": {{...}}, '
             '"value": 2.31}.'
         )
@@ -168,7 +171,7 @@ def _read_json(path: Path) -> list[Observation]:
     for index, item in enumerate(data):
         if not isinstance(item, Mapping) or not {"scale", "params", "value"} <= set(item):
             raise TransferSearchError(
-                f"--json {path}: item {index} must be an object with 'scale', 'params' and 'value', "
+                f"--json-file {path}: item {index} must be an object with 'scale', 'params' and 'value', "
                 f"but got {item!r:.120}."
             )
         value = item["value"]
@@ -216,14 +219,14 @@ def load_observations(args: argparse.Namespace) -> Any:
         flag
         for flag, value in (
             ("--csv", args.csv),
-            ("--json", args.json_file),
+            ("--json-file", args.json_file),
             ("--storage", args.storage),
         )
         if value
     ]
     if len(given) != 1:
         raise TransferSearchError(
-            f"give exactly one source of observations: --csv FILE, --json FILE or --storage URL "
+            f"give exactly one source of observations: --csv FILE, --json-file FILE or --storage URL "
             f"--study NAME (got {given or 'none'})."
         )
     if args.storage:
@@ -369,7 +372,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from transfersearch.report import plot_report
 
     source, _, result = _fit(args)
-    observations = source if isinstance(source, list) else _study_observations(source)
+    observations = source if isinstance(source, list) else as_observations(source)
     out = plot_report(observations, result, args.out, level=args.level)
     print(f"wrote {out}")
     if args.html:
@@ -387,64 +390,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _study_observations(study: Any) -> list[Observation]:
-    from transfersearch.observations import as_observations
-
-    return as_observations(study)
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    seed = _seed(args)
-    try:
-        demo = importlib.import_module("transfersearch.integrations.demo")
-    except ImportError as exc:
-        raise TransferSearchError(
-            f"the demo needs torch, optuna, matplotlib and tqdm: pip install "
-            f"'transfersearch[demo]' ({exc})."
-        ) from None
-    result = demo.run(
-        out=Path(args.out),
-        full=args.full,
-        quick=args.quick,
-        device=args.device,
-        trials=args.trials,
-        seed=seed,
-    )
-    return 0 if result is not None else 1
-
-
 # ----------------------------------------------------------------------------------------------
 # Parser
 # ----------------------------------------------------------------------------------------------
-class _JsonAction(argparse.Action):
-    """``--json FILE`` reads observations; a bare ``--json`` asks for JSON output."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        if values is None:
-            namespace.as_json = True
-        else:
-            namespace.json_file = values
-
-
 def _add_source(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("observations (give one source)")
     group.add_argument(
         "--csv", metavar="FILE", help="CSV, one row per trial (scale.*, params.*, value)"
     )
     group.add_argument(
-        "--json",
+        "--json-file",
         dest="json_file",
         metavar="FILE",
-        nargs="?",
-        action=_JsonAction,
-        help='with FILE: read a JSON list of {"scale": {...}, "params": {...}, '
-        '"value": ...}; without: print the result as JSON',
+        help='a JSON list of {"scale": {...}, "params": {...}, "value": ...}',
     )
     group.add_argument("--storage", metavar="URL", help="Optuna storage, e.g. sqlite:///proxy.db")
     group.add_argument("--study", metavar="NAME", help="Optuna study name (with --storage)")
@@ -459,7 +417,9 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="CSV: the metric column (default: value)",
     )
-    parser.set_defaults(as_json=False)
+    parser.add_argument(
+        "--json", dest="as_json", action="store_true", help="print the result as JSON"
+    )
     parser.add_argument(
         "--params",
         metavar="A,B",
@@ -492,42 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    demo = sub.add_parser(
-        "demo",
-        help="train a real proxy ladder and transfer it to a 4x wider target (~4 min CPU)",
-        description="Sweep base lr and tau_epoch with Optuna on a ladder of small character-level "
-        "models trained on Python's standard library, fit how the optimum moves with width and "
-        "data, extrapolate to a target 4x wider with 8x more data, and measure the regret there "
-        "of transfersearch, copying the best proxy, and muP with weight decay held fixed.",
-    )
-    demo.add_argument(
-        "--out",
-        default="transfersearch-demo",
-        metavar="DIR",
-        help="output folder: study.db, summary.json, report.png "
-        "(default: ./transfersearch-demo; re-running resumes the study)",
-    )
-    demo.add_argument("--full", action="store_true", help="a bigger ladder and target (longer)")
-    demo.add_argument(
-        "--quick",
-        action="store_true",
-        help="a tiny ladder for tests (seconds; the numbers mean little)",
-    )
-    demo.add_argument(
-        "--device",
-        choices=("cpu", "cuda", "auto"),
-        default="auto",
-        help="where to train (default: auto = cuda if available)",
-    )
-    demo.add_argument(
-        "--trials",
-        type=int,
-        default=None,
-        metavar="N",
-        help="proxy trials in total (default depends on the mode)",
-    )
-    demo.add_argument("--seed", type=int, default=0, help="seed of the sweep (default: 0)")
-    demo.set_defaults(handler=_cmd_demo)
+    _add_installed_commands(sub)
 
     ext = sub.add_parser(
         "extrapolate",
@@ -594,6 +519,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.set_defaults(handler=_cmd_report)
     return parser
+
+
+def _add_installed_commands(sub: Any) -> None:
+    """Add the subcommands named in the :data:`COMMANDS_GROUP` entry points (e.g. ``demo``)."""
+    entries = sorted(importlib.metadata.entry_points(group=COMMANDS_GROUP), key=lambda e: e.name)
+    for entry in entries:
+        try:
+            add = entry.load()
+        except ImportError as exc:
+            logger.warning("subcommand %r (%s) cannot be loaded: %s", entry.name, entry.value, exc)
+            continue
+        add(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,105 +1,57 @@
 """The proxy ladder: which rung each trial runs on, and where the fitted law says to look.
 
-One implementation, used by both the Optuna sampler and the Ray Tune searcher:
+One implementation for both adapters (the Optuna sampler and the Ray Tune searcher):
+:meth:`TransferPlanner.assign_rung` returns a :class:`RungDecision` (budget order, with law
+gating for concurrent trials) and :meth:`TransferPlanner.propose` a :class:`Proposal` (the law's
+point, a draw around it, or "leave it to the base sampler"). The policy and its reasons are in
+``docs/design.md``; decisions are logged to ``logging.getLogger("transfersearch.ladder")``.
 
-* **Rung policy** (:meth:`TransferPlanner.assign_rung`): rungs are ordered by cost (default
-  width² × dataset_size, see :func:`default_cost`); each trial goes to the cheapest rung whose budget
-  (``trials_per_rung``) is not yet used up. Once every budget is spent, further trials go to the rung
-  with the smallest fraction of its budget used (cheapest first on ties).
-* **Law gating** (``gate_on_law``, for concurrent trials): the law of a rung needs two *other*
-  rungs with ``min_trials`` finished trials, so the rungs from the third cheapest on are the ones
-  that use it. When such a rung is next by the budget order but its law is only *pending*
-  (:meth:`TransferPlanner.law_pending`: not available now, but available once trials now running
-  on other rungs finish), :meth:`TransferPlanner.assign_rung` does not start it without the law:
-  given ``wait=True`` it returns None (the caller asks again later: Ray Tune's ``suggest``), else
-  it *detours* the trial to the cheapest lower rung that is not saturated (fewer than
-  ``detour_limit`` × its budget started; an Optuna worker cannot wait). Detours overshoot the
-  lower rungs' budgets by the cheap trials that fit into the wait (a pending law opens as soon
-  as the running trials finish), never beyond ``detour_limit`` × budget; past that the trial
-  runs on its rung without the law. With one trial at a time nothing is running, no law is
-  ever pending, and the policy is the plain budget order.
-* **Law-guided focus** (:meth:`TransferPlanner.propose`): once at least two rungs have enough
-  finished trials for an optimum estimate, :func:`transfersearch.extrapolate` fits the
-  optimum-vs-scale law and predicts the optimum at the trial's rung. The first trial of the rung
-  runs at the predicted point; later ones, with probability ``focus``, at a point drawn around it
-  (log-normal for log-scale coordinates, normal otherwise) with the law's predictive spread; the
-  rest are left to the base sampler, which sees only its own rung's history.
+    >>> from transfersearch import synthetic
+    >>> planner = TransferPlanner(synthetic.make_space(), synthetic.LADDER, seed=0)
+    >>> planner.assign_rung([0, 0, 0, 0])
+    RungDecision(rung=0, detoured_from=None, wait=False)
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from transfersearch.cost import default_cost as default_cost  # re-exported: its old home
 from transfersearch.errors import TransferSearchError
 from transfersearch.fit import Direction, check_direction
+from transfersearch.ledger import TrialLedger
+from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 from transfersearch.space import Float, Int, TransferSpace
 
-if TYPE_CHECKING:
-    from transfersearch.observations import Observation
+__all__ = ["FitAttempt", "Proposal", "RungDecision", "TransferPlanner"]
 
-__all__ = ["Proposal", "TransferPlanner", "default_cost", "gpu_shares", "snap_gpu_share"]
+logger = logging.getLogger(__name__)
 
 STATE_VERSION = 1
 
 
-def default_cost(scale: Scale) -> float:
-    """Relative compute of a run at ``scale``: width² × dataset_size × epochs (absent names count 1).
+class RungDecision(NamedTuple):
+    """Where the next trial runs.
 
-    Width² approximates parameters (and FLOPs per sample) of a transformer or MLP of fixed depth;
-    dataset_size × epochs is the number of samples processed.
+    Attributes:
+        rung: the rung (index in cost order). With ``wait`` it is the rung held back.
+        detoured_from: the rung the budget order chose when the law gate sent the trial to the
+            cheaper ``rung`` instead; None when the trial was not detoured.
+        wait: True when the caller should start nothing now and ask again once a trial ends
+            (only when :meth:`TransferPlanner.assign_rung` was called with ``wait=True``).
     """
-    width = scale.get("width", 1.0)
-    return width * width * scale.get("dataset_size", 1.0) * scale.get("epochs", 1.0)
 
-
-def snap_gpu_share(share: float) -> float:
-    """Round a GPU share up to a unit fraction 1/k below one GPU (k trials fill it exactly) and to
-    a whole number of GPUs at or above one; 0 stays 0 (CPU only)."""
-    if share <= 0:
-        return 0.0
-    if share >= 1.0:
-        return float(math.ceil(share - 1e-9))
-    return 1.0 / math.floor(1.0 / share + 1e-9)
-
-
-def gpu_shares(
-    costs: Sequence[float], *, min_gpu: float, max_gpu: float = 1.0
-) -> tuple[float, ...]:
-    """GPUs per trial for rungs of the given costs: the one GPU packing rule of both adapters.
-
-    A rung of cost ``c`` gets ``max_gpu · c / c_max`` GPUs (``c_max``: the most expensive rung),
-    never less than ``min_gpu``, snapped by :func:`snap_gpu_share`: below one GPU up to 1/k (k
-    trials share a GPU), from one GPU up to a whole number. A share is the GPU compute a trial's
-    cost deserves, so every rung runs for a similar wall time and a proxy too small to saturate a
-    GPU shares it; with ``min_gpu = 1/k_max`` at most ``k_max`` trials share one GPU.
-
-    Args:
-        costs: the rungs' relative costs (any order; positive and finite).
-        min_gpu: the smallest share a trial gets (e.g. 0.25: at most four trials per GPU).
-        max_gpu: GPUs per trial of the most expensive rung.
-
-    Returns:
-        One share per cost, in the order given.
-
-    Raises:
-        TransferSearchError: no costs, a cost that is not positive and finite, or a share bound
-            that is not positive.
-    """
-    values = [float(c) for c in costs]
-    if not values or any(not math.isfinite(c) or c <= 0 for c in values):
-        raise TransferSearchError(f"`costs` must be positive finite numbers, but got {values}.")
-    for name, bound in (("min_gpu", min_gpu), ("max_gpu", max_gpu)):
-        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not bound > 0:
-            raise TransferSearchError(f"`{name}` must be a positive GPU share, but got {bound!r}.")
-    top = max(values)
-    return tuple(snap_gpu_share(max(min_gpu, max_gpu * cost / top)) for cost in values)
+    rung: int
+    detoured_from: int | None
+    wait: bool
 
 
 @dataclass(frozen=True)
@@ -115,6 +67,38 @@ class Proposal:
     source: str
 
 
+@dataclass(frozen=True)
+class FitAttempt:
+    """One fit of the optimum-vs-scale law for a rung, as :meth:`TransferPlanner.prediction` ran it.
+
+    Attributes:
+        rung: the rung the law predicts for.
+        trials: complete trials per source rung that went into the fit.
+        error: why the fit failed (``"ExceptionType: message"``); None when it succeeded.
+        warnings: the warnings the fit raised (each also logged).
+    """
+
+    rung: int
+    trials: Mapping[Scale, int]
+    error: str | None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when the fit succeeded."""
+        return self.error is None
+
+
+#: What a failing fit may raise and the planner survives: bad data for the law (too few usable
+#: trials, a degenerate design) or a numerical failure. Anything else is a bug and propagates.
+_FIT_ERRORS: tuple[type[BaseException], ...] = (
+    TransferSearchError,
+    ValueError,
+    np.linalg.LinAlgError,
+    FloatingPointError,
+)
+
+
 class TransferPlanner:
     """Rung assignment and law-guided proposals over a ladder of proxy scales.
 
@@ -124,7 +108,7 @@ class TransferPlanner:
         trials_per_rung: budget per rung: an int for all, a sequence (in cost order), or None for
             the default: ``first_rungs_trials`` for the two cheapest rungs and
             ``later_rungs_trials`` for the others (the law needs fewer there).
-        cost: relative cost of a scale (default :func:`default_cost`).
+        cost: relative cost of a scale (default :func:`~transfersearch.cost.default_cost`).
         min_trials: finished trials a rung needs before its optimum enters the law.
         focus: probability that a later trial on a law-guided rung is drawn around the prediction
             instead of by the base sampler.
@@ -140,16 +124,16 @@ class TransferPlanner:
             rung's finished trials have grown by this factor since the last fit (1.0: on every
             new trial). Refits then grow logarithmically with the study, not linearly.
         direction: ``"minimize"`` (default) or ``"maximize"`` the observations' values, which
-            are the raw metric; passed to :func:`transfersearch.extrapolate`. The adapters set it
-            from the study's direction (Optuna) or the searcher's mode (Ray).
+            are the raw metric; passed to :func:`transfersearch.extrapolate`. Fixed for the
+            planner's life (:meth:`replace` makes a planner for the other direction).
         gate_on_law: hold back a law-using rung whose law is pending (see :meth:`assign_rung`);
             only matters when trials run concurrently. False: the plain budget order.
         detour_limit: a lower rung takes detoured trials until it has started this many times
             its budget (>= 1; 1: no detour, a trial that cannot wait runs without the law).
 
     Raises:
-        TransferSearchError: an empty ladder, duplicate scales, a bad budget, probability or
-            detour limit.
+        TransferSearchError: an empty ladder, duplicate scales, a bad budget, probability,
+            direction or detour limit.
     """
 
     def __init__(
@@ -172,6 +156,22 @@ class TransferPlanner:
         gate_on_law: bool = True,
         detour_limit: float = 2.0,
     ) -> None:
+        self._options: dict[str, Any] = {
+            "trials_per_rung": trials_per_rung,
+            "cost": cost,
+            "first_rungs_trials": first_rungs_trials,
+            "later_rungs_trials": later_rungs_trials,
+            "min_trials": min_trials,
+            "focus": focus,
+            "min_spread": min_spread,
+            "n_bootstrap": n_bootstrap,
+            "seed": seed,
+            "transfer": transfer,
+            "refit_growth": refit_growth,
+            "direction": direction,
+            "gate_on_law": gate_on_law,
+            "detour_limit": detour_limit,
+        }
         if not isinstance(space, TransferSpace):
             raise TransferSearchError(f"`space` must be a TransferSpace, but got {space!r}.")
         if not ladder:
@@ -221,13 +221,17 @@ class TransferPlanner:
             )
         self.gate_on_law = bool(gate_on_law)
         self.detour_limit = float(detour_limit)
+        check_direction(direction)
+        self._direction: Direction = direction
+        self._numeric = [
+            n for n, d in self.space.distributions.items() if isinstance(d, (Float, Int))
+        ]
         self._rng = np.random.default_rng(seed)
-        # rung -> (finished trials per qualifying rung at the last fit, the fit's result)
+        # rung -> (complete trials per qualifying rung at the last fit, the fit's result)
         self._cache: dict[
             int, tuple[dict[Scale, int], tuple[dict[str, float], dict[str, float]] | None]
         ] = {}
-        self._direction: Direction = "minimize"
-        self.direction = direction
+        self._fit_attempts: list[FitAttempt] = []
 
     def _budgets(
         self, trials_per_rung: int | Sequence[int] | None, first: int, later: int
@@ -253,17 +257,27 @@ class TransferPlanner:
         """Whether the law looks for the smallest (``"minimize"``) or largest metric."""
         return self._direction
 
-    @direction.setter
-    def direction(self, direction: Direction) -> None:
-        """Set the direction; cached fits made for the other direction are dropped.
+    def replace(self, **changes: Any) -> TransferPlanner:
+        """A planner with the same space, ladder and options except ``changes`` (e.g.
+        ``direction="maximize"``), continuing this one's random stream.
 
         Raises:
-            TransferSearchError: ``direction`` is neither ``"minimize"`` nor ``"maximize"``.
+            TransferSearchError: an unknown option, or a value the constructor refuses.
         """
-        check_direction(direction)
-        if direction != self._direction:
-            self._cache.clear()
-        self._direction = direction
+        unknown = sorted(set(changes) - set(self._options))
+        if unknown:
+            raise TransferSearchError(
+                f"TransferPlanner has no option {unknown}; it has {sorted(self._options)}."
+            )
+        planner = TransferPlanner(self.space, self.ladder, **{**self._options, **changes})
+        if "seed" not in changes:
+            planner.load_state_dict(self.state_dict())
+        return planner
+
+    @property
+    def fit_attempts(self) -> tuple[FitAttempt, ...]:
+        """Every fit of the law so far, failed ones with their error (see :class:`FitAttempt`)."""
+        return tuple(self._fit_attempts)
 
     # ------------------------------------------------------------------------------------------
     def rung_of(self, scale: Scale | Mapping[str, float]) -> int:
@@ -291,26 +305,6 @@ class TransferPlanner:
                 return i
         return min(range(len(self.ladder)), key=lambda i: (counts[i] / self.budgets[i], i))
 
-    @overload
-    def assign_rung(
-        self,
-        started: Mapping[int, int] | Sequence[int],
-        *,
-        observations: Sequence[Observation] | None = None,
-        running: Mapping[int, int] | Sequence[int] | None = None,
-        wait: Literal[False] = False,
-    ) -> int: ...
-
-    @overload
-    def assign_rung(
-        self,
-        started: Mapping[int, int] | Sequence[int],
-        *,
-        observations: Sequence[Observation] | None = None,
-        running: Mapping[int, int] | Sequence[int] | None = None,
-        wait: bool,
-    ) -> int | None: ...
-
     def assign_rung(
         self,
         started: Mapping[int, int] | Sequence[int],
@@ -318,14 +312,14 @@ class TransferPlanner:
         observations: Sequence[Observation] | None = None,
         running: Mapping[int, int] | Sequence[int] | None = None,
         wait: bool = False,
-    ) -> int | None:
+    ) -> RungDecision:
         """The rung for the next trial, given how many trials each rung has started.
 
         The budget order: the cheapest rung with budget left; past every budget, the rung with
         the smallest used fraction (cheapest on ties). With ``gate_on_law`` and ``observations``
         given, a rung from the third cheapest on whose law is pending (:meth:`law_pending`) is
-        held back: with ``wait=True`` the answer is None (ask again when a trial finishes), else
-        the trial detours to the cheapest lower rung that has started fewer than
+        held back: with ``wait=True`` the decision is to wait (ask again when a trial finishes),
+        else the trial detours to the cheapest lower rung that has started fewer than
         ``detour_limit`` × its budget and is not itself waiting for its law; when every lower
         rung is saturated the trial stays on the rung and runs without the law. Sequential use
         (nothing ``running``) never gates.
@@ -333,29 +327,47 @@ class TransferPlanner:
         Args:
             started: trials per rung (mapping rung -> count, or a sequence in cost order) that
                 are running or finished, not the failed ones that will be retried.
-            observations: the finished trials (any rung, any state), for :meth:`law_pending`.
+            observations: the finished trials (any rung, any state), for :meth:`law_pending`; a
+                :class:`~transfersearch.ledger.TrialLedger` keeps this O(rungs) per call.
             running: trials per rung now running (the trial being planned not among them).
-            wait: whether the caller can wait (None means "ask again later").
+            wait: whether the caller can wait.
 
         Returns:
-            A rung index in cost order, or None (only with ``wait=True``) to wait.
+            The :class:`RungDecision`.
         """
         counts = self._per_rung(started)
         rung = self._budget_order(counts)
         if not self.gate_on_law or observations is None or rung < 2:
-            return rung
+            logger.debug("rung %d by the budget order (started per rung: %s)", rung, counts)
+            return RungDecision(rung, None, False)
         in_flight = self._per_rung(running)
-        if not self.law_pending(rung, observations, in_flight):
-            return rung
+        complete = _complete_counts(observations)
+        if not self._law_pending(rung, complete, in_flight):
+            logger.debug("rung %d by the budget order (started per rung: %s)", rung, counts)
+            return RungDecision(rung, None, False)
         if wait:
-            return None
+            logger.info(
+                "waiting: the law for rung %d is pending on running trials %s", rung, in_flight
+            )
+            return RungDecision(rung, None, True)
         for lower in range(rung):
             if counts[lower] >= self.detour_limit * self.budgets[lower]:
                 continue
-            if lower >= 2 and self.law_pending(lower, observations, in_flight):
+            if lower >= 2 and self._law_pending(lower, complete, in_flight):
                 continue
-            return lower
-        return rung
+            logger.info(
+                "detour: rung %d instead of %d, whose law is pending on running trials %s",
+                lower,
+                rung,
+                in_flight,
+            )
+            return RungDecision(lower, rung, False)
+        logger.info(
+            "rung %d runs without its pending law: every lower rung has started %g x its budget",
+            rung,
+            self.detour_limit,
+        )
+        return RungDecision(rung, None, False)
 
     def law_pending(
         self,
@@ -376,99 +388,114 @@ class TransferPlanner:
             observations: the finished trials (any rung, any state).
             running: trials per rung now running (mapping rung -> count, or a sequence).
         """
-        if not self.transfer or not self.numeric_names():
+        return self._law_pending(rung, _complete_counts(observations), self._per_rung(running))
+
+    def _law_pending(
+        self, rung: int, complete: Mapping[Scale, int], in_flight: Sequence[int]
+    ) -> bool:
+        if not self.transfer or not self._numeric:
             return False
-        complete = self._complete_counts(self.ladder[rung], observations)
-        if sum(n >= self.min_trials for n in complete.values()) >= 2:
+        target = self.ladder[rung]
+        now = sum(n >= self.min_trials for s, n in complete.items() if s != target)
+        if now >= 2:
             return False
-        in_flight = self._per_rung(running)
+        merged = {s: n for s, n in complete.items() if s != target}
         for other, count in enumerate(in_flight):
             if other != rung and count > 0:
                 scale = self.ladder[other]
-                complete[scale] = complete.get(scale, 0) + count
-        return sum(n >= self.min_trials for n in complete.values()) >= 2
-
-    @staticmethod
-    def _complete_counts(target: Scale, observations: Sequence[Observation]) -> dict[Scale, int]:
-        """Complete observations per scale, ``target`` left out: the law's sources."""
-        complete: dict[Scale, int] = {}
-        for obs in observations:
-            if obs.scale != target and obs.state == "complete":
-                complete[obs.scale] = complete.get(obs.scale, 0) + 1
-        return complete
-
-    @property
-    def total_budget(self) -> int:
-        """The sum of the per-rung budgets."""
-        return sum(self.budgets)
+                merged[scale] = merged.get(scale, 0) + count
+        return sum(n >= self.min_trials for n in merged.values()) >= 2
 
     def numeric_names(self) -> list[str]:
         """Swept coordinates the law can model (Float and Int, not Choice)."""
-        return [n for n, d in self.space.distributions.items() if isinstance(d, (Float, Int))]
+        return list(self._numeric)
 
     def prediction(
         self, rung: int, observations: Sequence[Observation]
     ) -> tuple[dict[str, float], dict[str, float]] | None:
         """The law's predicted optimum at ``rung`` and its spread (log units for log coordinates).
 
-        Uses rungs other than ``rung`` that have at least ``min_trials`` finished trials; needs two
-        such rungs. Returns None when the law is not available yet or the fit fails.
+        Uses rungs other than ``rung`` that have at least ``min_trials`` complete trials; needs two
+        such rungs. Returns None when the law is not available yet or the fit fails; a failed
+        fit is logged (logger ``transfersearch.ladder``) and recorded in :attr:`fit_attempts`,
+        and is retried once the source rungs have grown by ``refit_growth``.
+
+        Args:
+            rung: the rung to predict for.
+            observations: the finished trials (any rung, any state); a
+                :class:`~transfersearch.ledger.TrialLedger` makes the check before a refit
+                O(rungs) instead of O(trials).
         """
-        target = self.ladder[rung]
-        names = self.numeric_names()
+        names = self._numeric
         if not names:
             return None
-        finished = self._complete_counts(target, observations)
-        rungs = {s for s, n in finished.items() if n >= self.min_trials}
-        if len(rungs) < 2:
+        target = self.ladder[rung]
+        complete = _complete_counts(observations)
+        counts = {s: n for s, n in complete.items() if s != target and n >= self.min_trials}
+        if len(counts) < 2:
             return None
-        counts = {s: finished[s] for s in rungs}
         cached = self._cache.get(rung)
-        if cached is not None and set(cached[0]) == rungs:
+        if cached is not None and set(cached[0]) == set(counts):
             last = cached[0]
-            if all(counts[s] < self.refit_growth * last[s] or counts[s] == last[s] for s in rungs):
+            if all(n < self.refit_growth * last[s] or n == last[s] for s, n in counts.items()):
                 return cached[1]
-        usable = [o for o in observations if o.scale in rungs]
+        result = self._fit(rung, [o for o in observations if o.scale in counts], counts)
+        self._cache[rung] = (counts, result)
+        return result
+
+    def _fit(
+        self, rung: int, usable: list[Observation], counts: Mapping[Scale, int]
+    ) -> tuple[dict[str, float], dict[str, float]] | None:
+        """Fit the law on ``usable`` and predict at ``rung``; a failure is logged and recorded."""
         from transfersearch.extrapolate import extrapolate
 
-        result: tuple[dict[str, float], dict[str, float]] | None
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+        names = self._numeric
+        error: str | None = None
+        result: tuple[dict[str, float], dict[str, float]] | None = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
                 fit = extrapolate(
                     usable,
-                    target=target,
+                    target=self.ladder[rung],
                     params=names,
                     direction=self._direction,
                     n_bootstrap=self.n_bootstrap,
                     seed=0 if self.seed is None else self.seed,
                 )
-            center = {n: float(fit.params[n]) for n in names}
-            bounds = fit.interval(0.68)
-            spread = {}
-            for n in names:
-                low, high = bounds[n]
-                spread[n] = self._spread(n, float(low), float(high))
-            result = (center, spread)
-        except (TransferSearchError, ValueError, np.linalg.LinAlgError, FloatingPointError):
-            result = None
-        self._cache[rung] = (counts, result)
+                center = {n: float(fit.params[n]) for n in names}
+                bounds = fit.interval(0.68)
+                spread = {
+                    n: self._spread(n, float(bounds[n][0]), float(bounds[n][1])) for n in names
+                }
+                result = (center, spread)
+            except _FIT_ERRORS as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                sources = {
+                    self.ladder.index(s) if s in self.ladder else s: n for s, n in counts.items()
+                }
+                logger.warning(
+                    "the law for rung %d failed to fit (%s); complete trials per source rung: %s. "
+                    "Its trials go to the base sampler until those rungs grow by %g x",
+                    rung,
+                    error,
+                    sources,
+                    self.refit_growth,
+                )
+        messages = tuple(f"{w.category.__name__}: {w.message}" for w in caught)
+        for message in messages:
+            logger.info("the law fit for rung %d warned: %s", rung, message)
+        self._fit_attempts.append(FitAttempt(rung, dict(counts), error, messages))
+        if error is None:
+            logger.debug("the law for rung %d predicts %s", rung, result)
         return result
 
     def _spread(self, name: str, low: float, high: float) -> float:
         dist = self.space.distributions[name]
-        assert isinstance(dist, (Float, Int))
+        assert isinstance(dist, (Float, Int))  # _numeric holds Float and Int coordinates only
         if dist.log and low > 0 and high > 0:
             return max(0.5 * math.log(high / low), self.min_spread)
         return max(0.5 * (high - low), self.min_spread * (dist.high - dist.low))
-
-    def _clip(self, name: str, value: float) -> float:
-        dist = self.space.distributions[name]
-        assert isinstance(dist, (Float, Int))
-        clipped = min(max(value, dist.low), dist.high)
-        if isinstance(dist, Int):
-            return float(round((clipped - dist.low) / dist.step) * dist.step + dist.low)
-        return clipped
 
     def propose(
         self, rung: int, observations: Sequence[Observation], started_at_rung: int
@@ -477,46 +504,28 @@ class TransferPlanner:
 
         Args:
             rung: the rung the trial runs on.
-            observations: every trial so far (any rung; failed and diverged included).
+            observations: every finished trial so far (any rung; failed and diverged included).
             started_at_rung: trials already started at this rung before this one.
         """
         predicted = self.prediction(rung, observations) if self.transfer else None
         if predicted is None:
             return Proposal(rung, {}, "base")
         center, spread = predicted
+        distributions = self.space.distributions
         if started_at_rung == 0:
-            return Proposal(rung, {n: self._clip(n, v) for n, v in center.items()}, "law-point")
+            params = {n: distributions[n].snap(v) for n, v in center.items()}
+            return Proposal(rung, params, "law-point")
         if self._rng.random() >= self.focus:
             return Proposal(rung, {}, "base")
-        params: dict[str, float] = {}
+        params = {}
         for name, value in center.items():
-            dist = self.space.distributions[name]
-            assert isinstance(dist, (Float, Int))
-            if dist.log and value > 0:
+            dist = distributions[name]
+            if dist.log and value > 0:  # type: ignore[union-attr]  # numeric: Float or Int
                 draw = value * math.exp(self._rng.normal(0.0, spread[name]))
             else:
                 draw = value + self._rng.normal(0.0, spread[name])
-            params[name] = self._clip(name, draw)
+            params[name] = dist.snap(draw)
         return Proposal(rung, params, "law-neighbourhood")
-
-    def gpu_packing(self, max_per_gpu: int = 4) -> tuple[int, ...]:
-        """How many trials of each rung (cost order) may share one GPU.
-
-        The rule is :func:`gpu_shares` with ``min_gpu = 1 / max_per_gpu`` and ``max_gpu = 1``
-        (the one the Ray adapter applies too): the most expensive rung runs alone; a rung costing
-        at most 1/k of it packs k per GPU, ``k = clamp(floor(cost_top / cost_rung), 1,
-        max_per_gpu)``. Memory and FLOPs both grow with the cost model, so this keeps a packed GPU
-        no busier than one top-rung trial.
-
-        Raises:
-            TransferSearchError: ``max_per_gpu`` is below 1.
-        """
-        if isinstance(max_per_gpu, bool) or not isinstance(max_per_gpu, int) or max_per_gpu < 1:
-            raise TransferSearchError(
-                f"`max_per_gpu` must be an int >= 1, but got max_per_gpu={max_per_gpu!r}."
-            )
-        shares = gpu_shares(self.costs, min_gpu=1.0 / max_per_gpu)
-        return tuple(round(1.0 / share) for share in shares)
 
     def reseed(self, seed: int | None = None) -> None:
         """Restart the planner's random draws from ``seed`` (None: fresh OS entropy).
@@ -539,3 +548,10 @@ class TransferPlanner:
                 f"planner state version {version!r} is not supported (expected {STATE_VERSION})."
             )
         self._rng.bit_generator.state = state["rng"]
+
+
+def _complete_counts(observations: Sequence[Observation]) -> Mapping[Scale, int]:
+    """Complete observations per scale: kept by a TrialLedger, else counted (O(trials))."""
+    if isinstance(observations, TrialLedger):
+        return observations.complete_counts()
+    return TrialLedger(observations).complete_counts()

@@ -15,39 +15,55 @@ Sources accepted by :func:`as_observations` (and so by ``extrapolate`` and ``val
   - the metric: column ``value_column`` (default ``"value"``);
   - optional ``state`` column with ``"complete"``, ``"failed"`` or ``"pruned"`` (default complete);
 
-- an Optuna ``Study``, a Ray Tune ``ResultGrid`` or ``ExperimentAnalysis``, or the directory of a
-  Ray Tune experiment (a ``str`` or ``os.PathLike`` naming an existing directory, e.g. a restored
-  ``storage_path/name``), dispatched lazily to
-  ``transfersearch.integrations.optuna.observations_from_study`` and
-  ``transfersearch.integrations.ray.observations_from_result_grid``.
+- any other object whose framework has a registered reader: an adapter registers one with
+  :func:`register_reader`, or names it in the ``transfersearch.readers`` entry-point group under the
+  top-level module of the source's type (the package ships ``optuna`` for a ``Study`` and ``ray``
+  for a ``ResultGrid`` or ``ExperimentAnalysis``), and under ``directory`` for an existing
+  directory (a Ray Tune experiment). The core never imports an adapter by name.
 """
 
 from __future__ import annotations
 
-import importlib
+import functools
+import importlib.metadata
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any, Literal
 
-from transfersearch.errors import TransferSearchError, TransferSearchWarning
+from transfersearch.errors import TransferSearchError
+from transfersearch.errors import TransferSearchWarning as TransferSearchWarning  # fitting uses it
 from transfersearch.scale import Scale
 
 __all__ = [
+    "READERS_GROUP",
     "STATES",
     "Observation",
-    "TransferSearchWarning",
+    "Reader",
     "as_observations",
     "check_scale_names",
+    "numeric_params",
     "observations_from_frame",
+    "observations_from_records",
+    "register_reader",
 ]
 
 State = Literal["complete", "failed", "pruned"]
 
 #: The trial states an :class:`Observation` may carry.
 STATES: tuple[str, ...] = ("complete", "failed", "pruned")
+
+#: The entry-point group where an installed adapter names its reader of a framework's objects.
+READERS_GROUP = "transfersearch.readers"
+#: The reader key of an existing directory (a Ray Tune experiment, read from its JSON files).
+DIRECTORY = "directory"
+
+#: A function reading one source into observations.
+Reader = Callable[[Any], Iterable["Observation"]]
+
+_registered: dict[str, Reader] = {}
 
 #: How many offending rows or trials an error message lists before "and N more": enough to find
 #: the pattern (a whole rung, every n-th row), short enough to stay one readable line.
@@ -155,18 +171,15 @@ def as_observations(
         TransferSearchError: the source is of an unsupported type (or a path that is not a
             directory), a DataFrame lacks a needed column, or an element is not an Observation.
     """
-    module = type(source).__module__ or ""
-    root = module.split(".", 1)[0]
+    root = (type(source).__module__ or "").split(".", 1)[0]
     if root == "pandas" and type(source).__name__ == "DataFrame":
         return observations_from_frame(
             source, params=params, scale_columns=scale_columns, value_column=value_column
         )
-    if root == "optuna":
-        return _from_optuna(source)
-    if root == "ray":
-        return _from_ray(source)
+    if root != "builtins" and _has_reader(root):
+        return _read(root, source)
     if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
-        return _from_ray(source)
+        return _read(DIRECTORY, source)
     if isinstance(source, (str, bytes, os.PathLike, Mapping)) or not isinstance(source, Iterable):
         got = type(source).__name__
         if isinstance(source, (str, os.PathLike)):
@@ -195,7 +208,28 @@ def observations_from_frame(
     value_column: str = "value",
     state_column: str = "state",
 ) -> list[Observation]:
-    """Read a pandas DataFrame, one row per trial, into observations.
+    """Read a pandas DataFrame, one row per trial, into observations: its columns and records go
+    to :func:`observations_from_records` (see there for the column convention and errors)."""
+    return observations_from_records(
+        [str(c) for c in frame.columns],
+        frame.to_dict("records"),
+        params=params,
+        scale_columns=scale_columns,
+        value_column=value_column,
+        state_column=state_column,
+    )
+
+
+def observations_from_records(
+    columns: Sequence[str],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    params: Sequence[str] | None = None,
+    scale_columns: Sequence[str] | None = None,
+    value_column: str = "value",
+    state_column: str = "state",
+) -> list[Observation]:
+    """Read a table, one record (column -> cell) per trial, into observations.
 
     Column convention: scale variables come from ``scale_columns`` (named as the columns) or, by
     default, from every ``scale.<name>`` column; parameter ``p`` comes from ``params.<p>`` or, if
@@ -203,7 +237,9 @@ def observations_from_frame(
     from ``value_column``; an optional ``state_column`` holds the trial state.
 
     Args:
-        frame: the pandas DataFrame.
+        columns: the table's column names.
+        records: one mapping column -> cell per row (e.g. ``DataFrame.to_dict("records")`` or
+            ``csv.DictReader`` rows with numbers parsed).
         params: the parameters to read.
         scale_columns: plain column names that hold scale variables.
         value_column: the metric column.
@@ -217,12 +253,12 @@ def observations_from_frame(
             cell is empty (None or NaN): every trial needs its whole scale. The message names the
             column and the rows, counted from 0 after the header.
     """
-    columns = [str(c) for c in frame.columns]
+    columns = [str(c) for c in columns]
     if scale_columns is not None:
         missing = [c for c in scale_columns if c not in columns]
         if missing:
             raise TransferSearchError(
-                f"scale_columns {missing} are not columns of the DataFrame (it has {columns}). "
+                f"scale_columns {missing} are not columns of the table (it has {columns}). "
                 "Pass the names of the columns that hold scale variables."
             )
         scale_map = {c: c for c in scale_columns}
@@ -230,7 +266,7 @@ def observations_from_frame(
         scale_map = {c[len("scale.") :]: c for c in columns if c.startswith("scale.")}
     if not scale_map:
         raise TransferSearchError(
-            f"the DataFrame has no scale columns (columns: {columns}). Name them 'scale.<name>' "
+            f"the table has no scale columns (columns: {columns}). Name them 'scale.<name>' "
             "or pass scale_columns=['width', 'dataset_size']."
         )
     if params is None:
@@ -244,18 +280,17 @@ def observations_from_frame(
                 param_map[name] = name
             else:
                 raise TransferSearchError(
-                    f"parameter {name!r} has no column in the DataFrame (looked for "
+                    f"parameter {name!r} has no column in the table (looked for "
                     f"'params.{name}' and '{name}'; columns: {columns}). Add the column or fix "
                     "`params`."
                 )
     if value_column not in columns:
         raise TransferSearchError(
-            f"value_column={value_column!r} is not a column of the DataFrame (columns: "
+            f"value_column={value_column!r} is not a column of the table (columns: "
             f"{columns}). Pass value_column='<your metric column>'."
         )
     has_state = state_column in columns
     result: list[Observation] = []
-    records = frame.to_dict("records")
     for column in scale_map.values():
         empty = [i for i, row in enumerate(records) if _is_missing(row[column])]
         if empty:
@@ -334,30 +369,55 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _from_optuna(study: Any) -> list[Observation]:
-    """Dispatch to ``transfersearch.integrations.optuna.observations_from_study``."""
-    return _dispatch("optuna", "observations_from_study", study)
+def numeric_params(params: Mapping[str, Any]) -> dict[str, float]:
+    """The coordinates an Observation can hold: the finite real numbers of ``params`` (booleans,
+    strings and other Choice values are dropped)."""
+    return {
+        name: float(value)
+        for name, value in params.items()
+        if isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value))
+    }
 
 
-def _from_ray(result_grid: Any) -> list[Observation]:
-    """Dispatch a ResultGrid (or an experiment directory) to
-    ``transfersearch.integrations.ray.observations_from_result_grid``."""
-    return _dispatch("ray", "observations_from_result_grid", result_grid)
+def register_reader(kind: str, reader: Reader) -> None:
+    """Make :func:`as_observations` read sources of ``kind`` with ``reader``.
+
+    Args:
+        kind: the top-level module of the source's type (``"optuna"`` for an
+            ``optuna.study.Study``), or ``"directory"`` for a path naming an existing directory.
+        reader: source -> observations. It replaces a reader installed under the same kind.
+    """
+    if not isinstance(kind, str) or not kind:
+        raise TransferSearchError(f"`kind` must be a module name, but got {kind!r}.")
+    _registered[kind] = reader
 
 
-def _dispatch(framework: str, function: str, source: Any) -> list[Observation]:
-    try:
-        module = importlib.import_module(f"transfersearch.integrations.{framework}")
-    except ImportError as exc:
-        what = (
-            f"the directory {os.fspath(source)!r}"
-            if isinstance(source, (str, os.PathLike))
-            else f"a {type(source).__name__}"
-        )
-        raise ImportError(
-            f"reading {what} needs the {framework} integration: "
-            f"pip install 'transfersearch[{framework}]' ({exc})."
-        ) from exc
-    reader = getattr(module, function)
-    observations = list(reader(source))
-    return as_observations(observations)
+@functools.cache
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=READERS_GROUP)}
+
+
+def _has_reader(kind: str) -> bool:
+    return kind in _registered or kind in _entry_points()
+
+
+def _read(kind: str, source: Any) -> list[Observation]:
+    """Read ``source`` with the reader registered for ``kind`` (or named by an entry point)."""
+    reader = _registered.get(kind)
+    if reader is None:
+        entry = _entry_points()[kind]
+        try:
+            reader = entry.load()
+        except ImportError as exc:
+            extra = entry.module.rsplit(".", 1)[-1]
+            what = (
+                f"the directory {os.fspath(source)!r}"
+                if isinstance(source, (str, os.PathLike))
+                else f"a {type(source).__name__}"
+            )
+            raise ImportError(
+                f"reading {what} needs the {extra} integration: "
+                f"pip install 'transfersearch[{extra}]' ({exc})."
+            ) from exc
+        _registered[kind] = reader
+    return as_observations(list(reader(source)))

@@ -1,14 +1,15 @@
 """Plots and tables of a transfer: the proxy landscapes, the optimum-vs-scale laws, the target.
 
-matplotlib is imported only inside :func:`plot_report` (``pip install 'transfersearch[plot]'``), so the
-core keeps needing numpy and scipy alone. :func:`format_table` is plain text and needs nothing.
+matplotlib is imported only when drawing (``pip install 'transfersearch[plot]'``), so the core keeps
+needing numpy and scipy alone; figures are plain ``Figure`` objects (:func:`new_figure`), so drawing
+never switches the user's backend. :func:`format_table` is plain text and needs nothing.
 
 The picture has two rows and one column per swept parameter:
 
 - top: the metric against the parameter, one colour per rung (proxy scale), each rung's estimated
   optimum as a dashed vertical line; diverged trials as crosses at the top edge;
 - bottom: the estimated optimum against relative compute (width² × dataset_size × epochs, see
-  :func:`transfersearch.ladder.default_cost`), with error bars, the fitted law drawn along the
+  :func:`transfersearch.cost.default_cost`), with error bars, the fitted law drawn along the
   geometric path from the smallest rung to the target, and the target's prediction with its interval.
 """
 
@@ -21,17 +22,19 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
+from transfersearch.cost import default_cost
 from transfersearch.errors import TransferSearchError
-from transfersearch.ladder import default_cost
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
 if TYPE_CHECKING:
     from transfersearch.extrapolate import Extrapolation
 
-__all__ = ["format_table", "plot_report"]
+__all__ = ["format_table", "new_figure", "plot_report"]
 
-MAX_LOG_BAR = 5.0  # widest error bar drawn on a log axis, in log units (a factor e^5 ~ 150 each way)
+MAX_LOG_BAR = (
+    5.0  # widest error bar drawn on a log axis, in log units (a factor e^5 ~ 150 each way)
+)
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -70,15 +73,20 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _pyplot() -> Any:
+def new_figure(**kwargs: Any) -> Any:
+    """A ``matplotlib.figure.Figure(**kwargs)`` that belongs to no pyplot window: drawing it
+    changes neither the process's backend nor pyplot's figure list (a notebook still shows it).
+
+    Raises:
+        ImportError: matplotlib is not installed (``pip install 'transfersearch[plot]'``).
+    """
     try:
-        matplotlib = importlib.import_module("matplotlib")
+        figure_module = importlib.import_module("matplotlib.figure")
     except ImportError as exc:
         raise ImportError(
             f"plotting needs matplotlib: pip install 'transfersearch[plot]' ({exc})."
         ) from exc
-    matplotlib.use("Agg")
-    return importlib.import_module("matplotlib.pyplot")
+    return figure_module.Figure(**kwargs)
 
 
 def _output_path(path: str | Path) -> Path:
@@ -149,12 +157,13 @@ def plot_report(
         raise TransferSearchError(
             "plot_report needs the proxy observations, but got none. Pass the trials you fitted."
         )
-    plt = _pyplot()
+    figure = new_figure(figsize=(5.2 * len(params), 8.4))
+    colormaps = importlib.import_module("matplotlib").colormaps
     out = _output_path(path)
     scales = sorted({o.scale for o in obs}, key=default_cost)
-    colors = plt.get_cmap("viridis")
+    colors = colormaps["viridis"]
     color_of = {s: colors(i / max(1, len(scales) - 1)) for i, s in enumerate(scales)}
-    figure, axes = plt.subplots(2, len(params), figsize=(5.2 * len(params), 8.4), squeeze=False)
+    axes = figure.subplots(2, len(params), squeeze=False)
     optimum_of = {o.scale: o for o in extrapolation.optima}
     finite = [o.value for o in obs if o.usable]
     low = min(finite) if finite else 0.0
@@ -198,7 +207,6 @@ def plot_report(
     figure.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out, dpi=110, format=out.suffix[1:].lower())
-    plt.close(figure)
     return out
 
 

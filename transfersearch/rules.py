@@ -48,7 +48,6 @@ __all__ = [
     "check_betas",
     "decay_away_warmup_factor",
     "exp_warmup_factor",
-    "independent_wd_at_batch",
     "scale_ema_momentum",
     "su_constant_wd_lr",
     "su_proportional_lr_wd",
@@ -178,6 +177,8 @@ class PowerLinesTau(DatasetRule):
 # Batch rules
 # ----------------------------------------------------------------------------------------------
 BetaForm = Literal["auto", "linear", "power"]
+#: How a batch rule moved one beta: 1 − κ(1 − β) ("linear"), β^κ ("power"), or not at all.
+AppliedBetaForm = Literal["unchanged", "linear", "power"]
 
 
 def _is_unit_interval(value: object) -> bool:
@@ -217,10 +218,10 @@ class BatchTransfer:
     betas: tuple[float, float]
     eps: float
     #: Per beta, "linear" (1 − κ(1 − β)), "power" (β^κ) or "unchanged".
-    beta_forms: tuple[str, str]
+    beta_forms: tuple[AppliedBetaForm, AppliedBetaForm]
 
 
-def _scale_beta(beta: float, kappa: float, form: BetaForm) -> tuple[float, str]:
+def _scale_beta(beta: float, kappa: float, form: BetaForm) -> tuple[float, AppliedBetaForm]:
     """β̂ = 1 − κ(1 − β) (Busbridge et al. App. C), or β^κ where that leaves (0, 1) or when asked."""
     linear = 1.0 - kappa * (1.0 - beta)
     if form == "linear":
@@ -236,7 +237,12 @@ def _scale_beta(beta: float, kappa: float, form: BetaForm) -> tuple[float, str]:
 
 
 def _match_decay(lr: float, weight_decay: float, new_lr: float, kappa: float) -> float:
-    """λ̂ = (1 − (1 − ηλ)^κ) / η̂: κ steps of decay at B equal one step at κB (Busbridge Eq. 11–13)."""
+    """λ̂ = (1 − (1 − ηλ)^κ) / η̂: κ steps of decay at B equal one step at κB (Busbridge Eq. 11–13).
+
+    The per-step decay ηλ is the independent convention's λ' (``w ← (1 − λ')w − ηu``), so
+    η̂λ̂ = 1 − (1 − λ')^κ is the independent decay at batch size κB: the one transform for both
+    conventions.
+    """
     eta_lambda = lr * weight_decay
     if eta_lambda == 0.0:
         return 0.0
@@ -364,15 +370,6 @@ def scale_ema_momentum(momentum: float, kappa: float) -> float:
             "It is the weight of the old average, e.g. 0.999."
         )
     return float(momentum ** check_positive("kappa", kappa))
-
-
-def independent_wd_at_batch(independent_wd: float, kappa: float) -> float:
-    """Independent-convention decay at κB: λ̂' = 1 − (1 − λ')^κ (Busbridge et al. Eq. 11–13)."""
-    if not 0.0 <= independent_wd < 1.0:
-        raise TransferSearchError(
-            f"`independent_wd` must lie in [0, 1), but got independent_wd={independent_wd!r}."
-        )
-    return -math.expm1(kappa * math.log1p(-independent_wd))
 
 
 # ----------------------------------------------------------------------------------------------

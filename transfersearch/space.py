@@ -32,7 +32,14 @@ from typing import Any, Union
 import numpy as np
 
 from transfersearch.errors import TransferSearchError, check_positive
-from transfersearch.rules import GROUPS, MuP, Rule, check_betas, scale_ema_momentum
+from transfersearch.rules import (
+    GROUPS,
+    AppliedBetaForm,
+    MuP,
+    Rule,
+    check_betas,
+    scale_ema_momentum,
+)
 from transfersearch.scale import KNOWN_SCALE_NAMES, Scale
 
 __all__ = [
@@ -45,6 +52,8 @@ __all__ = [
     "TransferSpace",
     "base_point",
     "coordinate_from_base_point",
+    "eta_lambda_from_tau_epoch",
+    "tau_epoch_from_eta_lambda",
 ]
 
 LR_COORDS = ("lr", "base_lr")
@@ -78,6 +87,10 @@ class Float:
         if self.log:
             return float(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
         return float(rng.uniform(self.low, self.high))
+
+    def snap(self, value: float) -> float:
+        """``value`` clipped to [low, high]."""
+        return float(min(max(float(value), self.low), self.high))
 
 
 @dataclass(frozen=True)
@@ -115,6 +128,12 @@ class Int:
         n = (self.high - self.low) // self.step
         return int(self.low + self.step * int(rng.integers(0, n + 1)))
 
+    def snap(self, value: float) -> int:
+        """The point of the grid ``low, low + step, …, <= high`` nearest to ``value``."""
+        clipped = min(max(float(value), self.low), self.high)
+        steps = min(round((clipped - self.low) / self.step), (self.high - self.low) // self.step)
+        return int(self.low + self.step * steps)
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -133,6 +152,18 @@ class Choice:
 
     def sample(self, rng: np.random.Generator) -> Any:
         return self.choices[int(rng.integers(0, len(self.choices)))]
+
+    def snap(self, value: Any) -> Any:
+        """``value`` itself: a choice has no nearest neighbour.
+
+        Raises:
+            TransferSearchError: ``value`` is not one of the choices.
+        """
+        if value not in self.choices:
+            raise TransferSearchError(
+                f"{value!r} is not one of the choices {self.choices}; pick one of them."
+            )
+        return value
 
 
 Distribution = Union[Float, Int, Choice]
@@ -156,14 +187,27 @@ def _check_bounds(low: float, high: float, log: bool) -> None:
 # ----------------------------------------------------------------------------------------------
 # Coordinate conversions (the hidden group at the base scale)
 # ----------------------------------------------------------------------------------------------
+def tau_epoch_from_eta_lambda(eta_lambda: float, scale: Scale) -> float:
+    """τ_epoch = B/(ηλN) in epochs at ``scale`` (Wang & Aitchison Eq. 10); inf for ηλ = 0."""
+    scale.require("batch_size", "dataset_size", purpose="convert tau_epoch = B/(lr*wd*N)")
+    if eta_lambda == 0.0:
+        return math.inf
+    return scale["batch_size"] / (eta_lambda * scale["dataset_size"])
+
+
+def eta_lambda_from_tau_epoch(tau_epoch: float, scale: Scale) -> float:
+    """ηλ = B/(τ_epoch·N) at ``scale``: the inverse of :func:`tau_epoch_from_eta_lambda`."""
+    scale.require("batch_size", "dataset_size", purpose="convert tau_epoch = B/(lr*wd*N)")
+    return scale["batch_size"] / (tau_epoch * scale["dataset_size"])
+
+
 def _product_from(name: str, value: float, base: Scale) -> float:
     """ηλ from a product-class coordinate (Wang & Aitchison Eq. 4–6 and 10)."""
     if name in ("eta_lambda", "independent_wd"):
         return value
     if name == "tau_iter":
         return 1.0 / value  # τ_iter = 1/(ηλ)
-    base.require("batch_size", "dataset_size", purpose="convert tau_epoch = B/(lr*wd*N)")
-    return base["batch_size"] / (value * base["dataset_size"])  # τ_epoch = B/(ηλN)
+    return eta_lambda_from_tau_epoch(value, base)
 
 
 def coordinate_from_base_point(name: str, lr: float, weight_decay: float, base: Scale) -> float:
@@ -182,8 +226,7 @@ def coordinate_from_base_point(name: str, lr: float, weight_decay: float, base: 
     if name == "tau_iter":
         return 1.0 / product
     if name == "tau_epoch":
-        base.require("batch_size", "dataset_size", purpose="convert to tau_epoch = B/(lr*wd*N)")
-        return base["batch_size"] / (product * base["dataset_size"])
+        return tau_epoch_from_eta_lambda(product, base)
     raise TransferSearchError(f"unknown lr/weight-decay coordinate {name!r}; known: {COORDINATES}.")
 
 
@@ -285,6 +328,9 @@ class Hyperparameters:
     base: Scale | None = None
     #: Per group, the rule's width multiplier of the lr (µP: 1/s on hidden and output); {} = unknown.
     width_lr_multipliers: Mapping[str, float] = field(default_factory=dict)
+    #: How the batch rule moved (beta1, beta2) from the base batch size: "unchanged", "linear"
+    #: (1 − κ(1 − β)) or "power" (β^κ); :meth:`TransferSpace.coordinates` undoes the same form.
+    beta_forms: tuple[AppliedBetaForm, AppliedBetaForm] = ("unchanged", "unchanged")
 
     def __post_init__(self) -> None:
         missing = [g for g in GROUPS if g not in self.groups]
@@ -294,6 +340,13 @@ class Hyperparameters:
         object.__setattr__(self, "coordinates", MappingProxyType(dict(self.coordinates)))
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
         object.__setattr__(self, "betas", check_betas(self.betas))
+        forms = tuple(self.beta_forms)
+        if len(forms) != 2 or any(f not in ("unchanged", "linear", "power") for f in forms):
+            raise TransferSearchError(
+                "`beta_forms` must be a pair of 'unchanged', 'linear' or 'power', but got "
+                f"beta_forms={self.beta_forms!r}."
+            )
+        object.__setattr__(self, "beta_forms", forms)
         object.__setattr__(
             self,
             "width_lr_multipliers",
@@ -326,8 +379,9 @@ class Hyperparameters:
     @property
     def tau_epoch(self) -> float | None:
         """τ_epoch = B/(ηλN) of the hidden group (None without N and B in the scale)."""
-        m = self.scale.iters_per_epoch
-        return None if m is None else self.tau_iter / m
+        if self.scale.iters_per_epoch is None:
+            return None
+        return tau_epoch_from_eta_lambda(self.lr * self.weight_decay, self.scale)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly dict; :meth:`from_dict` reads it back."""
@@ -346,6 +400,7 @@ class Hyperparameters:
             "notes": list(self.notes),
             "base": None if self.base is None else self.base.to_dict(),
             "width_lr_multipliers": dict(self.width_lr_multipliers),
+            "beta_forms": list(self.beta_forms),
         }
 
     @classmethod
@@ -365,6 +420,7 @@ class Hyperparameters:
                 notes=tuple(data.get("notes", ())),
                 base=None if data.get("base") is None else Scale(data["base"]),
                 width_lr_multipliers=data.get("width_lr_multipliers", {}),
+                beta_forms=tuple(data.get("beta_forms", ("unchanged", "unchanged"))),
             )
         except (KeyError, TypeError, IndexError) as exc:
             raise TransferSearchError(
@@ -614,7 +670,7 @@ class TransferSpace:
         ema = merged.get("ema_momentum", self.ema_momentum)
         groups: dict[str, dict[str, float]] = {}
         new_betas, new_eps = betas, eps
-        beta_forms = ("unchanged", "unchanged")
+        beta_forms: tuple[AppliedBetaForm, AppliedBetaForm] = ("unchanged", "unchanged")
         multipliers = rule.group_multipliers(width_mult)
         lr_multipliers = {group: lr_mult for group, (lr_mult, _) in multipliers.items()}
         for group, (lr_mult, wd_mult) in multipliers.items():
@@ -650,6 +706,7 @@ class TransferSpace:
             notes=tuple(notes),
             base=self.base,
             width_lr_multipliers=lr_multipliers,
+            beta_forms=beta_forms,
         )
 
     def coordinates(
@@ -673,12 +730,7 @@ class TransferSpace:
         lr_w, product = lr_hat, lr_hat * wd_hat
         betas, eps, ema = hp.betas, hp.eps, hp.ema_momentum
         if rule.batch_rule is not None and kappa != 1.0:
-            forms = tuple(
-                "power"
-                if any(n.startswith(f"{b} scaled as beta**kappa") for n in hp.notes)
-                else "linear"
-                for b in ("beta1", "beta2")
-            )
+            forms = ["power" if form == "power" else "linear" for form in hp.beta_forms]
             lr_w, product, betas, eps = rule.batch_rule.invert(
                 lr_hat, wd_hat, hp.betas, hp.eps, kappa, (forms[0], forms[1])
             )

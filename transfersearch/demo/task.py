@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 from transfersearch.errors import TransferSearchError
+from transfersearch.integrations.torch import param_groups, schedule
 from transfersearch.scale import Scale
 from transfersearch.space import Hyperparameters
 
@@ -44,7 +45,9 @@ __all__ = [
     "CharMLP",
     "Corpus",
     "TrainResult",
+    "demo_param_groups",
     "load_corpus",
+    "lr_schedule",
     "make_model",
     "resolve_device",
     "train",
@@ -198,14 +201,12 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-def _param_groups(model: CharMLP, hp: Hyperparameters) -> list[dict[str, Any]]:
+def demo_param_groups(model: CharMLP, hp: Hyperparameters) -> list[dict[str, Any]]:
     """Per-group AdamW settings from :func:`transfersearch.integrations.torch.param_groups`.
 
     Parameters are classified by comparing shapes with the same model at half the width (a shape
     reference only: ``hp`` already carries the width scaling).
     """
-    from transfersearch.integrations.torch import param_groups
-
     reference = make_model(max(1, model.width // 2) if model.width > 1 else 2)
     return list(param_groups(model, hp, base_model=reference))
 
@@ -243,16 +244,26 @@ class TrainResult:
     seconds: float
 
 
-def _lr_lambda(total_steps: int, warmup_steps: int) -> Any:
-    """Linear warmup, then cosine decay to 10% of the peak (τ is computed from the peak lr)."""
+#: The learning rate decays (cosine) to this fraction of its peak by the last step.
+FINAL_LR_FRACTION = 0.1
+#: Linear warmup over this fraction of the steps (at least one step).
+WARMUP_FRACTION = 0.05
 
-    def factor(step: int) -> float:
-        if step < warmup_steps:
-            return (step + 1) / warmup_steps
-        progress = (step - warmup_steps) / max(1, total_steps - warmup_steps)
-        return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
-    return factor
+def lr_schedule(hp: Hyperparameters, total_steps: int) -> Any:
+    """Linear warmup over the first 5% of steps, then cosine decay to 10% of the peak, from
+    :func:`transfersearch.integrations.torch.schedule` (τ is computed from the peak lr)."""
+    warmup_steps = max(1, round(total_steps * WARMUP_FRACTION))
+    if warmup_steps >= total_steps:  # too short a run to warm up: (t + 1)/T_w is 1 at once
+        return schedule(hp, total_steps, "cosine", final_fraction=FINAL_LR_FRACTION)
+    return schedule(
+        hp,
+        total_steps,
+        "cosine",
+        warmup="linear",
+        warmup_steps=warmup_steps,
+        final_fraction=FINAL_LR_FRACTION,
+    )
 
 
 def train(
@@ -294,13 +305,11 @@ def train(
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     model = make_model(int(scale["width"])).to(dev)
-    groups = _param_groups(model, hp)
+    groups = demo_param_groups(model, hp)
     optimizer = torch.optim.AdamW(
         groups, betas=hp.betas, eps=hp.eps, foreach=dev.type == "cuda" or None
     )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, _lr_lambda(total_steps, max(1, total_steps // 20))
-    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule(hp, total_steps))
     loss_fn = nn.functional.cross_entropy
     step = 0
     train_loss = math.nan

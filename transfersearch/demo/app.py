@@ -1,40 +1,11 @@
 """``transfersearch demo``: a real proxy ladder transferred to a 4× wider target with 8× more data.
 
-What it does, end to end, on Python's own standard-library source text (see
-:mod:`transfersearch.integrations._demo_task`):
-
-1. Sweeps the invariant coordinates ``base_lr`` (µP base learning rate) and ``tau_epoch``
-   (τ_epoch = B/(ηλN), Wang & Aitchison 2025 Eq. 10) with Optuna and
-   :class:`~transfersearch.integrations.optuna.TransferSampler` over a ladder of widths × dataset
-   sizes. The study lives in ``DIR/study.db`` (SQLite); re-running resumes it.
-2. Fits per-rung optima and optimum-vs-scale laws (:func:`transfersearch.extrapolate`) and predicts
-   the optimum at the target.
-3. Trains at the target with three settings, each a different answer to "what do I use at scale?":
-
-   - ``transfersearch``: the extrapolated coordinates, concretised by µP with weight decay ∝ width
-     and constant τ_epoch across dataset size (``rules.MuP()``);
-   - ``copy_best_proxy``: the best trial of the largest proxy, its hidden-group (lr, weight_decay)
-     copied unchanged to every parameter group (standard parametrisation, PyTorch's coupled
-     weight decay, decay on all parameters as ``AdamW(model.parameters())`` does);
-   - ``mup_fixed_wd``: the same best proxy trial under µP learning rates with weight decay held
-     fixed across width and dataset size (``MuP(wd_width_exponent=0, dataset=None)``).
-
-4. Runs a small grid at the target (in the same coordinates; it does not depend on any method) and
-   reports each method's regret: its loss minus the best loss found at the target, counting the
-   three methods' own runs.
-
-Why the target is 4× wider but 8× more data (in every mode): under constant τ_epoch with
-``MuP()`` the hidden/output weight decay moves by s·(N_proxy/N_target) from the largest proxy to the
-target. Were the width and data ratios equal (say 4× and 4×) that factor would be exactly 1, the
-same as ``mup_fixed_wd``'s, and the comparison could not tell the two rules apart. At 4× and 8× the
-rules disagree by a factor of 2 on the hidden weight decay (and copying the proxy's lr differs from
-µP's by 4×); ``tests/test_demo.py`` checks that the three methods' hidden-group (lr, weight_decay)
-differ pairwise at the target in every mode.
-
-Outputs in ``DIR``: ``study.db``, ``target_runs.json`` (a cache, so a re-run resumes),
-``summary.json`` (strict JSON: a method whose target run diverged has loss and regret ``null``)
-and ``report.png``. The numbers are measured, never edited: if another method
-wins, the table says so.
+Sweeps ``base_lr`` and ``tau_epoch`` with Optuna and ``TransferSampler`` over a ladder of small
+character-level models (:mod:`transfersearch.demo.task`), extrapolates the optimum to the target,
+and measures there the regret of transfersearch, of copying the best proxy, and of µP with weight
+decay held fixed. Why the target's width and data ratios differ, and what each method does:
+``docs/design.md`` ("The demo"). Outputs in ``DIR``: ``study.db``, ``target_runs.json``,
+``summary.json`` (strict JSON) and ``report.png``; the numbers are measured, never edited.
 """
 
 from __future__ import annotations
@@ -51,16 +22,28 @@ import optuna
 import torch
 from tqdm.auto import tqdm
 
+from transfersearch.demo import task
 from transfersearch.errors import TransferSearchError
 from transfersearch.extrapolate import Extrapolation, extrapolate
-from transfersearch.integrations import _demo_task as task
 from transfersearch.observations import Observation, as_observations
 from transfersearch.report import format_table, plot_report
 from transfersearch.rules import MuP, Standard
 from transfersearch.scale import Scale
 from transfersearch.space import Float, Hyperparameters, TransferSpace
 
-__all__ = ["MODES", "DemoConfig", "build_space", "run"]
+__all__ = [
+    "METHODS",
+    "MODES",
+    "PARAMS",
+    "DemoConfig",
+    "TargetRuns",
+    "best_proxy",
+    "build_space",
+    "json_safe",
+    "method_hyperparameters",
+    "run",
+    "sweep",
+]
 
 PARAMS = ("base_lr", "tau_epoch")
 METHODS = ("transfersearch", "copy_best_proxy", "mup_fixed_wd")
@@ -467,7 +450,7 @@ def run(
         "regret": regret,
         "seconds": {"sweep": sweep_seconds, "total": time.perf_counter() - started},
     }
-    (folder / "summary.json").write_text(json.dumps(_json_safe(summary), indent=2, allow_nan=False))
+    (folder / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
     _print_summary(summary, result, interval)
     print(
         f"wrote {folder / 'summary.json'} and {folder / 'report.png'} "
@@ -476,14 +459,14 @@ def run(
     return summary
 
 
-def _json_safe(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     """Strict JSON: a diverged run's NaN or infinite loss/regret is written as null."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, Mapping):
-        return {k: _json_safe(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 

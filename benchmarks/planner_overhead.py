@@ -1,0 +1,116 @@
+"""Benchmark: what ``TransferSampler`` adds per trial as an Optuna study grows to 10,000 trials.
+
+Run: ``python benchmarks/planner_overhead.py [--trials 10000]`` (about a minute on 2 CPU cores).
+Writes ``benchmarks/results/planner_overhead.md``.
+
+Both studies use in-memory storage, a ``RandomSampler(seed=0)`` and an objective that costs
+nothing (the synthetic ladder's known loss), so the figures are sampler time only. The bare study
+suggests the two coordinates itself; the transfer study wraps the same sampler in
+``TransferSampler`` over the synthetic four-rung ladder (default budgets, default planner) and its
+objective calls ``sampler.suggest``. A callback stamps the clock after each trial; the table gives
+the wall time per trial over the 10% of trials just before each size (the marginal cost there), and
+the difference between the two studies is what ``TransferSampler`` adds. A sampler that re-read
+every trial would add time in proportion to the study's size; incremental state keeps it flat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import optuna
+
+from transfersearch import synthetic
+from transfersearch.integrations.optuna import TransferSampler
+
+RESULTS = Path(__file__).resolve().parent / "results" / "planner_overhead.md"
+SIZES = (1_000, 3_000, 10_000)
+#: The marginal cost at size n is measured over trials [n - n·WINDOW, n).
+WINDOW = 0.1
+#: The goal of issue 12 for the added cost at 10,000 trials.
+GOAL_MS = 0.5
+
+
+def stamps(n_trials: int, transfer: bool) -> list[float]:
+    """``perf_counter`` after each of ``n_trials`` trials (index 0: before the first)."""
+    space = synthetic.make_space()
+    base = optuna.samplers.RandomSampler(seed=0)
+    objective: Callable[[optuna.Trial], float]
+    if transfer:
+        sampler = TransferSampler(space, synthetic.LADDER, base_sampler=base, seed=0)
+
+        def objective(trial: optuna.Trial) -> float:
+            scale, hp = sampler.suggest(trial)
+            return 1.0 + synthetic.regret(scale, hp.coordinates)
+
+        study = optuna.create_study(sampler=sampler)
+    else:
+
+        def objective(trial: optuna.Trial) -> float:
+            params: dict[str, float] = {
+                name: trial.suggest_float(name, dist.low, dist.high, log=dist.log)
+                for name, dist in space.distributions.items()
+            }
+            return 1.0 + synthetic.regret(synthetic.TOP, params)
+
+        study = optuna.create_study(sampler=base)
+    times = [time.perf_counter()]
+    study.optimize(
+        objective, n_trials=n_trials, callbacks=[lambda *_: times.append(time.perf_counter())]
+    )
+    return times
+
+
+def per_trial_ms(times: Sequence[float], size: int) -> float:
+    """Mean wall time per trial over the window just before ``size`` trials, in ms."""
+    start = size - max(1, int(size * WINDOW))
+    return 1e3 * (times[size] - times[start]) / (size - start)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=max(SIZES))
+    args = parser.parse_args(argv)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    sizes = [s for s in SIZES if s <= args.trials]
+    started = time.perf_counter()
+    bare = stamps(args.trials, transfer=False)
+    transfer = stamps(args.trials, transfer=True)
+    rows = []
+    for size in sizes:
+        b, t = per_trial_ms(bare, size), per_trial_ms(transfer, size)
+        rows.append(f"| {size:,} | {b:.3f} | {t:.3f} | {t - b:.3f} |")
+    added = per_trial_ms(transfer, sizes[-1]) - per_trial_ms(bare, sizes[-1])
+    verdict = "meets" if added <= GOAL_MS else "misses"
+    text = "\n".join(
+        [
+            "# TransferSampler overhead per trial as the study grows",
+            "",
+            "Produced by `python benchmarks/planner_overhead.py`. In-memory storage, "
+            "`RandomSampler(seed=0)` as the base, the synthetic four-rung ladder with the "
+            "planner's defaults, an objective that costs nothing. Wall time per trial over the "
+            f"{WINDOW:.0%} of trials just before each size (the marginal cost there).",
+            "",
+            "| trials | bare RandomSampler, ms/trial | TransferSampler, ms/trial | added, ms/trial |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+            f"Added at {sizes[-1]:,} trials: {added:.3f} ms; the goal is <= {GOAL_MS} ms "
+            f"({verdict} it).",
+            "",
+            f"Python {platform.python_version()}, Optuna {optuna.__version__}, "
+            f"{platform.machine()}; {time.perf_counter() - started:.0f} s in all.",
+            "",
+        ]
+    )
+    RESULTS.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
