@@ -64,6 +64,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from transfersearch.errors import TransferSearchError
+from transfersearch.experimental import experimental
 from transfersearch.resources import trials_per_gpu as packing_by_cost
 
 if TYPE_CHECKING:
@@ -427,6 +428,7 @@ def run_worker(
 # ----------------------------------------------------------------------------------------------
 # The launcher
 # ----------------------------------------------------------------------------------------------
+@experimental("0.1.0")
 def launch_workers(
     storage: str,
     study_name: str,

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from transfersearch.errors import TransferSearchError
+from transfersearch.experimental import experimental
 from transfersearch.report import new_figure
 from transfersearch.space import Hyperparameters
 
@@ -209,6 +210,7 @@ def _default_loss(output: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return nn.functional.mse_loss(output, target)
 
 
+@experimental("0.1.0")
 def coord_check(
     make_model: Callable[[int], nn.Module],
     widths: Sequence[int],

@@ -458,10 +458,13 @@ class TransferSampler(BaseSampler):
                 trial.set_user_attr(key, value)
         return scale, hp
 
-    def hyperparameters(self, trial: FrozenTrial) -> Hyperparameters:
-        """The concrete hyperparameters a finished trial used (e.g. ``study.best_trial``)."""
-        coords = {name: trial.params[name] for name in self.space.distributions}
-        return self.space.concretize(coords, self.ladder[self.rung(trial)])
+    def hyperparameters(self, trial: FrozenTrial) -> tuple[Scale, Hyperparameters]:
+        """``(scale, hp)`` a finished trial ran with (e.g. ``study.best_trial``): what
+        :meth:`suggest` returned to it, and what the Ray adapter's ``hyperparameters(config)``
+        returns for a Tune trial."""
+        scale = self.ladder[self.rung(trial)]
+        coordinates = {name: trial.params[name] for name in self.space.distributions}
+        return scale, self.space.concretize(coordinates, scale)
 
     # Hooks --------------------------------------------------------------------------------------
     def reseed_rng(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Sequence
@@ -569,3 +570,28 @@ def test_an_unknown_keyword_or_a_bad_seed_names_the_fix() -> None:
         TransferSampler(SPACE, LADDER, trial_per_rung=4)
     with pytest.raises(ts.TransferSearchError, match="seed"):
         TransferSampler(SPACE, LADDER, seed="x")
+
+
+def test_a_finished_trial_s_hyperparameters_are_what_suggest_returned() -> None:
+    sampler = TransferSampler(SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=0))
+    study = optuna.create_study(sampler=sampler)
+    returned = {}
+
+    def objective(trial: optuna.Trial) -> float:
+        scale, hp = returned[trial.number] = sampler.suggest(trial)
+        return 1.0 + synthetic.regret(scale, hp.coordinates)
+
+    study.optimize(objective, n_trials=3)
+    for trial in study.trials:
+        assert sampler.hyperparameters(trial) == returned[trial.number]
+
+
+def test_a_sampler_keeps_its_study_s_direction_and_logs_its_rungs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sampler = TransferSampler(SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=0))
+    with caplog.at_level(logging.DEBUG, logger="transfersearch"):
+        optuna.create_study(sampler=sampler).optimize(make_objective(sampler), n_trials=2)
+    assert "rung 0 by the budget order" in caplog.text
+    with pytest.raises(ts.TransferSearchError, match="one sampler per direction"):
+        optuna.create_study(sampler=sampler, direction="maximize").ask()
