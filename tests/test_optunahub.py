@@ -36,7 +36,11 @@ def test_load_local_module_gives_the_sampler_that_transfers() -> None:
     module = optunahub.load_local_module("samplers/transfersearch", registry_root=str(REGISTRY))
     assert module.TransferSampler is TransferSampler
     sampler = module.TransferSampler(
-        synthetic.make_space(), synthetic.LADDER, trials_per_rung=6, seed=0
+        synthetic.make_space(),
+        synthetic.LADDER,
+        base_sampler=optuna.samplers.RandomSampler(seed=0),  # reproducible on every rung
+        trials_per_rung=10,
+        seed=0,
     )
     study = optuna.create_study(sampler=sampler)
 
@@ -45,9 +49,9 @@ def test_load_local_module_gives_the_sampler_that_transfers() -> None:
         return 2.0 + synthetic.regret(scale, hp.coordinates)
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study.optimize(objective, n_trials=24)
+    study.optimize(objective, n_trials=40)
     rungs = sorted(t.user_attrs["rung"] for t in study.trials)
-    assert rungs == sorted(list(range(4)) * 6)  # the ladder was climbed, six trials a rung
+    assert rungs == sorted(list(range(4)) * 10)  # the ladder was climbed, ten trials a rung
     assert any(t.user_attrs["transfer"].startswith("law") for t in study.trials)
     assert stored_space(study) is not None
     target = module.Scale(width=1024, dataset_size=3.2e5, batch_size=64)
