@@ -64,7 +64,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.experimental import experimental
+from transfersearch.experimental import ExperimentalWarning, experimental
 from transfersearch.resources import trials_per_gpu as packing_by_cost
 
 if TYPE_CHECKING:
@@ -682,11 +682,13 @@ def _run(args: argparse.Namespace) -> int:
     gpus: str | int = args.gpus
     if isinstance(gpus, str) and gpus.isdigit():
         gpus = int(gpus)
-    results = launch_workers(
-        args.storage, args.study_name, args.objective, args.n_trials,
-        gpus=gpus, trials_per_gpu=args.trials_per_gpu, max_per_gpu=args.max_per_gpu,
-        cpu_workers=args.cpu_workers, direction=args.direction, log_dir=args.log_dir, **common,
-    )  # fmt: skip
+    with warnings.catch_warnings():  # the command is the documented way in; no warning there
+        warnings.simplefilter("ignore", ExperimentalWarning)
+        results = launch_workers(
+            args.storage, args.study_name, args.objective, args.n_trials,
+            gpus=gpus, trials_per_gpu=args.trials_per_gpu, max_per_gpu=args.max_per_gpu,
+            cpu_workers=args.cpu_workers, direction=args.direction, log_dir=args.log_dir, **common,
+        )  # fmt: skip
     for result in results:
         device = result.slot.gpu if result.slot.gpu is not None else "cpu"
         print(f"worker {result.slot.index} ({device}): exit {result.returncode}")

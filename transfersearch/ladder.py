@@ -95,7 +95,7 @@ _FIT_ERRORS: tuple[type[BaseException], ...] = (
     TransferSearchError,
     ValueError,
     np.linalg.LinAlgError,
-    FloatingPointError,
+    ArithmeticError,  # FloatingPointError, OverflowError, ZeroDivisionError
 )
 
 
