@@ -253,7 +253,7 @@ WARMUP_FRACTION = 0.05
 def lr_schedule(hp: Hyperparameters, total_steps: int) -> Any:
     """Linear warmup over the first 5% of steps, then cosine decay to 10% of the peak, from
     :func:`transfersearch.integrations.torch.schedule` (τ is computed from the peak lr)."""
-    warmup_steps = max(1, round(total_steps * WARMUP_FRACTION))
+    warmup_steps = max(1, int(total_steps * WARMUP_FRACTION))
     if warmup_steps >= total_steps:  # too short a run to warm up: (t + 1)/T_w is 1 at once
         return schedule(hp, total_steps, "cosine", final_fraction=FINAL_LR_FRACTION)
     return schedule(
