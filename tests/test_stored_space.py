@@ -93,6 +93,7 @@ def test_the_sampler_stores_its_space_on_the_study(storage: str) -> None:
 
     study = optuna.load_study(study_name="proxy", storage=storage)
     assert study.user_attrs[SPACE_ATTR]["version"] == 1
+    assert ts.stored_space is stored_space  # the public name the README uses
     space = stored_space(study)
     assert space is not None and space.rule == synthetic.make_space().rule
     assert space.distributions == synthetic.make_space().distributions

@@ -25,6 +25,7 @@ from transfersearch.space import Float
 from transfersearch.space import Hyperparameters
 from transfersearch.space import Int
 from transfersearch.space import TransferSpace
+from transfersearch.stored_space import stored_space
 
 __version__ = "0.1.0"
 
@@ -47,5 +48,6 @@ __all__ = [
     "estimate_optimum",
     "extrapolate",
     "rules",
+    "stored_space",
     "validate",
 ]
