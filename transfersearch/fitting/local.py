@@ -14,7 +14,7 @@ import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -29,6 +29,9 @@ from transfersearch.fitting.coords import (
     resolve_log_params,
 )
 from transfersearch.fitting.quadratic import (
+    gradient_jacobian,
+    min_cubic_trials,
+    min_quadratic_trials,
     n_coef,
     quadratic_design,
     region_size,
@@ -51,6 +54,12 @@ __all__ = [
 #: stderr floor, as a fraction of the typical trial spacing per coordinate: a noise-free bowl
 #: would otherwise claim an exact optimum, yet nothing is known between trials.
 FLOOR_FRACTION = 0.1
+#: A fallback's stderr per swept coordinate, as a fraction of the typical trial spacing: the best
+#: trial is within about half a spacing of the optimum (the resolution of a grid).
+FALLBACK_SPACING_FRACTION = 0.5
+#: The largest stderr of a local model's optimum, as a fraction of the swept range: whatever the
+#: model says, the optimum is somewhere in the box the trials span.
+RANGE_CAP = 1.0
 #: A local model claiming an improvement over the best trial larger than this fraction of the value
 #: spread it was fitted over (and than :data:`DEPTH_NOISE` residual standard deviations) is
 #: rejected; see :func:`implausible_reason`.
@@ -63,6 +72,20 @@ LEVERAGE_RATIO = 10.0
 POSITIVE_CURVATURE = 1e-9
 #: Relative tolerance below which a coordinate counts as not swept (its range is rounding noise).
 SWEPT_TOLERANCE = 1e-12
+#: Newton steps for the cubic model's minimiser, started at the quadratic part's: from there it
+#: converges in 2–7 (measured on the bowls and valleys of tests/test_fit.py); still moving after
+#: this many, the cubic model has no nearby minimum and the quadratic alone is refitted.
+CUBIC_NEWTON_STEPS = 30
+#: Sweeps of the box minimiser's cyclic coordinate descent (2–16 on the edge optima of
+#: tests/test_fit.py): a bound for slow zig-zagging along a narrow valley, after which the point
+#: the sweeps reached (inside the box) is kept.
+BOX_SWEEPS = 50
+#: Both minimisers stop once no coordinate moves by more than this, in standardised coordinates
+#: (the box is 1 wide): far below any trial spacing.
+STEP_TOLERANCE = 1e-10
+#: Keeps the variance rescalings of :func:`_optimum_covariance` from dividing 0 by 0; any variance
+#: that matters is far above it.
+VARIANCE_GUARD = 1e-300
 
 Method = Literal["quadratic", "fallback", "fallback-implausible", "pooled"]
 
@@ -161,13 +184,16 @@ class ScaleOptimum:
 
 
 # ------------------------------------------------------------------------------------------------
-# Coordinates
-# ------------------------------------------------------------------------------------------------
-# ------------------------------------------------------------------------------------------------
 # Local quadratic (array core, shared with extrapolate and the bootstrap)
 # ------------------------------------------------------------------------------------------------
 @dataclass(frozen=True, eq=False)
 class LocalFit:
+    """One scale's optimum from :func:`fit_local`, in fitted coordinates and the minimisation sign.
+
+    The array form of :class:`ScaleOptimum` (see there for the fields); ``rejected`` holds the
+    distrusted model's optimum when ``method`` is ``"fallback-implausible"``.
+    """
+
     coords: FloatArray  # (d,) fitted coordinates of the optimum
     covariance: FloatArray  # (d, d)
     value: float  # minimisation sign
@@ -193,33 +219,135 @@ class _Rejected:
     reason: str  # which test failed, in words
 
 
-def _box_minimise(
-    grad: FloatArray, hess: FloatArray, low: FloatArray, high: FloatArray, start: FloatArray
-) -> FloatArray:
-    """Minimise gᵀu + ½uᵀHu over the box [low, high] by cyclic coordinate descent."""
-    u = np.clip(start, low, high)
-    for _ in range(50):
-        previous = u.copy()
-        for j in range(len(u)):
-            rest = grad[j] + hess[j] @ u - hess[j, j] * u[j]
-            if hess[j, j] > 0.0:
-                u[j] = min(max(-rest / hess[j, j], low[j]), high[j])
-            else:
-                f_low = rest * low[j] + 0.5 * hess[j, j] * low[j] ** 2
-                f_high = rest * high[j] + 0.5 * hess[j, j] * high[j] ** 2
-                u[j] = low[j] if f_low <= f_high else high[j]
-        if np.max(np.abs(u - previous)) < 1e-10:
-            break
-    return u
+@dataclass(frozen=True, eq=False)
+class _Box:
+    """Where one scale's finite trials lie, in fitted coordinates (:func:`_box`)."""
+
+    finite: NDArray[np.bool_]  # (n,) trials with a finite value
+    low: FloatArray  # (d,) the box the finite trials span
+    high: FloatArray  # (d,)
+    extent: FloatArray  # (d,) high − low
+    swept: NDArray[np.bool_]  # (d,) coordinates the finite trials vary
+    spacing: FloatArray  # (d,) typical trial spacing, 0 where not swept
+    mean: FloatArray  # (d,) the finite trials' mean: where an unswept coordinate is reported
+
+    @property
+    def n_finite(self) -> int:
+        return int(self.finite.sum())
+
+    @property
+    def n_swept(self) -> int:
+        return int(self.swept.sum())
+
+
+@dataclass(frozen=True, eq=False)
+class _Region:
+    """The best region's trials, in the swept coordinates standardised as ``u = (x − center)/width``
+    (:func:`_region`); values relative to the best fitted trial's, weighted by rank."""
+
+    rows: NDArray[np.intp]  # (m,) indices of the fitted trials
+    u: FloatArray  # (m, d_swept)
+    target: FloatArray  # (m,) √w·(value − offset)
+    sqrt_w: FloatArray  # (m,) √w, the rank weights' roots
+    low: FloatArray  # (d_swept,) the box, standardised
+    high: FloatArray  # (d_swept,)
+    center: FloatArray  # (d_swept,) the best fitted trial's coordinates
+    width: FloatArray  # (d_swept,) the box's extent
+    offset: float  # the best fitted trial's value
+    spread: float  # the fitted trials' value spread, max − offset
+
+
+@dataclass(frozen=True, eq=False)
+class _LocalModel:
+    """The weighted fit of the local model and its minimiser, standardised (:func:`_solve_local`).
+
+    Values are relative to :attr:`_Region.offset`. The leverages ``xᵀ(AᵀWA)⁻¹x`` of the model's
+    design row feed :func:`implausible_reason`.
+    """
+
+    minimiser: FloatArray  # (d,) u*
+    value: float  # f(u*)
+    hessian: FloatArray  # (d, d) H(u*), with the cubic terms' curvature there
+    coef_cov: FloatArray  # cov(θ) = s²(AᵀWA)⁻¹
+    jacobian: FloatArray | None  # ∂u*/∂θ (delta method); None when u* is on the box's edge
+    at_boundary: bool  # u* was constrained to the box
+    residual_var: float  # s², the weighted residual variance
+    leverage: float  # h(u*), at the minimiser
+    leverage_max: float  # maxᵢ h(uᵢ), over the fitted trials
+
+
+class _Minimum(NamedTuple):
+    """A model's minimiser (standardised) and whether the box constrained it."""
+
+    point: FloatArray
+    at_boundary: bool
+
+
+def fit_local(coords: FloatArray, values: FloatArray) -> LocalFit:
+    """Local quadratic optimum from fitted coordinates and minimisation-sign values (NaN=diverged).
+
+    The method is :func:`estimate_optimum`'s. In steps: the box the finite trials span
+    (:func:`_box`); their best region, standardised (:func:`_region`); the local model and its
+    minimiser (:func:`_fit_model`); the plausibility check (:func:`_rejection`); the optimum and
+    its covariance in every coordinate (:func:`_quadratic_fit`).
+
+    Args:
+        coords: (n, d) the trials in fitted coordinates.
+        values: (n,) their values in the minimisation sign; NaN or inf for a diverged trial.
+
+    Returns:
+        A :class:`LocalFit` with method ``"quadratic"``, ``"fallback"`` (no coordinate swept, or
+        fewer finite trials than :func:`min_quadratic_trials` of the swept ones) or
+        ``"fallback-implausible"``.
+
+    Raises:
+        TransferSearchError: no trial has a finite value.
+    """
+    box = _box(coords, values)
+    if box.n_swept == 0 or box.n_finite < min_quadratic_trials(box.n_swept):
+        return _fallback(coords, values, box.finite, box.spacing)
+    region = _region(coords, values, box)
+    model = _fit_model(region)
+    if model is None:  # pragma: no cover - the quadratic always has a box minimiser
+        return _fallback(coords, values, box.finite, box.spacing)
+    rejected = _rejection(model, region, box)
+    if rejected is not None:
+        return _fallback_implausible(coords, values, box.finite, box.spacing, rejected)
+    return _quadratic_fit(model, region, box, len(values))
+
+
+def _box(coords: FloatArray, values: FloatArray) -> _Box:
+    """The box the finite trials span, which coordinates they sweep, and their typical spacing
+    ``extent / n^{1/d_swept}``.
+
+    Raises:
+        TransferSearchError: no trial has a finite value.
+    """
+    finite = np.isfinite(values)
+    n_finite = int(finite.sum())
+    if n_finite == 0:
+        raise TransferSearchError(
+            f"all {len(values)} trials at this scale diverged, failed or were pruned: there is no "
+            "finite value to locate an optimum. Add trials at lower learning rates."
+        )
+    good = coords[finite]
+    low = good.min(axis=0)
+    high = good.max(axis=0)
+    extent = high - low
+    swept = extent > SWEPT_TOLERANCE * np.maximum(1.0, np.abs(high))
+    n_swept = int(swept.sum())
+    spacing = np.where(swept, extent / max(n_finite, 1) ** (1.0 / max(n_swept, 1)), 0.0)
+    return _Box(finite, low, high, extent, swept, spacing, good.mean(axis=0))
 
 
 def _fallback(
     coords: FloatArray, values: FloatArray, finite: NDArray[np.bool_], spacing: FloatArray
 ) -> LocalFit:
+    """The best trial, with :data:`FALLBACK_SPACING_FRACTION` of the trial spacing as stderr."""
     dims = coords.shape[1]
     good = np.flatnonzero(finite)
     best = good[int(np.argmin(values[good]))]
-    stderr = np.where(spacing > 0.0, spacing / 2.0, np.inf)
+    stderr = np.where(spacing > 0.0, FALLBACK_SPACING_FRACTION * spacing, np.inf)
     return LocalFit(
         coords=coords[best].copy(),
         covariance=np.diag(stderr**2) if dims else np.zeros((0, 0)),
@@ -231,6 +359,189 @@ def _fallback(
         method="fallback",
         at_boundary=False,
     )
+
+
+def _region(coords: FloatArray, values: FloatArray, box: _Box) -> _Region:
+    """The :func:`region_size` best finite trials, their rank weights, and the swept coordinates
+    standardised about the best of them by the box's extent."""
+    finite_index = np.flatnonzero(box.finite)
+    chosen, weights = select_region(values[finite_index], region_size(box.n_finite, box.n_swept))
+    rows = finite_index[chosen]
+    best = rows[int(np.argmin(values[rows]))]
+    center = coords[best, box.swept]
+    width = box.extent[box.swept]
+    # The values' offset does not matter; centre them for conditioning.
+    offset = float(values[best])
+    sqrt_w = np.sqrt(weights)
+    return _Region(
+        rows=rows,
+        u=(coords[np.ix_(rows, np.flatnonzero(box.swept))] - center) / width,
+        target=(values[rows] - offset) * sqrt_w,
+        sqrt_w=sqrt_w,
+        low=(box.low[box.swept] - center) / width,
+        high=(box.high[box.swept] - center) / width,
+        center=center,
+        width=width,
+        offset=offset,
+        spread=float(values[rows].max()) - offset,
+    )
+
+
+def _fit_model(region: _Region) -> _LocalModel | None:
+    """The model with diagonal cubic terms when the region has :func:`min_cubic_trials` and it has
+    an interior minimum, else the quadratic alone."""
+    fit = None
+    if len(region.rows) >= min_cubic_trials(region.u.shape[1]):
+        fit = _solve_local(region, cubic=True)
+    if fit is None:
+        fit = _solve_local(region, cubic=False)
+    return fit
+
+
+def _solve_local(region: _Region, *, cubic: bool) -> _LocalModel | None:
+    """Weighted fit of the local model in standardised coordinates and its minimiser.
+
+    The model is ``c + gᵀu + ½uᵀHu`` plus, with ``cubic``, diagonal terms ``Σ_j κ_j u_j³`` that
+    capture asymmetric valleys (steeper above the optimum than below). The minimiser is found by
+    :func:`_locate_minimum`; the delta method gives its covariance: ``J = −H(u*)⁻¹ ∂∇f/∂θ``
+    (:func:`_optimum_jacobian`). Returns None when the cubic model has no interior minimum (the
+    caller then refits without cubic terms).
+    """
+    dims = region.u.shape[1]
+    design = _local_design(region.u, cubic)
+    weighted = design * region.sqrt_w[:, None]
+    theta = np.asarray(np.linalg.lstsq(weighted, region.target, rcond=None)[0], dtype=np.float64)
+    n_quad = n_coef(dims)
+    const, grad, hess = unpack_quadratic(theta[:n_quad], dims)
+    kappa = theta[n_quad:] if cubic else np.zeros(dims)
+    minimum = _locate_minimum(grad, hess, kappa, region.low, region.high, cubic=cubic)
+    if minimum is None:
+        return None
+    u_star = minimum.point
+    hess_star = hess + np.diag(6.0 * kappa * u_star)
+    value = (
+        const
+        + float(grad @ u_star)
+        + 0.5 * float(u_star @ hess @ u_star)
+        + float(kappa @ u_star**3)
+    )
+    dof = max(len(region.target) - design.shape[1], 1)
+    residual = region.target - weighted @ theta
+    sigma2 = float(residual @ residual) / dof
+    gram_inv = np.linalg.pinv(weighted.T @ weighted)
+    row = _local_design(u_star[None, :], cubic)[0]
+    return _LocalModel(
+        minimiser=u_star,
+        value=value,
+        hessian=hess_star,
+        coef_cov=sigma2 * gram_inv,
+        jacobian=None if minimum.at_boundary else _optimum_jacobian(hess_star, u_star, cubic),
+        at_boundary=minimum.at_boundary,
+        residual_var=sigma2,
+        leverage=float(row @ gram_inv @ row),
+        leverage_max=float(np.max(np.einsum("ij,jk,ik->i", design, gram_inv, design))),
+    )
+
+
+def _local_design(u: FloatArray, cubic: bool) -> FloatArray:
+    """Columns of the local model at the rows of ``u``: :func:`quadratic_design`, then, with
+    ``cubic``, ``u_j³``."""
+    design = quadratic_design(u)
+    return np.column_stack([design, u**3]) if cubic else design
+
+
+def _locate_minimum(
+    grad: FloatArray,
+    hess: FloatArray,
+    kappa: FloatArray,
+    low: FloatArray,
+    high: FloatArray,
+    *,
+    cubic: bool,
+) -> _Minimum | None:
+    """The minimiser of ``gᵀu + ½uᵀHu + Σ_j κ_j u_j³`` over the box ``[low, high]``.
+
+    With ``H`` positive definite (:data:`POSITIVE_CURVATURE`) the start is ``−H⁻¹g``, refined by
+    :func:`_cubic_newton` with ``cubic``; a minimiser inside the box is kept. Otherwise the
+    quadratic (``κ = 0``) is minimised on the box (:func:`_box_minimise`) and the result is marked
+    ``at_boundary``, while the cubic model gives None: it has no interior minimum.
+    """
+    dims = len(grad)
+    eigen = np.linalg.eigvalsh(hess)
+    positive = bool(eigen.min() > POSITIVE_CURVATURE * float(np.abs(eigen).max()))
+    if positive:
+        u_star = np.asarray(-np.linalg.solve(hess, grad), dtype=np.float64)
+        if cubic:
+            refined = _cubic_newton(grad, hess, kappa, u_star)
+            if refined is None:
+                return None
+            u_star = refined
+        if np.all(u_star >= low) and np.all(u_star <= high):
+            return _Minimum(u_star, at_boundary=False)
+    if cubic:
+        return None
+    return _Minimum(_box_minimise(grad, hess, low, high, np.zeros(dims)), at_boundary=True)
+
+
+def _cubic_newton(
+    grad: FloatArray, hess: FloatArray, kappa: FloatArray, start: FloatArray
+) -> FloatArray | None:
+    """Newton's method on ``∇f(u) = g + Hu + 3κ∘u² = 0`` from ``start``.
+
+    Returns:
+        The minimiser, or None when the curvature ``H(u) = H + 6·diag(κ∘u)`` is not positive
+        definite at an iterate or at the end, or the steps do not fall below
+        :data:`STEP_TOLERANCE` within :data:`CUBIC_NEWTON_STEPS`.
+    """
+    u_star = start
+    for _ in range(CUBIC_NEWTON_STEPS):
+        hess_u = hess + np.diag(6.0 * kappa * u_star)
+        if np.linalg.eigvalsh(hess_u).min() <= 0.0:
+            return None
+        step = np.linalg.solve(hess_u, grad + hess @ u_star + 3.0 * kappa * u_star**2)
+        u_star = u_star - step
+        if float(np.max(np.abs(step))) < STEP_TOLERANCE:
+            break
+    else:
+        return None
+    if np.linalg.eigvalsh(hess + np.diag(6.0 * kappa * u_star)).min() <= 0.0:
+        return None
+    return u_star
+
+
+def _box_minimise(
+    grad: FloatArray, hess: FloatArray, low: FloatArray, high: FloatArray, start: FloatArray
+) -> FloatArray:
+    """Minimise gᵀu + ½uᵀHu over the box [low, high] by cyclic coordinate descent."""
+    u = np.clip(start, low, high)
+    for _ in range(BOX_SWEEPS):
+        previous = u.copy()
+        for j in range(len(u)):
+            rest = grad[j] + hess[j] @ u - hess[j, j] * u[j]
+            if hess[j, j] > 0.0:
+                u[j] = min(max(-rest / hess[j, j], low[j]), high[j])
+            else:
+                f_low = rest * low[j] + 0.5 * hess[j, j] * low[j] ** 2
+                f_high = rest * high[j] + 0.5 * hess[j, j] * high[j] ** 2
+                u[j] = low[j] if f_low <= f_high else high[j]
+        if np.max(np.abs(u - previous)) < STEP_TOLERANCE:
+            break
+    return u
+
+
+def _optimum_jacobian(hess_star: FloatArray, u_star: FloatArray, cubic: bool) -> FloatArray:
+    """``∂u*/∂θ = −H(u*)⁻¹ ∂∇f/∂θ`` for ``θ = (c, g, q_jl[, κ_j])``, ``H_jj = 2q_jj``, ``H_jl = q_jl``.
+
+    ``∂∇f/∂g = I``, ``∂∇f/∂q`` is :func:`gradient_jacobian`, ``∂∇f/∂κ = diag(3u²)``.
+    """
+    dims = len(u_star)
+    n_quad = n_coef(dims)
+    d_grad = np.zeros((dims, n_quad + (dims if cubic else 0)))
+    d_grad[:, 1 : 1 + dims] = np.eye(dims)
+    d_grad[:, 1 + dims : n_quad] = gradient_jacobian(u_star)
+    if cubic:
+        d_grad[:, n_quad:] = np.diag(3.0 * u_star**2)
+    return np.asarray(-np.linalg.solve(hess_star, d_grad), dtype=np.float64)
 
 
 def implausible_reason(
@@ -285,6 +596,26 @@ def implausible_reason(
     return None
 
 
+def _rejection(model: _LocalModel, region: _Region, box: _Box) -> _Rejected | None:
+    """The model's optimum with the reason :func:`implausible_reason` gives for distrusting it, or
+    None when the trials support it."""
+    best_value = model.value + region.offset
+    residual = math.sqrt(model.residual_var)
+    leverage_ratio = model.leverage / model.leverage_max if model.leverage_max > 0.0 else math.inf
+    reason = implausible_reason(region.offset - best_value, region.spread, residual, leverage_ratio)
+    if reason is None:
+        return None
+    return _Rejected(
+        coords=_embed(model.minimiser, region, box),
+        value=best_value,
+        best=region.offset,
+        spread=region.spread,
+        residual=residual,
+        leverage_ratio=leverage_ratio,
+        reason=reason,
+    )
+
+
 def _fallback_implausible(
     coords: FloatArray,
     values: FloatArray,
@@ -292,7 +623,7 @@ def _fallback_implausible(
     spacing: FloatArray,
     rejected: _Rejected,
 ) -> LocalFit:
-    """The rank-weighted mean of the best ``⌈√n⌉`` trials, with their spread as covariance.
+    """The rank-weighted mean of the best ``max(d + 2, ⌈√n⌉)`` trials, their spread as covariance.
 
     The covariance is the weighted covariance of those trials' coordinates (not of their mean:
     where among them the optimum lies is the uncertainty) plus half the trial spacing squared on
@@ -308,7 +639,9 @@ def _fallback_implausible(
     deviation = coords[rows] - centre
     covariance = (deviation * weights[:, None]).T @ deviation
     swept = spacing > 0.0
-    covariance = covariance + np.diag(np.where(swept, (spacing / 2.0) ** 2, 0.0))
+    covariance = covariance + np.diag(
+        np.where(swept, (FALLBACK_SPACING_FRACTION * spacing) ** 2, 0.0)
+    )
     covariance[~swept, ~swept] = np.inf
     return LocalFit(
         coords=centre,
@@ -324,220 +657,67 @@ def _fallback_implausible(
     )
 
 
-def fit_local(coords: FloatArray, values: FloatArray) -> LocalFit:
-    """Local quadratic optimum from fitted coordinates and minimisation-sign values (NaN=diverged).
-
-    Raises:
-        TransferSearchError: no trial has a finite value.
-    """
-    finite = np.isfinite(values)
-    n_finite = int(finite.sum())
-    if n_finite == 0:
-        raise TransferSearchError(
-            f"all {len(values)} trials at this scale diverged, failed or were pruned: there is no "
-            "finite value to locate an optimum. Add trials at lower learning rates."
-        )
-    dims = coords.shape[1]
-    good = coords[finite]
-    low_box = good.min(axis=0)
-    high_box = good.max(axis=0)
-    extent = high_box - low_box
-    swept = extent > SWEPT_TOLERANCE * np.maximum(1.0, np.abs(high_box))
-    n_swept = int(swept.sum())
-    spacing = np.where(swept, extent / max(n_finite, 1) ** (1.0 / max(n_swept, 1)), 0.0)
-    size = region_size(n_finite, n_swept)
-    if n_swept == 0 or n_finite < n_coef(n_swept) + 2:
-        return _fallback(coords, values, finite, spacing)
-
-    finite_index = np.flatnonzero(finite)
-    chosen, weights = select_region(values[finite_index], size)
-    rows = finite_index[chosen]
-    best = rows[int(np.argmin(values[rows]))]
-    center = coords[best, swept]
-    width = extent[swept]
-    u = (coords[np.ix_(rows, np.flatnonzero(swept))] - center) / width
-    low_u = (low_box[swept] - center) / width
-    high_u = (high_box[swept] - center) / width
-    # The values' offset does not matter; centre them for conditioning.
-    offset = float(values[best])
-    sqrt_w = np.sqrt(weights)
-    target = (values[rows] - offset) * sqrt_w
-    fit = None
-    if len(rows) >= 2 * (n_coef(n_swept) + n_swept) + 2:
-        fit = _solve_local(u, target, sqrt_w, low_u, high_u, cubic=True)
-    if fit is None:
-        fit = _solve_local(u, target, sqrt_w, low_u, high_u, cubic=False)
-    if fit is None:  # pragma: no cover - the quadratic always has a box minimiser
-        return _fallback(coords, values, finite, spacing)
-    u_star, const, hess_star, cov_theta, jac, at_boundary, sigma2, lev_star, lev_max = fit
-    best_value = const + offset
-    spread = float(values[rows].max()) - offset
-    residual = math.sqrt(sigma2)
-    leverage_ratio = lev_star / lev_max if lev_max > 0.0 else math.inf
-    reason = implausible_reason(offset - best_value, spread, residual, leverage_ratio)
-    if reason is not None:
-        model_coords = good.mean(axis=0)
-        model_coords[swept] = center + width * u_star
-        rejected = _Rejected(
-            model_coords, best_value, offset, spread, residual, leverage_ratio, reason
-        )
-        return _fallback_implausible(coords, values, finite, spacing, rejected)
-    floor = FLOOR_FRACTION * spacing[swept] / width
-    if jac is not None and not at_boundary:
-        cov_u = jac @ cov_theta @ jac.T
-        var_u = np.maximum(np.diag(cov_u), floor**2)
-        scale_fix = np.sqrt(var_u / np.maximum(np.diag(cov_u), 1e-300))
-        cov_u = cov_u * np.outer(scale_fix, scale_fix)
-    else:
-        # On the edge or without a minimum, the quadratic says little: use the trial spacing.
-        cov_u = np.diag(np.maximum((spacing[swept] / width) ** 2, floor**2))
-    # Cap at the swept range itself: the optimum is somewhere in the box.
-    cap = np.ones(n_swept)
-    diag = np.diag(cov_u)
-    shrink = np.sqrt(np.minimum(cap, diag) / np.maximum(diag, 1e-300))
-    cov_u = cov_u * np.outer(shrink, shrink)
-
-    full_coords = good.mean(axis=0)
-    full_coords[swept] = center + width * u_star
+def _quadratic_fit(model: _LocalModel, region: _Region, box: _Box, n_trials: int) -> LocalFit:
+    """The model's optimum in every coordinate, out of standardised ones: swept coordinates from
+    ``u*`` and :func:`_optimum_covariance`; an unswept one at the trials' mean with an infinite
+    variance and curvature (nothing is known about it)."""
+    cov_u = _optimum_covariance(model, box.spacing[box.swept], region.width)
+    dims = len(box.swept)
+    swept_index = np.flatnonzero(box.swept)
     full_cov = np.zeros((dims, dims))
-    swept_index = np.flatnonzero(swept)
-    full_cov[np.ix_(swept_index, swept_index)] = cov_u * np.outer(width, width)
+    full_cov[np.ix_(swept_index, swept_index)] = cov_u * np.outer(region.width, region.width)
     full_hess = np.full((dims, dims), np.inf)
-    full_hess[np.ix_(swept_index, swept_index)] = hess_star / np.outer(width, width)
-    for j in np.flatnonzero(~swept):
+    full_hess[np.ix_(swept_index, swept_index)] = model.hessian / np.outer(
+        region.width, region.width
+    )
+    for j in np.flatnonzero(~box.swept):
         full_cov[j, j] = np.inf
     return LocalFit(
-        coords=full_coords,
+        coords=_embed(model.minimiser, region, box),
         covariance=full_cov,
-        value=best_value,
+        value=model.value + region.offset,
         hessian=full_hess,
-        n_trials=n_finite,
-        n_diverged=int(len(values) - n_finite),
-        n_used=len(rows),
+        n_trials=box.n_finite,
+        n_diverged=int(n_trials - box.n_finite),
+        n_used=len(region.rows),
         method="quadratic",
-        at_boundary=at_boundary,
+        at_boundary=model.at_boundary,
     )
 
 
-_Solved = tuple[
-    FloatArray, float, FloatArray, FloatArray, FloatArray | None, bool, float, float, float
-]
+def _optimum_covariance(model: _LocalModel, spacing: FloatArray, width: FloatArray) -> FloatArray:
+    """Covariance of the minimiser ``u*``, standardised.
 
+    Inside the box: the delta method ``J cov(θ) Jᵀ``, each stderr raised to at least the floor
+    (:data:`FLOOR_FRACTION` of the trial spacing), correlations kept. On the box's edge the
+    quadratic says little: a stderr of one trial spacing. Either way each stderr is then capped at
+    :data:`RANGE_CAP` times the swept range, again keeping the correlations.
 
-def _solve_local(
-    u: FloatArray,
-    target: FloatArray,
-    sqrt_w: FloatArray,
-    low_u: FloatArray,
-    high_u: FloatArray,
-    *,
-    cubic: bool,
-) -> _Solved | None:
-    """Weighted fit of the local model in standardised coordinates and its minimiser.
-
-    The model is ``c + gᵀu + ½uᵀHu`` plus, with ``cubic``, diagonal terms ``Σ_j κ_j u_j³`` that
-    capture asymmetric valleys (steeper above the optimum than below). The minimiser is found by
-    Newton's method from the quadratic one; the delta method gives its covariance:
-    ``J = −H(u*)⁻¹ ∂∇f/∂θ``. Returns None when the cubic model has no interior minimum (the caller
-    then refits without cubic terms).
-
-    Returns:
-        (u*, f(u*), H(u*), cov(θ), J or None, at_boundary, s², h(u*), max_i h(u_i)): the
-        residual variance ``s²`` and the
-        leverages ``xᵀ(AᵀWA)⁻¹x`` of the model's design row at the minimiser and the largest at a
-        fitted trial (see :func:`implausible_reason`).
+    Args:
+        model: the fitted local model.
+        spacing: (d_swept,) typical trial spacing of the swept coordinates, in fitted units.
+        width: (d_swept,) their range, which standardises them.
     """
-    dims = u.shape[1]
-    design = quadratic_design(u)
-    if cubic:
-        design = np.column_stack([design, u**3])
-    weighted = design * sqrt_w[:, None]
-    theta = np.asarray(np.linalg.lstsq(weighted, target, rcond=None)[0], dtype=np.float64)
-    n_quad = n_coef(dims)
-    const, grad, hess = unpack_quadratic(theta[:n_quad], dims)
-    kappa = theta[n_quad:] if cubic else np.zeros(dims)
-    eigen = np.linalg.eigvalsh(hess)
-    positive = bool(eigen.min() > POSITIVE_CURVATURE * float(np.abs(eigen).max()))
-    u_star: FloatArray
-    at_boundary = True
-    if positive:
-        u_star = np.asarray(-np.linalg.solve(hess, grad), dtype=np.float64)
-        if cubic:
-            for _ in range(30):
-                hess_u = hess + np.diag(6.0 * kappa * u_star)
-                if np.linalg.eigvalsh(hess_u).min() <= 0.0:
-                    return None
-                step = np.linalg.solve(hess_u, grad + hess @ u_star + 3.0 * kappa * u_star**2)
-                u_star = u_star - step
-                if float(np.max(np.abs(step))) < 1e-10:
-                    break
-            else:
-                return None
-            if np.linalg.eigvalsh(hess + np.diag(6.0 * kappa * u_star)).min() <= 0.0:
-                return None
-        if np.all(u_star >= low_u) and np.all(u_star <= high_u):
-            at_boundary = False
-        elif cubic:
-            return None
-        else:
-            u_star = _box_minimise(grad, hess, low_u, high_u, np.zeros(dims))
-    elif cubic:
-        return None
+    floor = FLOOR_FRACTION * spacing / width
+    if model.jacobian is not None:
+        cov_u = model.jacobian @ model.coef_cov @ model.jacobian.T
+        var_u = np.maximum(np.diag(cov_u), floor**2)
+        scale_fix = np.sqrt(var_u / np.maximum(np.diag(cov_u), VARIANCE_GUARD))
+        cov_u = cov_u * np.outer(scale_fix, scale_fix)
     else:
-        u_star = _box_minimise(grad, hess, low_u, high_u, np.zeros(dims))
-    hess_star = hess + np.diag(6.0 * kappa * u_star)
-    value = (
-        const
-        + float(grad @ u_star)
-        + 0.5 * float(u_star @ hess @ u_star)
-        + float(kappa @ u_star**3)
-    )
-    dof = max(len(target) - design.shape[1], 1)
-    residual = target - weighted @ theta
-    sigma2 = float(residual @ residual) / dof
-    gram_inv = np.linalg.pinv(weighted.T @ weighted)
-    cov_theta = sigma2 * gram_inv
-    jac = None
-    if not at_boundary:
-        jac = _optimum_jacobian(hess_star, u_star, dims, cubic)
-    row = quadratic_design(u_star[None, :])
-    if cubic:
-        row = np.column_stack([row, u_star[None, :] ** 3])
-    leverage_star = float(row[0] @ gram_inv @ row[0])
-    leverage_max = float(np.max(np.einsum("ij,jk,ik->i", design, gram_inv, design)))
-    return (
-        u_star,
-        value,
-        hess_star,
-        cov_theta,
-        jac,
-        at_boundary,
-        sigma2,
-        leverage_star,
-        leverage_max,
-    )
+        cov_u = np.diag(np.maximum((spacing / width) ** 2, floor**2))
+    cap = np.full(len(width), RANGE_CAP**2)
+    diag = np.diag(cov_u)
+    shrink = np.sqrt(np.minimum(cap, diag) / np.maximum(diag, VARIANCE_GUARD))
+    return np.asarray(cov_u * np.outer(shrink, shrink), dtype=np.float64)
 
 
-def _optimum_jacobian(
-    hess_star: FloatArray, u_star: FloatArray, dims: int, cubic: bool
-) -> FloatArray:
-    """d u*/d θ = −H(u*)⁻¹ ∂∇f/∂θ for θ = (c, g, q_jl[, κ_j]), H_jj = 2q_jj, H_jl = q_jl."""
-    columns = n_coef(dims) + (dims if cubic else 0)
-    d_grad = np.zeros((dims, columns))
-    d_grad[:, 1 : 1 + dims] = np.eye(dims)
-    pos = 1 + dims
-    for j in range(dims):
-        for k in range(j, dims):
-            if j == k:
-                d_grad[j, pos] = 2.0 * u_star[j]
-            else:
-                d_grad[j, pos] = u_star[k]
-                d_grad[k, pos] = u_star[j]
-            pos += 1
-    if cubic:
-        for j in range(dims):
-            d_grad[j, pos + j] = 3.0 * u_star[j] ** 2
-    return np.asarray(-np.linalg.solve(hess_star, d_grad), dtype=np.float64)
+def _embed(u: FloatArray, region: _Region, box: _Box) -> FloatArray:
+    """A standardised point of the swept coordinates in all of them, fitted units: ``center +
+    width·u``, and the finite trials' mean in an unswept coordinate."""
+    point = box.mean.copy()
+    point[box.swept] = region.center + region.width * u
+    return np.asarray(point, dtype=np.float64)
 
 
 def to_optimum(
@@ -611,12 +791,14 @@ def estimate_optimum(
     in value; minimise it inside the box spanned by the finite trials; the standard error comes from
     the delta method on ``u* = −H⁻¹g``. Diverged runs (NaN, inf, failed) only bound the region;
     pruned runs are ignored. With fewer finite trials than the quadratic needs (``n_coef + 2``),
-    return the best trial with a stderr of half the trial spacing (``method="fallback"``).
+    return the best trial with a stderr of half the trial spacing
+    (:data:`FALLBACK_SPACING_FRACTION`, ``method="fallback"``).
 
     The model's minimum is not trusted when the trials do not support it (:func:`implausible_reason`):
     (1) it lies below the best trial by more than the fitted trials' whole value spread ``V`` and
     three residual standard deviations ``s`` — no fitted trial supports such a drop; or (2) its
-    leverage ``x(u*)ᵀ(AᵀWA)⁻¹x(u*)`` exceeds three times every fitted trial's, i.e. the minimiser
+    leverage ``x(u*)ᵀ(AᵀWA)⁻¹x(u*)`` exceeds :data:`LEVERAGE_RATIO` (10) times every fitted
+    trial's, i.e. the minimiser
     lies well outside the trials' regressor-variable hull and is an extrapolation (Montgomery,
     Peck & Vining, §3.8). Then the estimate is the ``1 − ¾t²`` rank-weighted mean of the best
     ``⌈√n⌉`` trials with their weighted covariance (plus half the spacing squared) as its
@@ -663,7 +845,7 @@ def estimate_optimum(
     if warn and local.method == "fallback":
         warnings.warn(
             f"only {local.n_trials} finite trials at {obs[0].scale!r}, fewer than the "
-            f"{n_coef(len(names)) + 2} a quadratic in {len(names)} parameters needs: using the "
+            f"{min_quadratic_trials(len(names))} a quadratic in {len(names)} parameters needs: using the "
             "best trial (method='fallback'). Add trials for a better estimate.",
             TransferSearchWarning,
             stacklevel=2,

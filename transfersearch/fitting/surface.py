@@ -255,6 +255,8 @@ def _solve(rows: _Rows, n_rungs: int, anchors: FloatArray | None) -> _Solved | N
 def _center_covariance(solved: _Solved, rows: _Rows, n_rungs: int) -> FloatArray:
     """Delta method: ``∂μ_s/∂θ = −H̄⁻¹ ∂∇f/∂θ`` with ``H̄ = H + ½diag(b)`` (the wall is half-on at
     the optimum), the coefficients' covariance ``s²(AᵀWA)⁻¹``."""
+    from transfersearch.fitting.quadratic import gradient_jacobian
+
     dims = rows.u.shape[1]
     design = solved.design
     residual = rows.target * rows.sqrt_w - design @ solved.theta
@@ -264,19 +266,11 @@ def _center_covariance(solved: _Solved, rows: _Rows, n_rungs: int) -> FloatArray
     inverse = np.linalg.inv(solved.hess + 0.5 * np.diag(solved.wall))
     out = np.empty((n_rungs, dims, dims))
     quad_start = n_rungs + n_rungs * dims
+    quad_stop = quad_start + dims * (dims + 1) // 2
     for s in range(n_rungs):
         d_grad = np.zeros((dims, design.shape[1]))
         d_grad[:, n_rungs + s * dims : n_rungs + (s + 1) * dims] = np.eye(dims)
-        pos = quad_start
-        u = solved.centers[s]
-        for j in range(dims):
-            for k in range(j, dims):
-                if j == k:
-                    d_grad[j, pos] = 2.0 * u[j]
-                else:
-                    d_grad[j, pos] = u[k]
-                    d_grad[k, pos] = u[j]
-                pos += 1
+        d_grad[:, quad_start:quad_stop] = gradient_jacobian(solved.centers[s])
         jac = -inverse @ d_grad
         out[s] = jac @ cov_theta @ jac.T
     return out
