@@ -489,6 +489,7 @@ def test_valley_on_an_exact_quadratic_is_exact_and_sure_of_it() -> None:
     np.testing.assert_allclose(valley.centers, centres, atol=1e-9)
     # no noise and no misfit: only the numerical floor (1e-3 of a trial spacing) is left
     assert np.sqrt(np.diagonal(valley.center_cov, axis1=1, axis2=2)).max() < 0.01
+    assert valley.shared_bias_var.max() < 1e-12
 
 
 def skewed_rungs(
@@ -518,8 +519,10 @@ def test_valley_stderr_counts_the_quadratics_misfit() -> None:
         trials, centres = skewed_rungs(seed)
         valley = fit_valley(trials)
         assert valley is not None
-        sd = np.sqrt(np.diagonal(valley.center_cov, axis1=1, axis2=2))
+        own = np.diagonal(valley.center_cov, axis1=1, axis2=2)
+        sd = np.sqrt(own + valley.shared_bias_var)  # each rung's own error and the shared bias
         z.extend(((valley.centers - centres) / sd).ravel())
+        assert valley.shared_bias_var.max() > 0.0  # one skewed shape: a bias every rung shares
     z_array = np.abs(np.array(z))
     assert float(np.sqrt(np.mean(z_array**2))) < 2.0
     assert float(np.mean(z_array < 1.96)) > 0.7

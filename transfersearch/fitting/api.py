@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from itertools import product
 from typing import Any
 
@@ -261,6 +262,8 @@ def _extrapolate(
     reason = table.reason if model == "auto" else f"chosen by the caller (model={model!r})"
     target_logs = ladder.target_logs(target)
     point = predict(ladder, chosen, optima, subset, target_logs)
+    if valley is not None:  # a bias all rungs share moves the prediction too
+        point = replace(point, variance=point.variance + valley.shared_bias_var)
     rng = np.random.default_rng(seed)
     walls = None if valley is None else np.asarray(valley.wall != 0.0)
     samples = resample_predictions(ladder, chosen, target_logs, n_bootstrap, rng, optima, walls)

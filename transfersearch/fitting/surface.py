@@ -13,10 +13,13 @@ term is linear given the centres; it is refitted a few times with the centres fr
 pass (a fixed-point iteration). A rung with 8 trials then estimates only its ``1 + d`` own numbers
 instead of a whole quadratic, which is what lets per-rung optima carry a law.
 
-The centres' covariance is the delta method on ``μ_s = −H⁻¹g_s`` (noise) plus a misfit term: the
-squared shift of the centres when the regions double, less its noise part (a Hausman contrast,
-:func:`_misfit_variance`). On 6-rung asymmetric valleys (``tests/test_extrapolate.py``) the delta
-method alone gave centre z-scores of rms 4.9 (every |z| > 1.64); with the misfit term, rms 1.3.
+The centres' covariance is the delta method on ``μ_s = −H⁻¹g_s`` (noise) plus the quadratic's
+misfit, read from how far the centres move when the regions double, net of noise (a Hausman
+contrast, :func:`_misfit_variance`). The misfit splits in two: the part that differs between rungs
+joins each centre's covariance; the part they share (one valley shape) is
+``Valley.shared_bias_var``, which a prediction carries but the drift does not. On skewed valleys
+(``tests/test_fit.py``, ``skewed_rungs``) the delta method alone gave centre z-scores of rms 5.8;
+with both misfit parts, rms 1.5.
 """
 
 from __future__ import annotations
@@ -80,6 +83,9 @@ class Valley:
         at_boundary: (S,) the centre was pulled into the box the rung's finite trials span.
         n_used: (S,) trials of each rung inside its best region.
         residual: the fit's residual standard deviation (metric units).
+        shared_bias_var: (d,) variance of a bias every centre shares (the quadratic's misfit
+            to the valley's shape, see :func:`_misfit_variance`; 0 without covariance). It
+            leaves the drift alone but a prediction carries it.
     """
 
     pooled: NDArray[np.bool_]
@@ -91,6 +97,7 @@ class Valley:
     at_boundary: NDArray[np.bool_]
     n_used: NDArray[np.int64]
     residual: float
+    shared_bias_var: FloatArray
 
 
 def pooled_region_size(n_finite: int, dims: int) -> int:
@@ -339,21 +346,31 @@ def _fit_region(
     return walled, rows, center, width
 
 
-def _misfit_variance(solved: _Solved, rows: _Rows, wider: _Solved, wider_rows: _Rows) -> FloatArray:
-    """Per coordinate, the squared bias of a centre that the quadratic's misfit causes.
+def _misfit_variance(
+    solved: _Solved, rows: _Rows, wider: _Solved, wider_rows: _Rows
+) -> tuple[FloatArray, FloatArray]:
+    """Per coordinate, the squared bias of the centres that the quadratic's misfit causes:
+    (the part that differs between rungs, the part they share).
 
     A surrogate that is right near the optimum gives the same centres from a wider region; where
     the valley is not quadratic (a skewed wall, a flattening plateau) the centres move as the
-    region grows. For nested regions the noise part of ``E[(μ_k − μ_2k)²]`` is
-    ``Var μ_k − Var μ_2k`` (the wider estimator is the more efficient one, so their covariance is
-    ``Var μ_2k``: a Hausman contrast); what is left is the misfit, averaged over the rungs (it is
-    a property of the surface, and one rung's contrast is too noisy to stand alone).
+    region grows, by ``δ_s = μ_s(k) − μ_s(2k)``. For nested regions the noise part of ``E[δ²]``
+    is ``Var μ_k − Var μ_2k`` (the wider estimator is the more efficient one, so their covariance
+    is ``Var μ_2k``: a Hausman contrast). The mean ``δ̄`` over rungs is a bias every rung shares
+    (one valley shape): it moves every optimum alike, so it leaves the drift and the rungs'
+    comparisons alone and only adds to a prediction's uncertainty. The spread of ``δ_s`` about
+    ``δ̄`` is each rung's own bias, independent between rungs. Each part is net of its noise.
     """
     n_rungs = solved.centers.shape[0]
     narrow_var = np.array([np.diag(c) for c in _center_covariance(solved, rows, n_rungs)])
     wide_var = np.array([np.diag(c) for c in _center_covariance(wider, wider_rows, n_rungs)])
-    contrast = (solved.centers - wider.centers) ** 2 - (narrow_var - wide_var)
-    return np.asarray(np.clip(contrast, 0.0, None).mean(axis=0), dtype=np.float64)
+    noise = np.clip(narrow_var - wide_var, 0.0, None).mean(axis=0)
+    delta = solved.centers - wider.centers
+    mean = delta.mean(axis=0)
+    shared = np.clip(mean**2 - noise / n_rungs, 0.0, None)
+    spread = ((delta - mean) ** 2).sum(axis=0) / max(n_rungs - 1, 1)
+    own = np.clip(spread - noise, 0.0, None)
+    return np.asarray(own, dtype=np.float64), np.asarray(shared, dtype=np.float64)
 
 
 def _with_walls(symmetric: _Solved, rows: _Rows, n_rungs: int, walls: NDArray[np.bool_]) -> _Solved:
@@ -392,13 +409,13 @@ def _valley(
     center: FloatArray,
     width: FloatArray,
     with_covariance: bool,
-    misfit: FloatArray | None,
+    misfit: tuple[FloatArray, FloatArray] | None,
 ) -> Valley:
     n_rungs, dims = solved.centers.shape
     if with_covariance:
         cov_u = _center_covariance(solved, rows, n_rungs)
         if misfit is not None:
-            cov_u = cov_u + np.diag(misfit)[None, :, :]
+            cov_u = cov_u + np.diag(misfit[0])[None, :, :]
     else:
         cov_u = np.full((n_rungs, dims, dims), np.nan)
     inside = np.clip(solved.centers, rows.low, rows.high)
@@ -439,6 +456,7 @@ def _valley(
         at_boundary=at_boundary,
         n_used=n_used,
         residual=math.sqrt(float(residual @ residual) / dof),
+        shared_bias_var=(misfit[1] if misfit is not None else np.zeros(dims)) * width**2,
     )
 
 
