@@ -182,14 +182,16 @@ def _design(rows: _Rows, n_rungs: int, anchors: FloatArray | None) -> FloatArray
 
 
 def _minimise(
-    grad: FloatArray, hess: FloatArray, wall: FloatArray, anchor: FloatArray
+    grads: FloatArray, hess: FloatArray, wall: FloatArray, anchors: FloatArray
 ) -> FloatArray:
-    """Solve ``g + Hu + b∘max(u − a, 0) = 0`` by Newton's method on the active set."""
-    u = np.asarray(-np.linalg.solve(hess, grad), dtype=np.float64)
+    """Solve ``g_s + Hu + b∘max(u − a_s, 0) = 0`` for every rung ``s`` at once, by Newton's
+    method on the active set (``grads`` and ``anchors`` are (S, d); the result is (S, d))."""
+    u = np.asarray(-np.linalg.solve(hess, grads.T).T, dtype=np.float64)
     for _ in range(NEWTON_STEPS):
-        active = (u > anchor).astype(np.float64)
-        gradient = grad + hess @ u + wall * active * (u - anchor)
-        step = np.linalg.solve(hess + np.diag(wall * active), gradient)
+        active = (u > anchors).astype(np.float64)
+        gradient = grads + u @ hess + wall * active * (u - anchors)
+        curvature = hess[None, :, :] + (wall * active)[:, :, None] * np.eye(len(wall))
+        step = np.linalg.solve(curvature, gradient[:, :, None])[:, :, 0]
         u = u - step
         if float(np.max(np.abs(step))) < 1e-12:
             break
@@ -245,7 +247,7 @@ def _solve(rows: _Rows, n_rungs: int, anchors: FloatArray | None) -> _Solved | N
     if anchors is None:
         centers = -np.linalg.solve(hess, grads.T).T
     else:
-        centers = np.array([_minimise(grads[s], hess, wall, anchors[s]) for s in range(n_rungs)])
+        centers = _minimise(grads, hess, wall, anchors)
     centers = np.asarray(centers, dtype=np.float64)
     design64: FloatArray = np.asarray(design, dtype=np.float64)
     return _Solved(
