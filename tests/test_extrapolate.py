@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -500,3 +501,11 @@ def test_metric_units_do_not_move_the_extrapolation() -> None:
 def test_package_exports_the_model_registry() -> None:
     assert transfersearch.fitting.register_model is register_model
     assert available_models()[:2] == ("nearest", "constant")
+
+
+def test_an_interval_past_the_float_range_is_unbounded_not_an_error() -> None:
+    res = extrapolate(landscape(0, n=60), target=TARGET, params=["lr", "tau"], n_bootstrap=0)
+    vague = dataclasses.replace(res, stderr={"lr": 1e3, "tau": res.stderr["tau"]})
+    low, high = vague.interval(0.9)["lr"]
+    assert low == 0.0 and high == math.inf
+    assert vague.interval(0.9)["tau"] == res.interval(0.9)["tau"]

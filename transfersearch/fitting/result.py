@@ -38,6 +38,14 @@ class Collinearity:
     suggested_scale: Scale
 
 
+def _exp(value: float) -> float:
+    """``exp`` that gives ``inf`` past the float range (an interval that wide says "unknown")."""
+    return math.exp(value) if value < _LOG_MAX else math.inf
+
+
+_LOG_MAX = math.log(np.finfo(np.float64).max)
+
+
 def _check_level(level: float) -> float:
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
         raise TransferSearchError(f"`level` must be in (0, 1), e.g. 0.9, but got level={level!r}.")
@@ -117,7 +125,7 @@ class Extrapolation:
                 above = max(above, float(high_q) - point)
             low, high = point - below, point + above
             if name in self.log_params:
-                result[name] = (math.exp(low), math.exp(high))
+                result[name] = (_exp(low), _exp(high))
             else:
                 result[name] = (low, high)
         return result
