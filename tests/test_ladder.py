@@ -351,3 +351,27 @@ def test_the_planner_draws_fresh_per_process_by_default_and_repeats_with_an_expl
     for bad in ("x", -1, 1.5, True):
         with pytest.raises(TransferSearchError, match="seed"):
             TransferPlanner(SPACE, LADDER, seed=bad)
+
+
+def test_a_collinear_ladder_makes_the_planner_suggest_the_separating_rung(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # width and dataset size grow together over the first three rungs: the law cannot tell them
+    # apart, and the corner of the ladder's box with the small width and the large data would.
+    diagonal = [
+        ts.Scale(width=w, dataset_size=n, batch_size=64)
+        for w, n in ((64, 2e4), (128, 4e4), (256, 8e4), (512, 1.6e5))
+    ]
+    planner = TransferPlanner(SPACE, diagonal, min_trials=6, n_bootstrap=0, seed=0)
+    assert planner.suggested_rung is None  # nothing fitted yet
+    history = observations(planner, [0, 1, 2], 12)
+    with caplog.at_level(logging.INFO, logger="transfersearch.ladder"):
+        assert planner.prediction(3, history) is not None
+    suggested = planner.suggested_rung
+    assert suggested is not None
+    assert {suggested["width"], suggested["dataset_size"]} in ({64, 8e4}, {256, 2e4})
+    assert "would separate them" in caplog.text
+    # a ladder that varies them apart suggests nothing
+    apart = TransferPlanner(SPACE, LADDER, min_trials=6, n_bootstrap=0, seed=0)
+    assert apart.prediction(3, observations(apart, [0, 1, 2], 12)) is not None
+    assert apart.suggested_rung is None

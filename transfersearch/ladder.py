@@ -19,7 +19,7 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from transfersearch.ledger import TrialLedger
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 from transfersearch.space import Float, Int, TransferSpace
+
+if TYPE_CHECKING:
+    from transfersearch.extrapolate import Collinearity
 
 __all__ = ["FitAttempt", "Proposal", "RungDecision", "TransferPlanner"]
 
@@ -232,6 +235,7 @@ class TransferPlanner:
             int, tuple[dict[Scale, int], tuple[dict[str, float], dict[str, float]] | None]
         ] = {}
         self._fit_attempts: list[FitAttempt] = []
+        self._suggested: Scale | None = None
 
     def _budgets(
         self, trials_per_rung: int | Sequence[int] | None, first: int, later: int
@@ -278,6 +282,18 @@ class TransferPlanner:
     def fit_attempts(self) -> tuple[FitAttempt, ...]:
         """Every fit of the law so far, failed ones with their error (see :class:`FitAttempt`)."""
         return tuple(self._fit_attempts)
+
+    @property
+    def suggested_rung(self) -> Scale | None:
+        """The rung to add to the ladder, when the latest law fit found scale variables moving
+        together over its rungs (``Extrapolation.collinearity``): the corner of the ladder's box
+        that separates them best. None when the fitted rungs separate every variable.
+
+        The planner cannot run a rung the ladder lacks; it logs the suggestion (INFO, logger
+        ``transfersearch.ladder``) when it first appears. Add it with
+        ``TransferSampler(space, ladder + [planner.suggested_rung], ...)`` in the next study.
+        """
+        return self._suggested
 
     # ------------------------------------------------------------------------------------------
     def rung_of(self, scale: Scale | Mapping[str, float]) -> int:
@@ -463,6 +479,7 @@ class TransferPlanner:
                     n_bootstrap=self.n_bootstrap,
                     seed=0 if self.seed is None else self.seed,
                 )
+                self._note_collinearity(fit.collinearity)
                 center = {n: float(fit.params[n]) for n in names}
                 bounds = fit.interval(0.68)
                 spread = {
@@ -489,6 +506,19 @@ class TransferPlanner:
         if error is None:
             logger.debug("the law for rung %d predicts %s", rung, result)
         return result
+
+    def _note_collinearity(self, found: Collinearity | None) -> None:
+        suggested = None if found is None else found.suggested_scale
+        if suggested is not None and suggested != self._suggested:
+            assert found is not None
+            logger.info(
+                "scale variables %s move together over the fitted rungs (|corr| %.3f): their "
+                "exponents come from the prior. A rung at %r would separate them.",
+                " and ".join(found.variables),
+                found.correlation,
+                suggested,
+            )
+        self._suggested = suggested
 
     def _spread(self, name: str, low: float, high: float) -> float:
         dist = self.space.distributions[name]

@@ -110,16 +110,17 @@ def collinearity(ladder: Ladder) -> Collinearity | None:
 def _separating_rung(ladder: Ladder, moving: Sequence[int]) -> Scale:
     """The corner of the ladder's box whose addition most raises the smallest singular value."""
     logs = ladder.log_scales
-    best: tuple[float, FloatArray] = (-math.inf, logs[-1])
-    for corner in product(*[(logs[:, k].min(), logs[:, k].max()) for k in range(logs.shape[1])]):
-        point = np.array(corner)
+    ends = [(int(np.argmin(logs[:, k])), int(np.argmax(logs[:, k]))) for k in range(logs.shape[1])]
+    best: tuple[float, tuple[int, ...]] = (-math.inf, tuple(len(logs) - 1 for _ in ends))
+    for corner in product(*ends):  # per variable, the rung holding its smallest / largest value
+        point = np.array([logs[rung, k] for k, rung in enumerate(corner)])
         grown = np.vstack([logs, point])[:, list(moving)]
         centred = grown - grown.mean(axis=0)
         smallest = float(np.linalg.svd(centred, compute_uv=False).min())
         if smallest > best[0]:
-            best = (smallest, point)
+            best = (smallest, corner)
     base = dict(ladder.scales[-1])
-    base.update({v: float(math.exp(best[1][k])) for k, v in enumerate(ladder.variables)})
+    base.update({v: ladder.scales[rung][v] for v, rung in zip(ladder.variables, best[1])})
     return Scale(base)
 
 
