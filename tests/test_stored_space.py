@@ -19,6 +19,7 @@ from _sweep import TARGET, run_sweep
 import transfersearch as ts
 from transfersearch import rules
 from transfersearch.cli import main
+from transfersearch.observations import as_observations
 from transfersearch.stored_space import (
     SPACE_ATTR,
     space_from_json,
@@ -100,6 +101,13 @@ def test_the_sampler_stores_its_space_on_the_study(storage: str) -> None:
     res = ts.extrapolate(study, target=TARGET, n_bootstrap=0)
     hp = res.hyperparameters(space)
     assert hp.to_dict() == res.hyperparameters(synthetic.make_space()).to_dict()
+    # the study's own space comes with the result: no argument needed
+    assert res.space is not None and res.hyperparameters().to_dict() == hp.to_dict()
+    # a source without a stored space says what to pass
+    plain = ts.extrapolate(as_observations(study), target=TARGET, n_bootstrap=0)
+    assert plain.space is None
+    with pytest.raises(ts.TransferSearchError, match=r"res.hyperparameters\(space\)"):
+        plain.hyperparameters()
 
 
 def test_cli_extrapolate_prints_the_big_runs_hyperparameters(

@@ -36,6 +36,7 @@ from transfersearch.observations import (
     check_scale_names,
 )
 from transfersearch.scale import Scale
+from transfersearch.stored_space import stored_space
 
 __all__ = ["extrapolate", "infer_params", "validate"]
 
@@ -244,7 +245,9 @@ def extrapolate(
         prior_exponents=prior_exponents,
         target=target_scale,
     )
-    return _extrapolate(ladder, target_scale, direction, model, n_bootstrap, seed)
+    result = _extrapolate(ladder, target_scale, direction, model, n_bootstrap, seed)
+    space = stored_space(observations)
+    return result if space is None else replace(result, space=space)
 
 
 def _extrapolate(

@@ -81,6 +81,9 @@ class Extrapolation:
         extrapolation_decades: distance from the target to the nearest rung, log10 units.
         ladder_span_decades: the largest distance between two rungs, log10 units.
         direction: ``"minimize"`` or ``"maximize"``.
+        space: the :class:`~transfersearch.space.TransferSpace` the sweep stored (a study run with
+            ``TransferSampler``, an experiment run with ``TransferSearch``; see
+            :func:`transfersearch.stored_space`), or None.
     """
 
     target: Scale
@@ -103,6 +106,7 @@ class Extrapolation:
     extrapolation_decades: float
     ladder_span_decades: float
     direction: Direction
+    space: TransferSpace | None = field(default=None, repr=False)
 
     def interval(self, level: float = 0.9) -> dict[str, tuple[float, float]]:
         """Central interval of the target optimum per parameter, natural units.
@@ -134,9 +138,24 @@ class Extrapolation:
         value = self.law_params[name]
         return math.log(value) if name in self.log_params else value
 
-    def hyperparameters(self, space: TransferSpace) -> Hyperparameters:
-        """Concrete hyperparameters at the target: ``space.concretize(self.params, self.target)``."""
-        return space.concretize(self.params, self.target)
+    def hyperparameters(self, space: TransferSpace | None = None) -> Hyperparameters:
+        """Concrete hyperparameters at the target: ``space.concretize(self.params, self.target)``.
+
+        Args:
+            space: the space the sweep used; default the one stored with the study or experiment
+                (:attr:`space`).
+
+        Raises:
+            TransferSearchError: no space given and none stored with the source.
+        """
+        chosen = space if space is not None else self.space
+        if chosen is None:
+            raise TransferSearchError(
+                "this result has no TransferSpace: its source stored none (only a study run with "
+                "TransferSampler or an experiment run with TransferSearch does). Pass the space "
+                "the sweep used: res.hyperparameters(space)."
+            )
+        return chosen.concretize(self.params, self.target)
 
     def summary(self) -> str:
         """A few lines: the decision, the model and why, how the decision differs from the law."""

@@ -27,7 +27,7 @@ from transfersearch.fitting.coords import (
 )
 from transfersearch.fitting.laws import UNSEEN_PRIOR_SD, LawData
 from transfersearch.fitting.local import ScaleOptimum, fit_local, implausible_message, to_optimum
-from transfersearch.fitting.quadratic import n_coef
+from transfersearch.fitting.quadratic import min_quadratic_trials
 from transfersearch.fitting.surface import RungTrials, Valley, fit_valley
 from transfersearch.observations import Observation, TransferSearchWarning
 from transfersearch.scale import Scale
@@ -226,7 +226,7 @@ def _fallback_optimum(
     if warn and local.method == "fallback":
         warnings.warn(
             f"too few finite trials at {scale!r} ({local.n_trials}; the pooled valley needs "
-            f"{len(ladder.names) + 2}, a local quadratic {min_trials(len(ladder.names))}): using "
+            f"{len(ladder.names) + 2}, a local quadratic {min_quadratic_trials(len(ladder.names))}): using "
             "the best trial there (method='fallback'). Add trials.",
             TransferSearchWarning,
             stacklevel=4,
@@ -326,8 +326,3 @@ def law_data(
         prior=np.array([prior.get(ladder.variables[k], 0.0) for k in free]),
         fixed=dict(fixed),
     )
-
-
-def min_trials(dims: int) -> int:
-    """Finite trials a rung needs for its own local quadratic."""
-    return n_coef(dims) + 2

@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 
 from transfersearch.fitting.coords import FloatArray
 from transfersearch.fitting.local import POSITIVE_CURVATURE
-from transfersearch.fitting.quadratic import hessians, select_region
+from transfersearch.fitting.quadratic import gradient_jacobian, hessians, select_region
 
 __all__ = ["RungTrials", "Valley", "fit_valley", "pooled_region_size"]
 
@@ -264,8 +264,6 @@ def _solve(rows: _Rows, n_rungs: int, anchors: FloatArray | None) -> _Solved | N
 def _center_covariance(solved: _Solved, rows: _Rows, n_rungs: int) -> FloatArray:
     """Delta method: ``∂μ_s/∂θ = −H̄⁻¹ ∂∇f/∂θ`` with ``H̄ = H + ½diag(b)`` (the wall is half-on at
     the optimum), the coefficients' covariance ``s²(AᵀWA)⁻¹``."""
-    from transfersearch.fitting.quadratic import gradient_jacobian
-
     dims = rows.u.shape[1]
     design = solved.design
     residual = rows.target * rows.sqrt_w - design @ solved.theta
