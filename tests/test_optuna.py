@@ -194,7 +194,7 @@ def test_rungs_follow_the_planner_budgets_and_are_recorded() -> None:
     hp = SPACE.concretize(last.params, scale)
     assert last.user_attrs["hp.lr"] == pytest.approx(hp.lr)
     assert last.user_attrs["hp"]["groups"]["output"] == pytest.approx(dict(hp.groups["output"]))
-    assert sampler.hyperparameters(last) == hp
+    assert sampler.hyperparameters(last) == (scale, hp)  # as Ray's hyperparameters(config)
     assert hyperparameter_attrs(hp)["hp.weight_decay"] == pytest.approx(hp.weight_decay)
     rebuilt = ts.Hyperparameters.from_dict(
         {**last.user_attrs["hp"], "scale": hp.scale.to_dict(), "coordinates": last.params}
