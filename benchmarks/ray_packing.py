@@ -47,12 +47,15 @@ def train_fn(config: dict) -> None:
     torch.manual_seed(0)
     width, batch = int(scale["width"]), int(scale["batch_size"])
     model = torch.nn.Sequential(
-        torch.nn.Linear(64, width), torch.nn.GELU(),
-        torch.nn.Linear(width, width), torch.nn.GELU(),
+        torch.nn.Linear(64, width),
+        torch.nn.GELU(),
+        torch.nn.Linear(width, width),
+        torch.nn.GELU(),
         torch.nn.Linear(width, 1),
     ).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=hp.lr, weight_decay=hp.weight_decay,
-                                  betas=hp.betas, eps=hp.eps)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=hp.lr, weight_decay=hp.weight_decay, betas=hp.betas, eps=hp.eps
+    )
     inputs = torch.randn(4096, 64, device=device)
     targets = torch.sin(inputs.sum(dim=1, keepdim=True))
     start = time.perf_counter()
@@ -67,11 +70,23 @@ def train_fn(config: dict) -> None:
     tune.report({"loss": float(loss.item()), "train_s": time.perf_counter() - start})
 
 
-def run(name: str, trainable, *, trials: int, steps: int, width: int, gpu: float,
-        cpu: float, storage: str, reuse: bool = False) -> dict[str, float | str]:
+def run(
+    name: str,
+    trainable,
+    *,
+    trials: int,
+    steps: int,
+    width: int,
+    gpu: float,
+    cpu: float,
+    storage: str,
+    reuse: bool = False,
+) -> dict[str, float | str]:
     """Run ``trials`` proxies under one resource rule; return throughput figures."""
-    space = ts.TransferSpace(BASE, {"base_lr": ts.Float(1e-4, 1e-2, log=True),
-                                    "tau_epoch": ts.Float(0.1, 10.0, log=True)})
+    space = ts.TransferSpace(
+        BASE,
+        {"base_lr": ts.Float(1e-4, 1e-2, log=True), "tau_epoch": ts.Float(0.1, 10.0, log=True)},
+    )
     ladder = [BASE.replace(width=width)]
     search = TransferSearch(space, ladder, metric="loss", mode="min", trials_per_rung=trials)
     resources = search.resources(gpu=gpu, cpu=cpu)
@@ -111,18 +126,44 @@ def main() -> None:
     rows = []
     common = dict(trials=args.trials, steps=args.steps, width=args.width)
     with tempfile.TemporaryDirectory() as storage:
-        rows.append(run("noop (scheduling overhead)", noop_fn, gpu=0, cpu=1, storage=storage,
-                        **common))
+        rows.append(
+            run("noop (scheduling overhead)", noop_fn, gpu=0, cpu=1, storage=storage, **common)
+        )
         rows.append(run("train, CPU, cpu=1", train_fn, gpu=0, cpu=1, storage=storage, **common))
-        rows.append(run("train, CPU, cpu=0.5 (2 per core)", train_fn, gpu=0, cpu=0.5,
-                        storage=storage, **common))
-        rows.append(run("train, CPU, cpu=1, reuse_actors=True", train_fn, gpu=0, cpu=1,
-                        storage=storage, reuse=True, **common))
+        rows.append(
+            run(
+                "train, CPU, cpu=0.5 (2 per core)",
+                train_fn,
+                gpu=0,
+                cpu=0.5,
+                storage=storage,
+                **common,
+            )
+        )
+        rows.append(
+            run(
+                "train, CPU, cpu=1, reuse_actors=True",
+                train_fn,
+                gpu=0,
+                cpu=1,
+                storage=storage,
+                reuse=True,
+                **common,
+            )
+        )
         if gpus:
             for share in (1.0, 0.5, 0.25):
                 label = "one per GPU" if share == 1 else f"{round(1 / share)} per GPU"
-                rows.append(run(f"train, GPU, gpu={share:g} ({label})", train_fn, gpu=share,
-                                cpu=min(1.0, cpus / (gpus / share)), storage=storage, **common))
+                rows.append(
+                    run(
+                        f"train, GPU, gpu={share:g} ({label})",
+                        train_fn,
+                        gpu=share,
+                        cpu=min(1.0, cpus / (gpus / share)),
+                        storage=storage,
+                        **common,
+                    )
+                )
     ray.shutdown()
     write(rows, gpus=gpus, cpus=cpus, args=args)
 

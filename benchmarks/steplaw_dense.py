@@ -53,7 +53,9 @@ def fit(train: pd.DataFrame, target: dict[str, float], prior: Any, seed: int) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, help="path to steplaw_dense_lr_bs_loss_below_1B.csv")
+    parser.add_argument(
+        "--data", required=True, help="path to steplaw_dense_lr_bs_loss_below_1B.csv"
+    )
     parser.add_argument("--out", default=str(RESULTS), help="markdown table to write")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
     args = parser.parse_args()

@@ -60,8 +60,11 @@ def train(scale: ts.Scale, coords: dict[str, float], rng: np.random.Generator) -
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=120, help="proxy trials (default 120)")
-    parser.add_argument("--storage", default=None,
-                        help="Optuna storage URL, e.g. sqlite:///proxy.db (default: in memory)")
+    parser.add_argument(
+        "--storage",
+        default=None,
+        help="Optuna storage URL, e.g. sqlite:///proxy.db (default: in memory)",
+    )
     args = parser.parse_args(argv)
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # diverged (NaN) trials fail quietly
@@ -74,7 +77,9 @@ def main(argv: list[str] | None = None) -> None:
         space, LADDER, base_sampler=optuna.samplers.TPESampler(seed=0), seed=0
     )
     study = optuna.create_study(
-        storage=args.storage, study_name="width-data-transfer", sampler=sampler,
+        storage=args.storage,
+        study_name="width-data-transfer",
+        sampler=sampler,
         load_if_exists=True,
     )
     rng = np.random.default_rng(0)
@@ -96,8 +101,10 @@ def main(argv: list[str] | None = None) -> None:
         low, high = interval[name]
         print(f"{name:10} {value:10.4g} {f'[{low:.4g}, {high:.4g}]':>22} {truth[name]:9.4g}")
     for name, law in result.laws.items():
-        print(f"law {name}: {law.coefficient:.4g} · "
-              + " · ".join(f"{k}^{v:+.3f}" for k, v in sorted(law.exponents.items())))
+        print(
+            f"law {name}: {law.coefficient:.4g} · "
+            + " · ".join(f"{k}^{v:+.3f}" for k, v in sorted(law.exponents.items()))
+        )
     hp = result.hyperparameters(space)
     print("concrete AdamW settings at the target (coupled weight decay, torch.optim.AdamW):")
     for group, values in hp.groups.items():

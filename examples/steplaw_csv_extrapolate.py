@@ -33,7 +33,7 @@ import transfersearch as ts
 
 COLUMNS = ["seq_len", "lr", "bs", "loss", "smooth loss", "N", "Na", "D", "moe_name"]
 SEQ_LEN = 2048
-LRS = [1.726e-4 * 2**(k / 2) for k in range(9)]
+LRS = [1.726e-4 * 2 ** (k / 2) for k in range(9)]
 BATCHES = [32, 64, 128, 256, 512]
 
 
@@ -54,12 +54,19 @@ def write_synthetic_csv(path: Path, seed: int = 0) -> Path:
                         d_lr, d_bs = math.log(lr / lr_opt), math.log(bs / bs_opt)
                         loss = floor + 0.012 * d_lr**2 + 0.006 * d_bs**2 + 0.002 * d_lr * d_bs
                         loss += float(rng.normal(0.0, 0.0015))
-                        writer.writerow({
-                            "seq_len": SEQ_LEN, "lr": f"{lr:.4e}", "bs": bs,
-                            "loss": f"{loss + 0.04:.6f}", "smooth loss": f"{loss:.6f}",
-                            "N": f"{active * 4:.0f}", "Na": f"{active:.0f}", "D": f"{tokens:.0f}",
-                            "moe_name": name,
-                        })
+                        writer.writerow(
+                            {
+                                "seq_len": SEQ_LEN,
+                                "lr": f"{lr:.4e}",
+                                "bs": bs,
+                                "loss": f"{loss + 0.04:.6f}",
+                                "smooth loss": f"{loss:.6f}",
+                                "N": f"{active * 4:.0f}",
+                                "Na": f"{active:.0f}",
+                                "D": f"{tokens:.0f}",
+                                "moe_name": name,
+                            }
+                        )
     return path
 
 
@@ -85,18 +92,28 @@ def nearest_grid_regret(held: list[ts.Observation], predicted: dict[str, float])
     best = min(o.value for o in usable)
     nearest = min(
         usable,
-        key=lambda o: math.log(o.params["lr"] / predicted["lr"]) ** 2
-        + math.log(o.params["bs"] / predicted["bs"]) ** 2,
+        key=lambda o: (
+            math.log(o.params["lr"] / predicted["lr"]) ** 2
+            + math.log(o.params["bs"] / predicted["bs"]) ** 2
+        ),
     )
     return nearest.value / best - 1.0
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--csv", type=Path, default=None,
-                        help="a Step Law format CSV (default: generate a synthetic one)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="where to write the synthetic CSV (default: a temporary folder)")
+    parser.add_argument(
+        "--csv",
+        type=Path,
+        default=None,
+        help="a Step Law format CSV (default: generate a synthetic one)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where to write the synthetic CSV (default: a temporary folder)",
+    )
     args = parser.parse_args(argv)
     if args.csv is None:
         folder = Path(tempfile.mkdtemp(prefix="steplaw-"))
@@ -109,10 +126,14 @@ def main(argv: list[str] | None = None) -> None:
     largest = {name: max(o.scale["tokens"] for o in obs) for name, obs in by_shape.items()}
     train = [o for name, obs in by_shape.items() for o in obs if o.scale["tokens"] < largest[name]]
     scales = sorted({o.scale for o in train}, key=lambda s: (s["params"], s["tokens"]))
-    print(f"{len(everything)} runs in {len(by_shape)} shapes; fitting on {len(train)} runs at "
-          f"{len(scales)} scales, holding out each shape's largest D")
-    print(f"{'shape':8} {'Na':>9} {'D':>8} {'lr pred':>9} {'lr best':>9} {'bs pred':>8} "
-          f"{'bs best':>8} {'regret':>8}")
+    print(
+        f"{len(everything)} runs in {len(by_shape)} shapes; fitting on {len(train)} runs at "
+        f"{len(scales)} scales, holding out each shape's largest D"
+    )
+    print(
+        f"{'shape':8} {'Na':>9} {'D':>8} {'lr pred':>9} {'lr best':>9} {'bs pred':>8} "
+        f"{'bs best':>8} {'regret':>8}"
+    )
     regrets = []
     for name, obs in sorted(by_shape.items()):
         held = [o for o in obs if o.scale["tokens"] == largest[name]]
@@ -121,20 +142,31 @@ def main(argv: list[str] | None = None) -> None:
         best = min((o for o in held if o.usable), key=lambda o: o.value)
         regret = nearest_grid_regret(held, result.params)
         regrets.append(regret)
-        print(f"{name:8} {target['params']:9.3g} {target['tokens']:8.2g} "
-              f"{result.params['lr']:9.3g} {best.params['lr']:9.3g} {result.params['bs']:8.3g} "
-              f"{best.params['bs']:8.3g} {100 * regret:7.3f}%")
-    print(f"mean regret at the held-out scales: {100 * float(np.mean(regrets)):.3f}% "
-          "(loss of the nearest grid run over the grid's best)")
-    final = ts.extrapolate(everything, target=ts.Scale(params=2e9, tokens=1e11),
-                           params=["lr", "bs"], n_bootstrap=100, seed=0)
+        print(
+            f"{name:8} {target['params']:9.3g} {target['tokens']:8.2g} "
+            f"{result.params['lr']:9.3g} {best.params['lr']:9.3g} {result.params['bs']:8.3g} "
+            f"{best.params['bs']:8.3g} {100 * regret:7.3f}%"
+        )
+    print(
+        f"mean regret at the held-out scales: {100 * float(np.mean(regrets)):.3f}% "
+        "(loss of the nearest grid run over the grid's best)"
+    )
+    final = ts.extrapolate(
+        everything,
+        target=ts.Scale(params=2e9, tokens=1e11),
+        params=["lr", "bs"],
+        n_bootstrap=100,
+        seed=0,
+    )
     low_high = final.interval(0.9)
     print("fitted on every run, predicted for Na=2e9, D=1e11:")
     for key, value in final.params.items():
         law = final.laws[key]
         exps = " · ".join(f"{k}^{v:+.3f}" for k, v in sorted(law.exponents.items()))
-        print(f"  {key} = {value:.4g}  90% [{low_high[key][0]:.4g}, {low_high[key][1]:.4g}]  "
-              f"law {law.coefficient:.3g} · {exps}")
+        print(
+            f"  {key} = {value:.4g}  90% [{low_high[key][0]:.4g}, {low_high[key][1]:.4g}]  "
+            f"law {law.coefficient:.3g} · {exps}"
+        )
 
 
 if __name__ == "__main__":

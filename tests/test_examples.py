@@ -26,10 +26,16 @@ def run_example(name: str, *args: str, timeout: float = 300) -> str:
         pytest.skip(f"examples/{name} does not exist yet")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     run = subprocess.run(
-        [sys.executable, str(path), *args], capture_output=True, text=True, timeout=timeout,
-        cwd=path.parent, env=env,
+        [sys.executable, str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=path.parent,
+        env=env,
     )
-    assert run.returncode == 0, f"examples/{name} failed:\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
+    assert run.returncode == 0, (
+        f"examples/{name} failed:\n{run.stdout[-2000:]}\n{run.stderr[-4000:]}"
+    )
     return run.stdout
 
 
@@ -38,8 +44,11 @@ def test_optuna_width_data_transfer_recovers_the_target_optimum() -> None:
     out = run_example("optuna_width_data_transfer.py")
     rows = {}
     for line in out.splitlines():
-        match = re.match(r"^(base_lr|tau_epoch)\s+([\d.e+-]+)\s+\[([\d.e+-]+), ([\d.e+-]+)\]\s+"
-                         r"([\d.e+-]+)$", line.strip())
+        match = re.match(
+            r"^(base_lr|tau_epoch)\s+([\d.e+-]+)\s+\[([\d.e+-]+), ([\d.e+-]+)\]\s+"
+            r"([\d.e+-]+)$",
+            line.strip(),
+        )
         if match:
             rows[match.group(1)] = [float(match.group(i)) for i in range(2, 6)]
     assert set(rows) == {"base_lr", "tau_epoch"}, out

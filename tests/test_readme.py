@@ -21,6 +21,7 @@ def test_search_space_snippet_runs_and_inverts() -> None:
     back = space.coordinates(hp, hp.scale)  # type: ignore[attr-defined]
     assert back == pytest.approx({"base_lr": 3e-3, "tau_epoch": 1.0})
 
+
 def test_readme_starts_with_the_demo_and_the_ci_test_command() -> None:
     lines = README.read_text().splitlines()
     block = lines[lines.index("```bash") + 1 : lines.index("```bash") + 3]
