@@ -14,7 +14,9 @@ each sweep seed (the samplers' seeds; training itself is seeded identically ever
 - ``transfersearch``: extrapolate the fitted laws to the target, concretise with µP (weight decay ∝
   width, constant τ_epoch across dataset size);
 - ``copy_best_proxy``: the largest rung's best trial, its (lr, weight_decay) copied to every group;
-- ``mup_fixed_wd``: the same trial under µP learning rates with weight decay held fixed.
+- ``mup_fixed_wd``: the same trial under µP learning rates with weight decay held fixed;
+- ``no_extrapolation``: the null model, ``extrapolate(..., model="nearest")``: the largest rung's
+  fitted optimum in the invariant coordinates, concretised at the target as ``transfersearch`` is.
 
 Against them, Optuna's TPE tuning directly at the target (one study per seed): regret of the best of
 its first k runs.
@@ -65,6 +67,11 @@ CONFIG = demo.DemoConfig(
     grid_lr=(0.003, 0.008, 0.02, 0.05),
     grid_tau=(0.3, 1.0, 3.0),
 )
+#: The null model (issue "extrapolation", 2a): the nearest rung's optimum in the invariant
+#: coordinates, concretised at the target like transfersearch's own prediction (µP, constant
+#: tau_epoch). extrapolate() must not do worse than this.
+NULL = "no_extrapolation"
+METHODS = (*demo.METHODS, NULL)
 RESULTS = Path(__file__).resolve().parent / "results" / "transfer_regret.md"
 
 
@@ -137,11 +144,19 @@ def main(argv: list[str] | None = None) -> None:
             result = extrapolate(
                 observations, target=target, params=list(demo.PARAMS), n_bootstrap=100, seed=seed
             )
+            null = extrapolate(
+                observations,
+                target=target,
+                params=list(demo.PARAMS),
+                model="nearest",
+                n_bootstrap=0,
+            )
             best_trial = demo.best_proxy(observations)
             hps = demo.method_hyperparameters(config, space, result.params, best_trial)
-            losses = {
-                m: runs.loss(f"{m} @ {budget} trials seed {seed}", hps[m]) for m in demo.METHODS
-            }
+            hps[NULL] = demo.method_hyperparameters(config, space, null.params, best_trial)[
+                "transfersearch"
+            ]
+            losses = {m: runs.loss(f"{m} @ {budget} trials seed {seed}", hps[m]) for m in METHODS}
             relative, seconds = proxy_compute(study)
             sweeps.append(
                 {
@@ -151,6 +166,7 @@ def main(argv: list[str] | None = None) -> None:
                     "proxy_seconds": seconds,
                     "losses": losses,
                     "predicted": dict(result.params),
+                    "model": result.model,
                 }
             )
             print(f"budget {budget} seed {seed}: {losses}")
@@ -211,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
                 budget,
                 f"{relative:.3f}",
                 f"{mean([e['proxy_seconds'] for e in here]):.0f}",
-                *[cell([regret(e["losses"][m]) for e in here]) for m in demo.METHODS],
+                *[cell([regret(e["losses"][m]) for e in here]) for m in METHODS],
                 cell([tpe_regret(seed, equal_k) for seed in seeds]) + f" [{equal_k} run]",
             ]
         )
@@ -220,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
             "proxy trials",
             "proxy compute (target runs)",
             "proxy train s",
-            *demo.METHODS,
+            *METHODS,
             "TPE at target, same compute",
         ],
         rows,
@@ -236,6 +252,9 @@ def main(argv: list[str] | None = None) -> None:
     text = "\n".join(
         [
             "# Regret at the target vs proxy compute",
+            "",
+            f"Command: `python benchmarks/transfer_regret.py --budgets {args.budgets} "
+            f"--seeds {args.seeds} --tpe-runs {args.tpe_runs}`",
             "",
             f"Written by `benchmarks/transfer_regret.py` ({time.strftime('%Y-%m-%d')}, "
             f"{platform.machine()}, {os.cpu_count()} CPU cores, device {device.type}, "
@@ -264,7 +283,7 @@ def main(argv: list[str] | None = None) -> None:
             "",
             "Predicted coordinates at the target: "
             + "; ".join(
-                f"{e['budget']} trials seed {e['seed']}: "
+                f"{e['budget']} trials seed {e['seed']} (model {e['model']}): "
                 + ", ".join(f"{k}={v:.3g}" for k, v in e["predicted"].items())
                 for e in sweeps
             )

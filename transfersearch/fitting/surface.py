@@ -131,9 +131,10 @@ def _stack(
     dims = rungs[0].coords.shape[1]
     kept = [r for r, keep in zip(rungs, pooled, strict=True) if keep]
     finite_of = [np.flatnonzero(np.isfinite(r.values)) for r in kept]
-    boxes = [(r.coords[f].min(axis=0), r.coords[f].max(axis=0)) for r, f in zip(kept, finite_of)]
+    goods = [r.coords[f] for r, f in zip(kept, finite_of, strict=True)]
+    boxes = [(g.min(axis=0), g.max(axis=0)) for g in goods]
     count = sum(len(f) for f in finite_of)
-    center = sum(r.coords[f].sum(axis=0) for r, f in zip(kept, finite_of)) / count
+    center = sum(g.sum(axis=0) for g in goods) / count
     width = np.max([b[1] for b in boxes], axis=0) - np.min([b[0] for b in boxes], axis=0)
     if np.any(width <= 0.0):
         return None
