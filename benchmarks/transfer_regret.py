@@ -1,7 +1,7 @@
 """Regret at the target vs proxy compute: transfersearch, naive copy, µP with fixed weight decay, TPE.
 
 The task is the demo's (a character-level MLP language model trained for several epochs on Python's
-standard-library source, see ``transfersearch.demo.task``) on a bigger ladder than
+standard-library source, see ``transfersearch_demo.task``) on a bigger ladder than
 ``transfersearch demo``: widths 16, 32, 64 × dataset sizes 1024, 2048, 4096 (nine rungs), and the
 same target, width 256 with 32768 samples (4× wider, 8× more data than the largest proxy). The two
 ratios differ on purpose: were they equal, constant τ_epoch under µP (weight decay ∝ width, ∝ 1/N)
@@ -49,11 +49,11 @@ import optuna
 import torch
 
 from transfersearch import default_cost, extrapolate
-from transfersearch.demo import app as demo
-from transfersearch.demo import task
 from transfersearch.observations import as_observations
 from transfersearch.report import format_table
 from transfersearch.space import Float
+from transfersearch_demo import app as demo
+from transfersearch_demo import task
 
 CONFIG = demo.DemoConfig(
     name="benchmark",

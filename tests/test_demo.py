@@ -24,9 +24,9 @@ optuna = pytest.importorskip("optuna")
 pytest.importorskip("matplotlib")
 pytest.importorskip("tqdm")
 
-from transfersearch.demo import app as demo  # noqa: E402
-from transfersearch.demo import task  # noqa: E402
 from transfersearch.observations import Observation  # noqa: E402
+from transfersearch_demo import app as demo  # noqa: E402
+from transfersearch_demo import task  # noqa: E402
 
 BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks" / "transfer_regret.py"
 

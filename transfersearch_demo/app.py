@@ -1,7 +1,7 @@
 """``transfersearch demo``: a real proxy ladder transferred to a 4× wider target with 8× more data.
 
 Sweeps ``base_lr`` and ``tau_epoch`` with Optuna and ``TransferSampler`` over a ladder of small
-character-level models (:mod:`transfersearch.demo.task`), extrapolates the optimum to the target,
+character-level models (:mod:`transfersearch_demo.task`), extrapolates the optimum to the target,
 and measures there the regret of transfersearch, of copying the best proxy, and of µP with weight
 decay held fixed. Why the target's width and data ratios differ, and what each method does:
 ``docs/design.md`` ("The demo"). Outputs in ``DIR``: ``study.db``, ``target_runs.json``,
@@ -22,7 +22,6 @@ import optuna
 import torch
 from tqdm.auto import tqdm
 
-from transfersearch.demo import task
 from transfersearch.errors import TransferSearchError
 from transfersearch.extrapolate import Extrapolation, extrapolate
 from transfersearch.observations import Observation, as_observations
@@ -30,6 +29,7 @@ from transfersearch.report import format_table, plot_report
 from transfersearch.rules import MuP, Standard
 from transfersearch.scale import Scale
 from transfersearch.space import Float, Hyperparameters, TransferSpace
+from transfersearch_demo import task
 
 __all__ = [
     "METHODS",

@@ -61,7 +61,7 @@ def run_command(args: argparse.Namespace) -> int:
             "--seed 0."
         )
     try:
-        app = importlib.import_module("transfersearch.demo.app")
+        app = importlib.import_module("transfersearch_demo.app")
     except ImportError as exc:
         raise TransferSearchError(
             f"the demo needs torch, optuna, matplotlib and tqdm: pip install "
