@@ -406,6 +406,25 @@ def test_steeper_upper_wall_shifts_down_by_the_expected_loss_root() -> None:
     assert abs(shifts[0]) < abs(shifts[1]) < abs(shifts[2])
 
 
+def test_a_vague_prediction_moves_the_decision_no_further_than_the_valley_was_measured() -> None:
+    # σ = 5 log units: the expected-loss root is m ≈ −0.55σ = −2.75 (a factor e⁻²·⁷⁵ ≈ 1/16),
+    # growing with σ; the valley's trials reached only 1.5 from its optimum, so that is as far
+    # as the decision goes.
+    sd, hessian, wall = np.array([5.0]), np.array([[1.0]]), np.array([3.0])
+    free = safe_shift(sd, hessian, wall)
+    held = safe_shift(sd, hessian, wall, reach=np.array([1.5]))
+    assert free[0] == pytest.approx(-2.7458, abs=1e-3)
+    assert held[0] == pytest.approx(-1.5)
+
+
+def test_the_valley_reports_how_far_its_trials_reach() -> None:
+    trials, _ = valley_rungs(0, n=40, noise=0.01)
+    valley = fit_valley(trials)
+    assert valley is not None
+    # the sweeps span ±1.5 around each rung (uniform); a best region is a part of that
+    assert np.all(valley.reach > 0.2) and np.all(valley.reach < 1.6)
+
+
 def test_decision_leaves_an_unswept_coordinate_alone() -> None:
     hessian = np.array([[1.0, np.inf], [np.inf, np.inf]])
     shift = safe_shift(np.array([0.3, 0.3]), hessian, np.array([3.0, 3.0]))

@@ -273,7 +273,7 @@ def _extrapolate(
     samples = resample_predictions(ladder, chosen, target_logs, n_bootstrap, rng, optima, walls)
     boot_sd, stderr, unstable = _spread(ladder, samples, point)
     if valley is not None:
-        shift = safe_shift(stderr, valley.hessian, valley.wall)
+        shift = safe_shift(stderr, valley.hessian, valley.wall, valley.reach)
     else:
         shift = np.zeros(len(ladder.names))
     near, span = _decades(ladder, target)

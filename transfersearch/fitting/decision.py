@@ -24,7 +24,8 @@ from transfersearch.fitting.coords import FloatArray
 __all__ = ["MAX_SHIFT_SD", "expected_excess", "safe_shift"]
 
 #: The decision never moves more than this many predictive standard deviations from the law's
-#: point: beyond it the valley's shape is extrapolated further than its trials reach.
+#: point, nor further than the valley's trials reach from its optimum (``reach``): beyond either the
+#: valley's shape is extrapolated, and a vague prediction would push the decision off the map.
 MAX_SHIFT_SD = 2.0
 _NEWTON_STEPS = 30
 
@@ -49,13 +50,18 @@ def expected_excess(
     return quad + 0.5 * float(wall @ second)
 
 
-def safe_shift(sd: FloatArray, hessian: FloatArray, wall: FloatArray) -> FloatArray:
-    """The ``m`` minimising ``E[L]`` (see the module docstring), within ±:data:`MAX_SHIFT_SD`·σ.
+def safe_shift(
+    sd: FloatArray, hessian: FloatArray, wall: FloatArray, reach: FloatArray | None = None
+) -> FloatArray:
+    """The ``m`` minimising ``E[L]`` (see the module docstring), within ±:data:`MAX_SHIFT_SD`·σ
+    and within ±``reach``.
 
     Args:
         sd: (d,) predictive standard deviations of the optimum, fitted coordinates.
         hessian: (d, d) the valley's curvature, fitted coordinates (``inf`` rows: not swept).
         wall: (d,) the extra upper-wall curvature.
+        reach: (d,) how far the valley's trials extend from its optimum, fitted coordinates
+            (:attr:`transfersearch.fitting.surface.Valley.reach`); default no such limit.
 
     Returns:
         (d,) the shift from the law's point (0 where a coordinate is not swept).
@@ -67,13 +73,14 @@ def safe_shift(sd: FloatArray, hessian: FloatArray, wall: FloatArray) -> FloatAr
         return shift
     hess = hessian[np.ix_(swept, swept)]
     b, s = wall[swept], sd[swept]
+    limit = MAX_SHIFT_SD * s if reach is None else np.minimum(MAX_SHIFT_SD * s, reach[swept])
     m = np.zeros(int(swept.sum()))
     for _ in range(_NEWTON_STEPS):
         _, first, cdf = _hinge_moments(m, s)
         gradient = hess @ m + b * first
         curvature = hess + np.diag(b * cdf)
         step = np.linalg.solve(curvature, gradient)
-        m = np.clip(m - step, -MAX_SHIFT_SD * s, MAX_SHIFT_SD * s)
+        m = np.clip(m - step, -limit, limit)
         if float(np.max(np.abs(step))) < 1e-12:
             break
     shift[swept] = m

@@ -83,6 +83,9 @@ class Valley:
         at_boundary: (S,) the centre was pulled into the box the rung's finite trials span.
         n_used: (S,) trials of each rung inside its best region.
         residual: the fit's residual standard deviation (metric units).
+        reach: (d,) how far each rung's best region extends from its centre, the median over
+            rungs of the region's half-width: the valley's shape is measured that far and no
+            further (the decision's shift is held within it).
         shared_bias_var: (d,) variance of a bias every centre shares (the quadratic's misfit
             to the valley's shape, see :func:`_misfit_variance`; 0 without covariance). It
             leaves the drift alone but a prediction carries it.
@@ -97,6 +100,7 @@ class Valley:
     at_boundary: NDArray[np.bool_]
     n_used: NDArray[np.int64]
     residual: float
+    reach: FloatArray
     shared_bias_var: FloatArray
 
 
@@ -457,8 +461,15 @@ def _valley(
         at_boundary=at_boundary,
         n_used=n_used,
         residual=math.sqrt(float(residual @ residual) / dof),
+        reach=_reach(rows, n_rungs) * width,
         shared_bias_var=(misfit[1] if misfit is not None else np.zeros(dims)) * width**2,
     )
+
+
+def _reach(rows: _Rows, n_rungs: int) -> FloatArray:
+    """Median over rungs of each best region's half-width per coordinate (standardised)."""
+    half = [np.ptp(rows.u[rows.rung == s], axis=0) / 2.0 for s in range(n_rungs)]
+    return np.asarray(np.median(np.array(half), axis=0), dtype=np.float64)
 
 
 def _value(solved: _Solved, s: int, u: FloatArray) -> float:
