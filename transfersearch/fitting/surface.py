@@ -85,7 +85,7 @@ class Valley:
         residual: the fit's residual standard deviation (metric units).
         reach: (d,) how far each rung's best region extends from its centre, the median over
             rungs of the region's half-width: the valley's shape is measured that far and no
-            further (the decision's shift is held within it).
+            further (the decision's shift is held within it). NaN without covariance.
         shared_bias_var: (d,) variance of a bias every centre shares (the quadratic's misfit
             to the valley's shape, see :func:`_misfit_variance`; 0 without covariance). It
             leaves the drift alone but a prediction carries it.
@@ -461,7 +461,7 @@ def _valley(
         at_boundary=at_boundary,
         n_used=n_used,
         residual=math.sqrt(float(residual @ residual) / dof),
-        reach=_reach(rows, n_rungs) * width,
+        reach=_reach(rows, n_rungs) * width if with_covariance else np.full(dims, np.nan),
         shared_bias_var=(misfit[1] if misfit is not None else np.zeros(dims)) * width**2,
     )
 
