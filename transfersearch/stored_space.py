@@ -220,11 +220,12 @@ def stored_space(source: Any) -> TransferSpace | None:
 
 def target_hyperparameters(result: Extrapolation, source: Any) -> Hyperparameters | None:
     """The big run's concrete hyperparameters: ``result.hyperparameters(space)`` with the space
-    stored with ``source`` (the study or experiment ``result`` was fitted to); None without one.
+    that came with ``result`` (:attr:`Extrapolation.space`, when it was fitted to a study or
+    experiment), else the one stored with ``source``; None without either.
 
     Raises:
         TransferSearchError: the stored space cannot be read, or the fit's parameters are not the
             space's coordinates.
     """
-    space = stored_space(source)
+    space = result.space if result.space is not None else stored_space(source)
     return None if space is None else result.hyperparameters(space)
