@@ -190,9 +190,18 @@ def test_non_positive_or_non_finite_coordinates_are_refused(bad: float) -> None:
         space.concretize({"lr": bad})
 
 
-def test_coordinates_outside_the_distribution_are_refused() -> None:
-    with pytest.raises(ts.TransferSearchError, match=r"base_lr=0\.5 lies outside"):
-        make_space().concretize({"base_lr": 0.5, "tau_epoch": 1.0})
+def test_coordinates_past_the_swept_range_warn_in_decades_and_still_concretize() -> None:
+    """A prediction past the box is what extrapolation is for: a warning and a note, no error."""
+    with pytest.warns(ts.TransferSearchWarning) as caught:
+        hp = make_space().concretize({"base_lr": 0.5, "tau_epoch": 1.0})
+    # log10(0.5 / 0.1) = 0.699 decades above [1e-4, 0.1]
+    message = str(caught[0].message)
+    assert "base_lr 0.5 lies 0.70 decades above the swept range [0.0001, 0.1]" in message
+    assert hp.lr == pytest.approx(0.5)
+    assert any("0.70 decades above" in note for note in hp.notes)
+    assert any("0.70 decades above" in note for note in hp.to_dict()["notes"])
+    with pytest.warns(ts.TransferSearchWarning, match=r"tau_epoch 0\.001 lies 1\.70 decades below"):
+        make_space().concretize({"base_lr": 1e-3, "tau_epoch": 1e-3})
 
 
 def test_missing_unknown_and_conflicting_fixed_values() -> None:

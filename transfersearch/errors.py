@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import math
-from numbers import Real
+from numbers import Integral, Real
 
-__all__ = ["TransferSearchError", "TransferSearchWarning", "check_positive"]
+__all__ = [
+    "TransferSearchError",
+    "TransferSearchWarning",
+    "check_bool",
+    "check_int",
+    "check_positive",
+]
 
 
 class TransferSearchError(ValueError):
@@ -39,3 +45,37 @@ def check_positive(name: str, value: object, *, fix: str = "") -> float:
             f"`{name}` must be a positive finite number, but got {name}={number!r}.{hint}"
         )
     return number
+
+
+def check_bool(name: str, value: object, *, fix: str = "") -> bool:
+    """Return ``value`` after checking that it is a ``bool`` (``'no'`` or ``1`` are refused).
+
+    A truthy string such as ``'no'`` would silently mean True; so only ``True``/``False`` pass.
+
+    Raises:
+        TransferSearchError: the value is not a bool.
+    """
+    if not isinstance(value, bool):
+        hint = f" {fix}" if fix else ""
+        raise TransferSearchError(
+            f"`{name}` must be True or False, but got {name}={value!r} ({type(value).__name__})."
+            f"{hint}"
+        )
+    return value
+
+
+def check_int(name: str, value: object, *, minimum: int, fix: str = "") -> int:
+    """Return ``value`` after checking that it is an ``int`` (not a bool) >= ``minimum``.
+
+    Raises:
+        TransferSearchError: the value is not an int (``2.5``, ``'3'``, ``True``) or is too small.
+    """
+    hint = f" {fix}" if fix else ""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TransferSearchError(
+            f"`{name}` must be an int >= {minimum}, but got {name}={value!r} "
+            f"({type(value).__name__}).{hint}"
+        )
+    if value < minimum:
+        raise TransferSearchError(f"`{name}` must be >= {minimum}, but got {name}={value!r}.{hint}")
+    return int(value)

@@ -21,6 +21,7 @@ Kosson's warmup factors, and the EMA weight of each update.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from numbers import Real
@@ -29,7 +30,7 @@ from typing import ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from transfersearch.errors import TransferSearchError, check_positive
+from transfersearch.errors import TransferSearchError, check_bool, check_positive
 from transfersearch.scale import Scale
 
 __all__ = [
@@ -92,6 +93,25 @@ class ConstantTauEpoch(DatasetRule):
 
     def eta_lambda_factor(self, base: Scale, scale: Scale) -> float:
         return 1.0 / scale.ratio(base, "dataset_size")
+
+    def check_target(self, base: Scale, given: Scale) -> None:
+        """Refuse a target ``tokens`` that nothing would read: the base gives no ``tokens``.
+
+        This rule reads N from ``dataset_size``; ``tokens`` only rescales a base ``steps`` when the
+        base states its tokens. Without them a target's ``tokens=...`` would silently change nothing.
+
+        Raises:
+            TransferSearchError: naming the choice (tokens in the base, or dataset_size).
+        """
+        if "tokens" in given and "tokens" not in base:
+            raise TransferSearchError(
+                f"the target gives tokens={given['tokens']:g} but the base {base!r} has no `tokens`, "
+                "and the dataset rule 'tau_epoch' (ConstantTauEpoch) reads the training-set size "
+                "from `dataset_size`, so the tokens would be silently ignored. Give tokens=... in "
+                "the base as well (then the steps follow the tokens seen), or state the target's "
+                "size as dataset_size=... (same unit as batch_size), or use "
+                "MuP(dataset='power_lines') for the one-epoch tokens-per-parameter prior."
+            )
 
 
 @dataclass(frozen=True)
@@ -221,17 +241,30 @@ class BatchTransfer:
     beta_forms: tuple[AppliedBetaForm, AppliedBetaForm]
 
 
+#: Relative rounding of the computed 1 − κ(1 − β), per unit of κ: β's decimal value (0.9) is off by
+#: up to half an ulp in binary, κ multiplies that, and the subtraction adds a few ulps more. A
+#: linear β̂ within this of 0 is 0 in exact arithmetic (β = 0.9 at κ = 10 computes as 2.2e-16).
+_LINEAR_BETA_ROUNDING = 16.0 * sys.float_info.epsilon
+
+
 def _scale_beta(beta: float, kappa: float, form: BetaForm) -> tuple[float, AppliedBetaForm]:
-    """β̂ = 1 − κ(1 − β) (Busbridge et al. App. C), or β^κ where that leaves (0, 1) or when asked."""
+    """β̂ = 1 − κ(1 − β) (Busbridge et al. App. C), or β^κ where that leaves (0, 1) or when asked.
+
+    The linear form is used only inside the *open* interval (0, 1): at κ(1 − β) = 1 it gives β̂ = 0,
+    Adam without momentum (β₁ = 0.9 at κ = 10), so there β^κ = 0.9^10 ≈ 0.3487 is used, as beyond.
+    (Both keep the averaging horizon 1/(1 − β̂) near one step there: 1.0 vs 1.54 steps.)
+    """
     linear = 1.0 - kappa * (1.0 - beta)
+    inside = _LINEAR_BETA_ROUNDING * max(1.0, kappa) < linear < 1.0
     if form == "linear":
-        if not 0.0 <= linear < 1.0:
+        if not inside:
             raise TransferSearchError(
-                f"beta={beta} at batch ratio kappa={kappa:g} gives 1 - kappa*(1 - beta) = {linear:g}, "
-                "outside [0, 1). Use beta_form='power' (beta**kappa) or 'auto'."
+                f"beta={beta} at batch ratio kappa={kappa:g} gives 1 - kappa*(1 - beta) = "
+                f"{linear:.3g}, outside the open interval (0, 1). Use beta_form='power' "
+                "(beta**kappa) or 'auto'."
             )
         return linear, "linear"
-    if form == "power" or not 0.0 <= linear < 1.0:
+    if form == "power" or not inside:
         return beta**kappa, "power"
     return linear, "linear"
 
@@ -297,9 +330,11 @@ class AdamBatch(BatchRule):
 
     η̂ = √κ·η, β̂₁ = 1 − κ(1 − β₁), β̂₂ = 1 − κ(1 − β₂), ε̂ = ε/√κ; weight decay by exact decay
     matching λ̂ = (1 − (1 − ηλ)^κ)/η̂ (Busbridge Eq. 11–13, with the κη/η̂ reading of SCIENCE.md §5).
-    Where 1 − κ(1 − β) leaves [0, 1) (large κ) the first-order-equivalent β^κ is used
-    (``beta_form="auto"``, recorded in :attr:`BatchTransfer.beta_forms` and in the notes of the hyperparameters); ``"linear"`` raises there
-    instead, ``"power"`` always uses β^κ. Check: ηλ ∝ κ and B ∝ κ keep τ_epoch = B/(ηλN).
+    Where 1 − κ(1 − β) leaves the open interval (0, 1) (κ(1 − β) >= 1: β₁ = 0.9 from κ = 10 on)
+    the first-order-equivalent β^κ is used (``beta_form="auto"``, recorded in
+    :attr:`BatchTransfer.beta_forms` and in the notes of the hyperparameters); ``"linear"`` raises
+    there instead, ``"power"`` always uses β^κ. E.g. β₁ = 0.9: κ = 9.988 → 0.0012 (linear), κ = 10
+    → 0.9^10 ≈ 0.3487, κ = 10.004 → 0.3485 (power). Check: ηλ ∝ κ and B ∝ κ keep τ_epoch = B/(ηλN).
     """
 
     beta_form: BetaForm = "auto"
@@ -363,8 +398,12 @@ class SGDBatch(BatchRule):
 
 
 def scale_ema_momentum(momentum: float, kappa: float) -> float:
-    """Model-EMA momentum at batch size κB: ρ̂ = ρ^κ (Busbridge et al. 2023, Def. 1.2)."""
-    if not 0.0 <= momentum < 1.0:
+    """Model-EMA momentum at batch size κB: ρ̂ = ρ^κ (Busbridge et al. 2023, Def. 1.2).
+
+    Always the power form (the EMA's own scaling rule, not Adam's linearised one), so ρ̂ stays in
+    [0, 1) for every κ > 0 and moves smoothly with κ.
+    """
+    if not _is_unit_interval(momentum):
         raise TransferSearchError(
             f"`ema_momentum` must lie in [0, 1), but got ema_momentum={momentum!r}. "
             "It is the weight of the old average, e.g. 0.999."
@@ -421,6 +460,11 @@ class Rule:
     _batch: BatchRule | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
+        check_bool(
+            "vector_weight_decay",
+            self.vector_weight_decay,
+            fix="True decays biases and gains too; False (default) leaves them undecayed.",
+        )
         object.__setattr__(self, "_dataset", _resolve_dataset(self.dataset))
         object.__setattr__(self, "_batch", _resolve_batch(self.batch))
 
@@ -487,7 +531,19 @@ class MuP(Rule):
             )
 
     def width_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
-        matrix = (1.0 / width_mult, width_mult**self.wd_width_exponent)
+        """Raises TransferSearchError when s^wd_width_exponent over- or underflows a float."""
+        try:
+            wd_mult = float(width_mult) ** float(self.wd_width_exponent)
+        except OverflowError:
+            wd_mult = math.inf
+        if not (math.isfinite(wd_mult) and wd_mult > 0.0):
+            raise TransferSearchError(
+                f"the matrix weight-decay multiplier s**wd_width_exponent = "
+                f"{width_mult:g}**{self.wd_width_exponent:g} is not a finite positive float (it "
+                f"over- or underflows) at width ratio s={width_mult:g}. Use an exponent in the "
+                "usual range (0 standard, 0.5 Fan et al., 1 constant tau)."
+            )
+        matrix = (1.0 / width_mult, wd_mult)
         return {"input": (1.0, 1.0), "hidden": matrix, "output": matrix, "vector": (1.0, 1.0)}
 
 

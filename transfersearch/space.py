@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from numbers import Real
@@ -31,7 +32,12 @@ from typing import Any, Union
 
 import numpy as np
 
-from transfersearch.errors import TransferSearchError, check_positive
+from transfersearch.errors import (
+    TransferSearchError,
+    TransferSearchWarning,
+    check_bool,
+    check_positive,
+)
 from transfersearch.rules import (
     GROUPS,
     AppliedBetaForm,
@@ -60,6 +66,10 @@ LR_COORDS = ("lr", "base_lr")
 WD_COORDS = ("weight_decay",)
 PRODUCT_COORDS = ("eta_lambda", "independent_wd", "tau_iter", "tau_epoch")
 OPTIMIZER_COORDS = ("beta1", "beta2", "eps", "ema_momentum")
+#: Coordinates that are sizes or rates: finite and > 0 (their distributions too).
+POSITIVE_COORDS = (*LR_COORDS, *WD_COORDS, *PRODUCT_COORDS, "eps")
+#: Coordinates that are EMA weights: in [0, 1) (their distributions too).
+UNIT_COORDS = ("beta1", "beta2", "ema_momentum")
 #: Every coordinate name with a built-in meaning.
 COORDINATES: tuple[str, ...] = LR_COORDS + WD_COORDS + PRODUCT_COORDS + OPTIMIZER_COORDS
 
@@ -76,6 +86,7 @@ class Float:
     log: bool = False
 
     def __post_init__(self) -> None:
+        _check_log(self.log)
         _check_bounds(self.low, self.high, self.log)
 
     def contains(self, value: object) -> bool:
@@ -109,6 +120,7 @@ class Int:
                 raise TransferSearchError(f"Int `{name}` must be an int, but got {name}={value!r}.")
         if self.step < 1:
             raise TransferSearchError(f"Int `step` must be >= 1, but got step={self.step}.")
+        _check_log(self.log)
         if self.log and self.step != 1:
             raise TransferSearchError("Int(log=True) needs step=1 (as in Optuna).")
         _check_bounds(self.low, self.high, self.log)
@@ -142,9 +154,26 @@ class Choice:
     choices: tuple[Any, ...]
 
     def __init__(self, choices: Iterable[Any]) -> None:
+        if isinstance(choices, (str, bytes)):
+            raise TransferSearchError(
+                f"Choice takes a list of options, but got the string {choices!r}, which would "
+                f"become the options {tuple(choices)!r}. Write Choice([{choices!r}])."
+            )
+        if isinstance(choices, (Mapping, set, frozenset)) or not isinstance(choices, Iterable):
+            raise TransferSearchError(
+                f"Choice takes a list of options (numbers, strings, booleans or None), but got "
+                f"{choices!r} ({type(choices).__name__}): a set or dict has no fixed order. Write "
+                "Choice(['adamw', 'lion'])."
+            )
         values = tuple(choices)
         if not values:
             raise TransferSearchError("Choice needs at least one option, but got an empty list.")
+        bad = [v for v in values if v is not None and not isinstance(v, (str, Real))]
+        if bad:
+            raise TransferSearchError(
+                f"Choice options must be numbers, strings, booleans or None (what Optuna and Ray "
+                f"store), but got {bad!r} in {values!r}."
+            )
         object.__setattr__(self, "choices", values)
 
     def contains(self, value: object) -> bool:
@@ -173,6 +202,10 @@ def _is_number(value: object) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value))
 
 
+def _check_log(log: object) -> None:
+    check_bool("log", log, fix="Write log=True for a log-uniform range, log=False otherwise.")
+
+
 def _check_bounds(low: float, high: float, log: bool) -> None:
     if not (_is_number(low) and _is_number(high)):
         raise TransferSearchError(f"bounds must be finite numbers, but got ({low=}, {high=}).")
@@ -182,6 +215,68 @@ def _check_bounds(low: float, high: float, log: bool) -> None:
         raise TransferSearchError(
             f"a log-scale distribution needs `low > 0`, but got {low=}. Raise `low` or set log=False."
         )
+
+
+def _check_value(name: str, value: object) -> None:
+    """Refuse a value a built-in coordinate cannot take (other names pass through unchecked).
+
+    Raises:
+        TransferSearchError: a learning rate, weight decay, timescale or eps that is not a finite
+            number > 0; a beta or EMA momentum outside [0, 1).
+    """
+    if name in POSITIVE_COORDS:
+        check_positive(
+            f"coords.{name}",
+            value,
+            fix=f"`{name}` is a learning rate, weight decay, timescale or eps: it must be > 0.",
+        )
+    elif name in UNIT_COORDS and not (
+        isinstance(value, Real) and _is_number(value) and 0.0 <= float(value) < 1.0
+    ):
+        raise TransferSearchError(
+            f"`{name}` must lie in [0, 1), but got {name}={value!r}. It is an EMA weight, "
+            "e.g. beta1=0.9, beta2=0.999, ema_momentum=0.999."
+        )
+
+
+def _check_distribution(name: str, dist: Distribution) -> None:
+    """Refuse a distribution for a built-in coordinate that reaches values it cannot take.
+
+    Raises:
+        TransferSearchError: e.g. ``Float(0, 0.1)`` for a learning rate (must be > 0), or
+            ``Float(0.8, 1.5)`` for ``beta1`` (betas lie in [0, 1)).
+    """
+    if isinstance(dist, Choice):
+        for choice in dist.choices:
+            _check_value(name, choice)
+        return
+    if name in POSITIVE_COORDS and dist.low <= 0:
+        raise TransferSearchError(
+            f"coordinate {name!r} is positive (a learning rate, weight decay, timescale or eps), "
+            f"so its distribution must have low > 0, but got {dist!r}. Sweep it on a log scale, "
+            f"e.g. {name}=ts.Float(1e-4, 1e-1, log=True)."
+        )
+    if name in UNIT_COORDS and not (dist.low >= 0 and dist.high < 1):
+        raise TransferSearchError(
+            f"coordinate {name!r} is an EMA weight in [0, 1), so its distribution must have "
+            f"low >= 0 and high < 1, but got {dist!r}. E.g. {name}=ts.Float(0.8, 0.99)."
+        )
+
+
+def _outside_note(name: str, value: float, dist: Float | Int) -> str:
+    """How far ``value`` lies past ``dist``'s range: in decades for positive quantities."""
+    low, high = float(dist.low), float(dist.high)
+    side, bound = ("above", high) if value > high else ("below", low)
+    if value > 0 and bound > 0 and (dist.log or name in POSITIVE_COORDS):
+        past = f"{abs(math.log10(value / bound)):.2f} decades"
+    else:
+        span = high - low
+        share = f" ({abs(value - bound) / span:.0%} of the range's width)" if span > 0 else ""
+        past = f"{abs(value - bound):.3g}{share}"
+    return (
+        f"{name} {value:.4g} lies {past} {side} the swept range [{low:g}, {high:g}]: an "
+        "extrapolation past what the proxies tried; check it at the target before a long run"
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -248,8 +343,25 @@ _NEEDED = (
 )
 
 
+def _close_coordinates(names: Iterable[str]) -> str:
+    """``" ('tau_epcoh' -> did you mean 'tau_epoch'?)"`` for names that look like misspelt coordinates."""
+    hints = []
+    for name in names:
+        if not isinstance(name, str) or name in COORDINATES:
+            continue
+        close = difflib.get_close_matches(name, COORDINATES, n=1)
+        if close:
+            hints.append(f"{name!r} -> did you mean {close[0]!r}?")
+    return f" ({'; '.join(hints)})" if hints else ""
+
+
 def check_sufficient(names: Iterable[str]) -> None:
-    """Raise unless ``names`` holds a sufficient, non-conflicting set of lr/wd coordinates."""
+    """Raise unless ``names`` holds a sufficient, non-conflicting set of lr/wd coordinates.
+
+    Names that are no built-in coordinate pass through (:attr:`Hyperparameters.extra`); when the set
+    is insufficient, those close to a coordinate name are named as likely typos (``tau_epcoh``).
+    """
+    names = list(names)
     found = _classes(names)
     given = [n for group in found.values() for n in group]
     used = [cls for cls, group in found.items() if group]
@@ -258,8 +370,15 @@ def check_sufficient(names: Iterable[str]) -> None:
             f"coordinates {given} over-determine lr and weight decay (conflicting). {_NEEDED}"
         )
     if len(used) < 2:
+        others = [n for n in names if n not in COORDINATES]
+        passed = (
+            f" The other names {others} are no lr/weight-decay coordinates and would pass through "
+            f"unchanged{_close_coordinates(others)}."
+            if others
+            else ""
+        )
         raise TransferSearchError(
-            f"coordinates {given} are not enough to determine lr and weight decay. {_NEEDED}"
+            f"coordinates {given} are not enough to determine lr and weight decay.{passed} {_NEEDED}"
         )
 
 
@@ -295,6 +414,29 @@ def base_point(coords: Mapping[str, float], base: Scale) -> tuple[float, float]:
 # ----------------------------------------------------------------------------------------------
 # Hyperparameters
 # ----------------------------------------------------------------------------------------------
+def _check_group(group: str, values: object) -> None:
+    """Refuse a group whose ``lr`` is not finite and > 0 or whose decay is not finite and >= 0.
+
+    Raises:
+        TransferSearchError: naming the group, the field and the value (e.g. a NaN lr).
+    """
+    if not isinstance(values, Mapping) or "lr" not in values or "weight_decay" not in values:
+        raise TransferSearchError(
+            f"Hyperparameters.groups[{group!r}] must be a dict with 'lr' and 'weight_decay', but "
+            f"got {values!r}."
+        )
+    check_positive(f"groups.{group}.lr", values["lr"], fix="A learning rate must be > 0.")
+    for name in ("weight_decay", "independent_wd"):
+        if name not in values:
+            continue
+        value = values[name]
+        if not (isinstance(value, Real) and _is_number(value) and float(value) >= 0.0):
+            raise TransferSearchError(
+                f"`groups.{group}.{name}` must be a finite number >= 0, but got {name}={value!r}. "
+                "Weight decay is 0 (none) or positive."
+            )
+
+
 def _frozen_groups(groups: Mapping[str, Mapping[str, float]]) -> Mapping[str, Mapping[str, float]]:
     return MappingProxyType({g: MappingProxyType(dict(groups[g])) for g in groups})
 
@@ -333,13 +475,31 @@ class Hyperparameters:
     beta_forms: tuple[AppliedBetaForm, AppliedBetaForm] = ("unchanged", "unchanged")
 
     def __post_init__(self) -> None:
+        if not isinstance(self.scale, Scale):
+            object.__setattr__(self, "scale", Scale(self.scale))
+        if self.base is not None and not isinstance(self.base, Scale):
+            object.__setattr__(self, "base", Scale(self.base))
+        if not isinstance(self.groups, Mapping):
+            raise TransferSearchError(
+                f"Hyperparameters.groups must map each of {GROUPS} to {{'lr', 'weight_decay'}}, "
+                f"but got {self.groups!r}."
+            )
         missing = [g for g in GROUPS if g not in self.groups]
         if missing:
             raise TransferSearchError(f"Hyperparameters.groups lacks groups {missing}.")
+        for group in GROUPS:
+            _check_group(group, self.groups[group])
         object.__setattr__(self, "groups", _frozen_groups(self.groups))
         object.__setattr__(self, "coordinates", MappingProxyType(dict(self.coordinates)))
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
         object.__setattr__(self, "betas", check_betas(self.betas))
+        object.__setattr__(self, "eps", check_positive("eps", self.eps))
+        if self.ema_momentum is not None:
+            _check_value("ema_momentum", self.ema_momentum)
+        for name in ("batch_size", "total_steps"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, check_positive(name, value))
         forms = tuple(self.beta_forms)
         if len(forms) != 2 or any(f not in ("unchanged", "linear", "power") for f in forms):
             raise TransferSearchError(
@@ -405,7 +565,17 @@ class Hyperparameters:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Hyperparameters:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            TransferSearchError: ``data`` is not such a dict, or holds an invalid value (a NaN lr, a
+                negative weight decay, a beta outside [0, 1), ...).
+        """
+        if not isinstance(data, Mapping):
+            raise TransferSearchError(
+                f"Hyperparameters.from_dict takes a dict made by Hyperparameters.to_dict(), but "
+                f"got {data!r} ({type(data).__name__})."
+            )
         try:
             return cls(
                 scale=Scale(data["scale"]),
@@ -422,7 +592,9 @@ class Hyperparameters:
                 width_lr_multipliers=data.get("width_lr_multipliers", {}),
                 beta_forms=tuple(data.get("beta_forms", ("unchanged", "unchanged"))),
             )
-        except (KeyError, TypeError, IndexError) as exc:
+        except TransferSearchError:
+            raise
+        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
             raise TransferSearchError(
                 f"cannot read Hyperparameters from {dict(data)!r}: {exc!r}. "
                 "Pass a dict made by Hyperparameters.to_dict()."
@@ -506,11 +678,17 @@ class TransferSpace:
                 "`coords` must be a non-empty dict of name -> distribution or fixed value, e.g. "
                 "{'base_lr': ts.Float(1e-4, 1e-1, log=True), 'tau_epoch': ts.Float(0.05, 20, log=True)}."
             )
+        bad_names = [n for n in coords if not isinstance(n, str) or not n]
+        if bad_names:
+            raise TransferSearchError(
+                f"coordinate names must be non-empty strings, but got {bad_names!r} in `coords`."
+            )
         check_sufficient(coords)
         self.distributions: dict[str, Distribution] = {}
         self.fixed: dict[str, Any] = {}
         for name, value in coords.items():
             if isinstance(value, (Float, Int, Choice)):
+                _check_distribution(name, value)
                 self.distributions[name] = value
             else:
                 self.fixed[name] = value
@@ -545,22 +723,40 @@ class TransferSpace:
         """One random point of the swept coordinates (uniform / log-uniform per distribution)."""
         return {name: dist.sample(rng) for name, dist in self.distributions.items()}
 
-    def _validate_values(self, values: Mapping[str, Any]) -> None:
+    def _validate_values(self, values: Mapping[str, Any]) -> list[str]:
+        """Check each value; return a note for each swept one that lies past its distribution.
+
+        A value outside its swept range is valid (an extrapolation: what the proxies' law predicts
+        past the box), so it gets a note, not an error. Invalid values raise: a non-positive
+        learning rate, weight decay, timescale or eps, a beta outside [0, 1), NaN, a choice that is
+        not one of the options, a non-integer for an :class:`Int`.
+        """
+        outside: list[str] = []
         for name, value in values.items():
+            _check_value(name, value)
             dist = self.distributions.get(name)
-            if dist is not None:
-                if not dist.contains(value):
-                    raise TransferSearchError(
-                        f"coordinate {name}={value!r} lies outside its distribution {dist!r}. "
-                        "Widen the distribution or pick a value inside it."
+            if dist is None or dist.contains(value):
+                continue
+            if isinstance(dist, Choice) or not _is_number(value):
+                raise TransferSearchError(
+                    f"coordinate {name}={value!r} is not a value of its distribution {dist!r}. "
+                    + (
+                        "Pick one of the choices."
+                        if isinstance(dist, Choice)
+                        else "Give a finite number."
                     )
-            elif name in (*LR_COORDS, *WD_COORDS, *PRODUCT_COORDS, "eps"):
-                check_positive(f"coords.{name}", value)
-            elif name in ("beta1", "beta2", "ema_momentum"):
-                if not _is_number(value) or not 0.0 <= float(value) < 1.0:
-                    raise TransferSearchError(
-                        f"`{name}` must lie in [0, 1), but got {name}={value!r}."
-                    )
+                )
+            number = float(value)
+            if isinstance(dist, Int) and number != round(number):
+                raise TransferSearchError(
+                    f"coordinate {name}={value!r} must be an integer for {dist!r}."
+                )
+            if dist.low <= number <= dist.high:
+                raise TransferSearchError(
+                    f"coordinate {name}={value!r} is not on the grid of {dist!r}: pick low + k*step."
+                )
+            outside.append(_outside_note(name, number, dist))
+        return outside
 
     def _full_coords(self, coords: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(coords, Mapping):
@@ -581,9 +777,7 @@ class TransferSpace:
                 raise TransferSearchError(
                     f"coordinate {name}={value!r} conflicts with its fixed value {self.fixed[name]!r}."
                 )
-        merged = {**self.fixed, **coords}
-        self._validate_values(merged)
-        return merged
+        return {**self.fixed, **coords}
 
     def _target(self, scale: Scale | Mapping[str, float] | None) -> Scale:
         """The full target scale: the given names over the base's, with ``steps`` rescaled.
@@ -653,10 +847,13 @@ class TransferSpace:
                 scale the rule cannot use.
         """
         merged = self._full_coords(coords)
+        outside = self._validate_values(merged)
         target = self._target(scale)
         lr0, wd0 = base_point(merged, self.base)
         rule = self.rule
-        notes: list[str] = []
+        notes: list[str] = list(outside)
+        for note in outside:
+            warnings.warn(note, TransferSearchWarning, stacklevel=2)
         width_mult = target.ratio(self.base, "width")
         dataset_factor = 1.0
         if rule.dataset_rule is not None:
@@ -722,6 +919,12 @@ class TransferSpace:
         Raises:
             TransferSearchError: the hidden group has no positive lr or weight decay.
         """
+        if not isinstance(hp, Hyperparameters):
+            raise TransferSearchError(
+                f"`hp` must be the Hyperparameters that TransferSpace.concretize returns, but got "
+                f"{hp!r} ({type(hp).__name__}). For a dict from Hyperparameters.to_dict(), pass "
+                "Hyperparameters.from_dict(data)."
+            )
         target = self._target(hp.scale if scale is None else scale)
         lr_hat = check_positive("hp.lr", hp.lr)
         wd_hat = check_positive("hp.weight_decay", hp.weight_decay)
