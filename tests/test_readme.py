@@ -22,10 +22,38 @@ def test_search_space_snippet_runs_and_inverts() -> None:
     assert back == pytest.approx({"base_lr": 3e-3, "tau_epoch": 1.0})
 
 
-def test_readme_starts_with_the_demo_and_the_ci_test_command() -> None:
+def _first_commands() -> list[str]:
+    """The README's first code block: its two commands, one line each (comments cut off)."""
     lines = README.read_text().splitlines()
-    block = lines[lines.index("```bash") + 1 : lines.index("```bash") + 3]
-    assert "transfersearch demo" in block[0]
-    test_command = block[1].split("&& ", 2)[2].split("#")[0].strip()
-    ci = (README.parent / ".ci" / "run").read_text()
-    assert test_command in ci
+    start = lines.index("```bash")
+    block = lines[start + 1 : lines.index("```", start + 1)]
+    return [line.split("#")[0].strip() for line in block]
+
+
+def test_readme_starts_with_the_demo_and_the_test_command() -> None:
+    main_job, tests = _first_commands()
+    assert main_job.startswith("pip install ") and main_job.endswith("&& transfersearch demo")
+    assert tests.startswith("pip install ") and tests.endswith("python -m pytest -q")
+    # hydra-optuna-sweeper pins optuna<3: without --no-deps pip would downgrade Optuna, and
+    # without it at all integrations/hydra.py fails mypy (issue 19, item 1).
+    assert "pip install --no-deps hydra-optuna-sweeper==" in tests
+
+
+def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_venv() -> None:
+    """A green CI means the README works: .ci/run creates a fresh virtual environment, runs the
+    README's test command exactly as written, and installs no Python package besides it (it may add
+    only system services, such as the PostgreSQL server)."""
+    _, tests = _first_commands()
+    ci = [
+        line.strip()
+        for line in (README.parent / ".ci" / "run").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert tests in ci, "the README's test command is not a line of .ci/run"
+    assert ci[-1] == tests, "the README's test command must be .ci/run's last command (its status)"
+    assert any(re.fullmatch(r"python3 -m venv \S+", line) for line in ci[: ci.index(tests)])
+    assert any(line.startswith("source ") and "/bin/activate" in line for line in ci)
+    installs = [line for line in ci if re.search(r"\bpip\b|\buv\b|\bconda\b", line)]
+    assert installs == [tests], (
+        f"Python packages installed outside the README's command: {installs}"
+    )
