@@ -1,0 +1,184 @@
+"""The scenario families' known truth (``transfersearch.synthetic``) and the suite's runner.
+
+What is checked is the truth the benchmark scores against, not the engine's accuracy: the true
+optimum is where the true surface is least, the divergence boundary makes trials NaN exactly above
+it, and each family has the shape its name promises (a box the optimum leaves, a cliff that closes
+in, one-at-a-time sweeps at the top, one informative rung, collinear scale variables, noise that
+grows at small scale and near the edges, no drift).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transfersearch import TransferSearchError, default_cost
+from transfersearch.synthetic import FAMILIES, Scenario, make_scenario
+
+RUNNER = Path(__file__).resolve().parents[1] / "benchmarks" / "scenarios.py"
+SEEDS = range(4)
+
+
+def rungs(scenario: Scenario) -> dict[float, list]:
+    """Trials by rung cost, cheapest first."""
+    out: dict[float, list] = {}
+    for obs in sorted(scenario.observations, key=lambda o: default_cost(o.scale)):
+        out.setdefault(default_cost(obs.scale), []).append(obs)
+    return out
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_true_optimum_is_where_the_true_surface_is_least(family: str) -> None:
+    for seed in SEEDS:
+        scenario = make_scenario(family, seed)
+        surface = scenario.surface
+        scales = [scenario.target, *{o.scale for o in scenario.observations}]
+        for scale in scales:
+            best = surface.optimum(scale)
+            assert surface.regret(scale, best) == 0.0
+            # every point of a grid around it in log coordinates is worse (or diverged)
+            for f_lr, f_tau in itertools.product((0.5, 0.9, 1.1, 2.0), (0.5, 0.9, 1.0, 1.1, 2.0)):
+                moved = {"lr": best["lr"] * f_lr, "tau": best["tau"] * f_tau}
+                value = surface.regret(scale, moved)
+                assert math.isnan(value) or value > 0.0
+            # the boundary lies above the optimum, so the optimum itself never diverges
+            assert surface.boundary(scale) > best["lr"]
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_trial_is_nan_exactly_above_the_boundary(family: str) -> None:
+    for seed in SEEDS:
+        scenario = make_scenario(family, seed)
+        for obs in scenario.observations:
+            above = obs.params["lr"] > scenario.surface.boundary(obs.scale)
+            assert math.isnan(obs.value) == above
+
+
+def test_scenarios_are_deterministic_and_seeds_differ() -> None:
+    first, again, other = (make_scenario("cliff", s) for s in (3, 3, 4))
+    np.testing.assert_array_equal(
+        [o.value for o in first.observations], [o.value for o in again.observations]
+    )
+    assert [o.params for o in first.observations] == [o.params for o in again.observations]
+    assert first.surface == again.surface
+    assert first.surface.lr0 != other.surface.lr0
+
+
+def test_an_unknown_family_is_refused() -> None:
+    with pytest.raises(TransferSearchError, match="family"):
+        make_scenario("nope", 0)
+
+
+def test_the_cliff_closes_in_and_cuts_off_trials() -> None:
+    for seed in SEEDS:
+        scenario = make_scenario("cliff", seed)
+        surface, by_rung = scenario.surface, rungs(scenario)
+        gaps = [surface.gap(obs[0].scale) for obs in by_rung.values()]
+        assert gaps[-1] < gaps[0] and surface.gap(scenario.target) < gaps[-1]
+        assert any(math.isnan(o.value) for o in scenario.observations)
+
+
+def test_box_drift_sweeps_one_box_that_the_top_optimum_leaves() -> None:
+    for seed in SEEDS:
+        scenario = make_scenario("box_drift", seed)
+        by_rung = list(rungs(scenario).values())
+        top = by_rung[-1]
+        optimum = scenario.surface.optimum(top[0].scale)["lr"]
+        assert all(o.params["lr"] > optimum for o in top)  # the optimum sits below the box
+        lr0 = scenario.surface.lr0  # the smallest rung's optimum; the box is lr0 / 2.5 .. 6 lr0
+        for rung in by_rung:  # the same box at every width
+            assert all(lr0 / 2.5 <= o.params["lr"] <= 6 * lr0 for o in rung)
+        target = scenario.surface.optimum(scenario.target)["lr"]
+        assert target < optimum / 2  # it keeps drifting down to the target
+
+
+def test_sparse_top_rungs_are_one_at_a_time_sweeps_around_a_best_config() -> None:
+    next_up_diverged = 0
+    for seed in range(10):
+        scenario = make_scenario("sparse_top", seed)
+        for rung in list(rungs(scenario).values())[-2:]:
+            assert len(rung) == 5
+            finite = [o for o in rung if math.isfinite(o.value)]
+            lrs = sorted({o.params["lr"] for o in rung})
+            taus = sorted({o.params["tau"] for o in rung})
+            assert len(lrs) == 3 and len(taus) == 3
+            assert np.allclose(np.diff(np.log(lrs)), math.log(2.0))  # factor-2 grid
+            next_up_diverged += any(math.isnan(o.value) for o in rung) and len(finite) == 4
+    assert next_up_diverged >= 12  # the lr above the best diverged on most top rungs
+
+
+def test_one_rung_has_one_or_two_trials_on_every_larger_rung() -> None:
+    for seed in SEEDS:
+        counts = [len(r) for r in rungs(make_scenario("one_rung", seed)).values()]
+        assert counts[0] >= 20 and all(1 <= c <= 2 for c in counts[1:])
+
+
+def test_collinear_ladder_moves_width_and_data_together_and_the_target_leaves_the_line() -> None:
+    scenario = make_scenario("collinear", 0)
+    scales = [r[0].scale for r in rungs(scenario).values()]
+    ratios = {s["dataset_size"] / s["width"] for s in scales}
+    assert len(ratios) == 1
+    assert scenario.target["dataset_size"] / scenario.target["width"] > 2 * ratios.pop()
+
+
+def test_noise_grows_at_small_scale_and_near_the_edges() -> None:
+    surface = make_scenario("noisy", 0).surface
+    scenario = make_scenario("noisy", 0)
+    by_rung = list(rungs(scenario).values())
+    small, top = by_rung[0][0].scale, by_rung[-1][0].scale
+    at = surface.optimum(small)
+    assert surface.noise(small, at) > surface.noise(top, surface.optimum(top))
+    edge = {"lr": at["lr"] * 4, "tau": at["tau"]}
+    assert surface.noise(small, edge) > 2 * surface.noise(small, at)
+    calm = make_scenario("no_drift", 0).surface
+    assert calm.noise(small, edge) == calm.noise(top, calm.optimum(top))
+
+
+def test_no_drift_keeps_the_optimum_everywhere() -> None:
+    scenario = make_scenario("no_drift", 2)
+    optima = [scenario.surface.optimum(o.scale) for o in scenario.observations]
+    optima.append(scenario.surface.optimum(scenario.target))
+    assert all(o == optima[0] for o in optima)
+
+
+def test_the_runner_scores_a_family_against_the_null(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    spec = importlib.util.spec_from_file_location("_scenarios_benchmark", RUNNER)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclass looks itself up there
+    spec.loader.exec_module(module)
+    out = tmp_path / "scenarios.md"
+    module.main(
+        ["--families", "no_drift", "--seeds", "0-1", "--n-bootstrap", "10", "--out", str(out)]
+    )
+    text = out.read_text()
+    assert "--families no_drift --seeds 0-1 --n-bootstrap 10" in text
+    table = text.split("```")[1]
+    rows = {
+        cells[1]: cells
+        for cells in (re.split(r"\s{2,}", line) for line in table.splitlines())
+        if cells[0] == "no_drift"
+    }
+    assert set(rows) == {"auto", "nearest", module.NULL}
+    assert all(rows[m][2] == "2" for m in rows)  # two seeds each
+    # the null model's regret is the true surface at the top rung's best trial, by hand
+    regrets = []
+    for seed in (0, 1):
+        scenario = make_scenario("no_drift", seed)
+        finite = [o for o in scenario.observations if math.isfinite(o.value)]
+        top = max(o.scale["width"] ** 2 * o.scale["dataset_size"] for o in finite)
+        best = min(
+            (o for o in finite if o.scale["width"] ** 2 * o.scale["dataset_size"] == top),
+            key=lambda o: o.value,
+        )
+        regrets.append(scenario.surface.regret(scenario.target, best.params))
+    assert rows[module.NULL][3] == f"{sum(regrets) / 2:.4f}"
