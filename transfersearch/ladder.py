@@ -19,12 +19,13 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Real
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from transfersearch.cost import default_cost as default_cost  # re-exported: its old home
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import TransferSearchError, check_bool, check_int
 from transfersearch.fit import Direction, check_direction
 from transfersearch.ledger import TrialLedger
 from transfersearch.observations import Observation
@@ -100,6 +101,11 @@ _FIT_ERRORS: tuple[type[BaseException], ...] = (
     np.linalg.LinAlgError,
     ArithmeticError,  # FloatingPointError, OverflowError, ZeroDivisionError
 )
+
+
+def _is_real(value: object) -> bool:
+    """A real number, not a bool or a string (``'0.5'`` is refused, not read)."""
+    return isinstance(value, Real) and not isinstance(value, bool) and not math.isnan(float(value))
 
 
 class TransferPlanner:
@@ -196,24 +202,34 @@ class TransferPlanner:
         self.budgets: tuple[int, ...] = self._budgets(
             trials_per_rung, first_rungs_trials, later_rungs_trials
         )
-        if min_trials < 1:
-            raise TransferSearchError(f"`min_trials` must be >= 1, but got {min_trials}.")
-        if not 0.0 <= focus <= 1.0:
-            raise TransferSearchError(f"`focus` must lie in [0, 1], but got {focus}.")
-        self.min_trials = min_trials
-        self.focus = focus
-        self.min_spread = min_spread
-        self.n_bootstrap = n_bootstrap
+        self.min_trials = check_int("min_trials", min_trials, minimum=1, fix="E.g. min_trials=6.")
+        if not _is_real(focus) or not 0.0 <= float(focus) <= 1.0:
+            raise TransferSearchError(
+                f"`focus` must be a probability in [0, 1], but got focus={focus!r}, e.g. 0.75."
+            )
+        if not _is_real(min_spread) or not 0.0 < float(min_spread) < math.inf:
+            raise TransferSearchError(
+                f"`min_spread` must be a finite number > 0, but got min_spread={min_spread!r}, "
+                "e.g. 0.15 (natural-log units for log coordinates, a fraction of the range else)."
+            )
+        self.focus = float(focus)
+        self.min_spread = float(min_spread)
+        self.n_bootstrap = check_int(
+            "n_bootstrap", n_bootstrap, minimum=0, fix="0 turns the law's resampling off."
+        )
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise TransferSearchError(
                 f"`seed` must be None or an int >= 0, but got seed={seed!r}. Pass e.g. seed=0 "
                 "for reproducible draws, or leave it out for fresh ones per process."
             )
         self.seed = seed
-        self.transfer = bool(transfer)
-        if not (isinstance(refit_growth, (int, float)) and refit_growth >= 1.0):
+        self.transfer = check_bool(
+            "transfer", transfer, fix="False searches each rung independently (no law)."
+        )
+        if not (_is_real(refit_growth) and 1.0 <= float(refit_growth) < math.inf):
             raise TransferSearchError(
-                f"`refit_growth` must be a number >= 1, but got refit_growth={refit_growth!r}."
+                f"`refit_growth` must be a number >= 1, but got refit_growth={refit_growth!r}, "
+                "e.g. 1.25 (refit when a rung's trials grew by 25%)."
             )
         self.refit_growth = float(refit_growth)
         if isinstance(detour_limit, bool) or not (
@@ -222,7 +238,9 @@ class TransferPlanner:
             raise TransferSearchError(
                 f"`detour_limit` must be a number >= 1, but got detour_limit={detour_limit!r}."
             )
-        self.gate_on_law = bool(gate_on_law)
+        self.gate_on_law = check_bool(
+            "gate_on_law", gate_on_law, fix="False assigns rungs in plain budget order."
+        )
         self.detour_limit = float(detour_limit)
         check_direction(direction)
         self._direction: Direction = direction
@@ -241,12 +259,17 @@ class TransferPlanner:
         self, trials_per_rung: int | Sequence[int] | None, first: int, later: int
     ) -> tuple[int, ...]:
         n = len(self.ladder)
+        fix = "Give an int per rung (in cost order), e.g. trials_per_rung=16 or [16, 16, 8]."
         if trials_per_rung is None:
+            first = check_int("first_rungs_trials", first, minimum=1)
+            later = check_int("later_rungs_trials", later, minimum=1)
             budgets = [first if i < 2 else later for i in range(n)]
-        elif isinstance(trials_per_rung, int):
-            budgets = [trials_per_rung] * n
+        elif isinstance(trials_per_rung, (int, bool, float, str)) or not isinstance(
+            trials_per_rung, Sequence
+        ):
+            budgets = [check_int("trials_per_rung", trials_per_rung, minimum=1, fix=fix)] * n
         else:
-            budgets = [int(b) for b in trials_per_rung]
+            budgets = [check_int("trials_per_rung", b, minimum=1, fix=fix) for b in trials_per_rung]
             if len(budgets) != n:
                 raise TransferSearchError(
                     f"`trials_per_rung` has {len(budgets)} entries for {n} rungs; give one per rung "

@@ -160,10 +160,14 @@ class Choice:
                 f"become the options {tuple(choices)!r}. Write Choice([{choices!r}])."
             )
         if isinstance(choices, (Mapping, set, frozenset)) or not isinstance(choices, Iterable):
+            why = (
+                ": a set or dict has no fixed order"
+                if isinstance(choices, (Mapping, set, frozenset))
+                else ""
+            )
             raise TransferSearchError(
                 f"Choice takes a list of options (numbers, strings, booleans or None), but got "
-                f"{choices!r} ({type(choices).__name__}): a set or dict has no fixed order. Write "
-                "Choice(['adamw', 'lion'])."
+                f"{choices!r} ({type(choices).__name__}){why}. Write Choice(['adamw', 'lion'])."
             )
         values = tuple(choices)
         if not values:
@@ -254,13 +258,19 @@ def _check_distribution(name: str, dist: Distribution) -> None:
         raise TransferSearchError(
             f"coordinate {name!r} is positive (a learning rate, weight decay, timescale or eps), "
             f"so its distribution must have low > 0, but got {dist!r}. Sweep it on a log scale, "
-            f"e.g. {name}=ts.Float(1e-4, 1e-1, log=True)."
+            f"e.g. {name}=ts.Float({_log_example(dist.high)}, log=True)."
         )
     if name in UNIT_COORDS and not (dist.low >= 0 and dist.high < 1):
         raise TransferSearchError(
             f"coordinate {name!r} is an EMA weight in [0, 1), so its distribution must have "
             f"low >= 0 and high < 1, but got {dist!r}. E.g. {name}=ts.Float(0.8, 0.99)."
         )
+
+
+def _log_example(high: float) -> str:
+    """``"0.0001, 0.1"``: three decades below ``high`` (or below 1 when ``high`` <= 0)."""
+    top = float(high) if high > 0 else 1.0
+    return f"{top / 1000:g}, {top:g}"
 
 
 def _outside_note(name: str, value: float, dist: Float | Int) -> str:
@@ -596,8 +606,8 @@ class Hyperparameters:
             raise
         except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
             raise TransferSearchError(
-                f"cannot read Hyperparameters from {dict(data)!r}: {exc!r}. "
-                "Pass a dict made by Hyperparameters.to_dict()."
+                f"cannot read Hyperparameters from the dict with keys {sorted(map(str, data))}: "
+                f"{exc!r}. Pass a dict made by Hyperparameters.to_dict()."
             ) from exc
 
 
