@@ -22,7 +22,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
-from transfersearch.cost import default_cost
+from transfersearch.cost import by_cost, default_cost
 from transfersearch.errors import TransferSearchError
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
@@ -160,7 +160,7 @@ def plot_report(
     figure = new_figure(figsize=(5.2 * len(params), 8.4))
     colormaps = importlib.import_module("matplotlib").colormaps
     out = _output_path(path)
-    scales = sorted({o.scale for o in obs}, key=default_cost)
+    scales = by_cost({o.scale for o in obs})
     colors = colormaps["viridis"]
     color_of = {s: colors(i / max(1, len(scales) - 1)) for i, s in enumerate(scales)}
     axes = figure.subplots(2, len(params), squeeze=False)

@@ -27,6 +27,7 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
 from transfersearch import default_cost
+from transfersearch.cost import by_cost
 from transfersearch.errors import TransferSearchError
 from transfersearch.observations import Observation, as_observations
 from transfersearch.report import MAX_LOG_BAR, path_scales
@@ -107,7 +108,7 @@ def plot_rung_landscapes(
             if extrapolation
             else sorted({n for o in obs for n in o.params})
         )
-    scales = sorted({o.scale for o in obs}, key=default_cost)
+    scales = by_cost({o.scale for o in obs})
     finite = sorted(o.value for o in obs if o.usable)
     top = finite[-1] if finite else 1.0
     figure = make_subplots(rows=1, cols=len(params), subplot_titles=list(params))
@@ -178,7 +179,8 @@ def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -
     interval = extrapolation.interval(level)  # validates level
     z = NormalDist().inv_cdf(0.5 + level / 2.0)
     params = list(extrapolation.params)
-    optima = sorted(extrapolation.optima, key=lambda o: default_cost(o.scale))
+    rank = {s: i for i, s in enumerate(by_cost(o.scale for o in extrapolation.optima))}
+    optima = sorted(extrapolation.optima, key=lambda o: rank[o.scale])
     base_cost = default_cost(optima[0].scale) if optima else default_cost(extrapolation.target)
     figure = make_subplots(
         rows=1, cols=len(params), subplot_titles=[f"optimal {n}" for n in params]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import product
 from typing import Any
@@ -97,7 +97,7 @@ def collinearity(ladder: Ladder) -> Collinearity | None:
     """The most correlated pair of scale variables over the rungs, if above the threshold."""
     logs = ladder.log_scales
     moving = [k for k in range(logs.shape[1]) if np.ptp(logs[:, k]) > 1e-9]
-    if len(moving) < 2 or logs.shape[0] < 3:
+    if len(moving) < 2:  # two rungs that move two variables are as collinear as it gets
         return None
     corr = np.atleast_2d(np.asarray(np.corrcoef(logs[:, moving].T), dtype=np.float64))
     np.fill_diagonal(corr, 0.0)
@@ -189,6 +189,7 @@ def extrapolate(
     seed: int | None = None,
     scale_columns: Sequence[str] | None = None,
     value_column: str = "value",
+    cost: Callable[[Scale], float] | None = None,
 ) -> Extrapolation:
     """Predict the optimal ``params`` at ``target`` from proxy trials over a ladder of scales.
 
@@ -220,6 +221,8 @@ def extrapolate(
         seed: seed of the bootstrap.
         scale_columns: DataFrame only: plain columns holding scale variables.
         value_column: DataFrame only: the metric column.
+        cost: relative cost of a scale, which orders the rungs for walk-forward validation
+            (default :func:`transfersearch.cost.default_cost`; a planner passes its ladder's).
 
     Returns:
         An :class:`Extrapolation`.
@@ -244,6 +247,7 @@ def extrapolate(
         fixed_exponents=fixed_exponents,
         prior_exponents=prior_exponents,
         target=target_scale,
+        cost=cost,
     )
     result = _extrapolate(ladder, target_scale, direction, model, n_bootstrap, seed)
     space = stored_space(observations)
@@ -316,6 +320,7 @@ def validate(
     seed: int | None = None,
     scale_columns: Sequence[str] | None = None,
     value_column: str = "value",
+    cost: Callable[[Scale], float] | None = None,
 ) -> Validation:
     """Hold the costliest rung out, predict it from the rest, and charge the regret there.
 
@@ -326,9 +331,10 @@ def validate(
     Args:
         observations: as for :func:`extrapolate`; needs three or more scales.
         params: the swept parameters (default: as for :func:`extrapolate`).
-        held_out: the scale to hold out (default: the costliest).
+        held_out: the scale to hold out (default: the costliest by ``cost``, the order of
+            :func:`transfersearch.cost.by_cost`).
         direction, log_params, scale_variables, fixed_exponents, prior_exponents, model,
-            n_bootstrap, seed, scale_columns, value_column: as for :func:`extrapolate`.
+            n_bootstrap, seed, scale_columns, value_column, cost: as for :func:`extrapolate`.
 
     Returns:
         A :class:`Validation`.
@@ -349,6 +355,7 @@ def validate(
         "scale_variables": scale_variables,
         "fixed_exponents": fixed_exponents,
         "prior_exponents": prior_exponents,
+        "cost": cost,
     }
     full = prepare(obs, names, target=None, **options)
     if len(full.scales) < 3:

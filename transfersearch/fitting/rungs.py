@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
+from transfersearch.cost import by_cost, default_cost
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import (
     FloatArray,
@@ -45,12 +46,14 @@ class Ladder:
         names: the swept parameters, in order.
         logs: those fitted in log space.
         sign: +1 to minimise, −1 to maximise.
-        scales: the rungs' scales, cheapest first (cost = product of the scale variables).
+        scales: the rungs' scales, cheapest first (:func:`transfersearch.cost.by_cost`: the
+            ``cost=`` given, else width² × dataset_size × epochs).
         trials: each rung's trials in fitted coordinates.
         variables: the scale variables the laws use.
         log_scales: (S, K) their logs per rung.
         fixed: fixed exponents per parameter.
         prior: prior exponents per parameter (0 where not given).
+        log_costs: (S,) log of each rung's cost, ascending (walk-forward trains on cheaper rungs).
     """
 
     names: tuple[str, ...]
@@ -62,6 +65,7 @@ class Ladder:
     log_scales: FloatArray
     fixed: dict[str, dict[str, float]]
     prior: dict[str, dict[str, float]]
+    log_costs: FloatArray
 
     def target_logs(self, target: Scale) -> FloatArray:
         """(K,) log of the target's scale variables."""
@@ -107,6 +111,7 @@ def _rung_trials(
     names: tuple[str, ...],
     logs: tuple[str, ...],
     sign: float,
+    cost: Callable[[Scale], float] | None,
 ) -> list[tuple[Scale, RungTrials]]:
     rungs: list[tuple[Scale, RungTrials]] = []
     dropped: list[str] = []
@@ -128,7 +133,8 @@ def _rung_trials(
             f"only {len(rungs)} scale has a finite trial; extrapolation needs two or more. Run "
             "trials that do not diverge at another scale."
         )
-    rungs.sort(key=lambda item: (sum(math.log(v) for v in item[0].values()), repr(item[0])))
+    order = {scale: i for i, scale in enumerate(by_cost((s for s, _ in rungs), cost))}
+    rungs.sort(key=lambda item: order[item[0]])
     return rungs
 
 
@@ -142,6 +148,7 @@ def prepare(
     fixed_exponents: Exponents | None,
     prior_exponents: Exponents | None,
     target: Scale | None,
+    cost: Callable[[Scale], float] | None = None,
 ) -> Ladder:
     """Check and arrange the trials for the fits.
 
@@ -158,7 +165,7 @@ def prepare(
             f"extrapolation needs trials at two or more scales, but got {len(groups)} "
             f"({[repr(s) for s in groups]}). Run the sweep at another proxy scale too."
         )
-    rungs = _rung_trials(groups, names, logs, sign)
+    rungs = _rung_trials(groups, names, logs, sign, cost)
     scales = tuple(scale for scale, _ in rungs)
     variables = common_variables(scales, scale_variables, purpose="fit the power laws")
     if not variables:
@@ -190,6 +197,7 @@ def prepare(
         log_scales,
         fixed,
         prior,
+        np.log([float((cost or default_cost)(s)) for s in scales]),
     )
 
 

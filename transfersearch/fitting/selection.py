@@ -1,6 +1,7 @@
 """Walk-forward validation: every model predicts each rung from strictly cheaper rungs only.
 
-SCIENCE.md §7: sort the rungs by cost (the product of their scale variables); for each rung with at
+SCIENCE.md §7: sort the rungs by cost (:func:`transfersearch.cost.by_cost`, the order the planner,
+``validate()`` and the report use); for each rung with at
 least :data:`MIN_TRAIN` cheaper ones, refit everything (the pooled valley included) on the cheaper
 rungs, predict the rung, and charge the *regret* of the prediction on the rung's own fitted
 surface (``½δᵀHδ`` + the wall term, in the metric's units). Folds are weighted by how far they
@@ -102,7 +103,8 @@ class WalkForward:
 
 
 def _costs(ladder: Ladder) -> FloatArray:
-    return np.asarray(ladder.log_scales.sum(axis=1), dtype=np.float64)
+    """Log cost per rung (the ladder's one cost order, :func:`transfersearch.cost.by_cost`)."""
+    return np.asarray(ladder.log_costs, dtype=np.float64)
 
 
 def _fold(
@@ -185,7 +187,11 @@ def _choose(ladder: Ladder, folds: tuple[Fold, ...], models: Sequence[LawModel])
     weights = np.array([f.decades for f in folds])
     diff = np.array([f.regret[baseline] - f.regret[best] for f in folds])
     mean = float(weights @ diff / weights.sum())
-    spread = float(np.sqrt((weights**2) @ (diff - mean) ** 2) / weights.sum())
+    # the weighted mean's standard error with the unbiased (n − 1) variance: equal weights give
+    # the textbook s/√n with ddof=1 (docs/science.md §7.6)
+    count = len(folds)
+    unbiased = count / (count - 1) if count > 1 else 1.0  # one fold: no spread (unused)
+    spread = float(np.sqrt(unbiased * (weights**2) @ (diff - mean) ** 2) / weights.sum())
     noise = np.array([f.difference_variance(baseline, best) for f in folds])
     own = float(np.sqrt((weights**2) @ noise) / weights.sum())
     # the between-fold spread is no estimate with one or two folds; the held-out rungs' own

@@ -9,8 +9,8 @@ curvature ``b`` of the upper walls (a divergence cliff in the learning rate make
 shared. Writing ``g_s = −Hμ_s`` makes the symmetric part linear in its coefficients — per-rung
 offsets and linear terms, shared quadratic terms — so it is one weighted least-squares solve over
 the best region of every rung (:func:`transfersearch.fitting.quadratic.select_region`). The wall
-term is linear given the centres; it is refitted a few times with the centres from the previous
-pass (a fixed-point iteration). A rung with 8 trials then estimates only its ``1 + d`` own numbers
+term is linear given the centres; it is refitted with the centres from the previous pass until
+they stop moving (a fixed-point iteration, :data:`WALL_TOLERANCE`). A rung with 8 trials then estimates only its ``1 + d`` own numbers
 instead of a whole quadratic, which is what lets per-rung optima carry a law.
 
 The centres' covariance is the delta method on ``μ_s = −H⁻¹g_s`` (noise) plus the quadratic's
@@ -37,9 +37,14 @@ from transfersearch.fitting.quadratic import gradient_jacobian, hessians, select
 
 __all__ = ["RungTrials", "Valley", "fit_valley", "pooled_region_size"]
 
-#: Passes of the wall's fixed-point iteration (centres → wall columns → refit); the centres move
-#: by well under their stderr after the second pass on every ladder measured.
-WALL_PASSES = 3
+#: The wall's fixed-point iteration (centres → wall columns → refit) stops once no centre moves by
+#: more than this, in standardised coordinates (the pooled trials span 1): far below any trial
+#: spacing. It converges linearly; a 3× steeper upper wall needs ~10 passes (3 passes left the
+#: centres biased by 3 standard errors, docs/science.md §7.2).
+WALL_TOLERANCE = 1e-6
+#: At most this many passes (the iteration is a contraction on every valley measured; the cap only
+#: bounds a pathological one, whose last pass is kept).
+WALL_MAX_PASSES = 100
 #: A coordinate's wall is kept only where its coefficient exceeds this many standard errors (the
 #: Wald statistic of a nested term); otherwise that wall is refitted as 0. The wall's column is
 #: nearly collinear with each rung's own linear terms, so an unsupported wall mostly adds variance:
@@ -386,11 +391,14 @@ def _with_walls(symmetric: _Solved, rows: _Rows, n_rungs: int, walls: NDArray[np
     """
     beyond = rows.u.max(axis=0) + 1.0
     solved = symmetric
-    for _ in range(WALL_PASSES):
+    for _ in range(WALL_MAX_PASSES):
         refit = _solve(rows, n_rungs, np.where(walls, solved.centers, beyond))
         if refit is None:
             break
+        moved = float(np.max(np.abs(refit.centers - solved.centers)))
         solved = refit
+        if moved < WALL_TOLERANCE:
+            break
     return solved
 
 
