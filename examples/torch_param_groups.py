@@ -43,8 +43,8 @@ def main() -> None:
     generator = torch.Generator().manual_seed(0)
     inputs = torch.randn(DATASET_SIZE, 16, generator=generator)
     targets = torch.tanh(inputs[:, :4] * inputs[:, 4:8])
-    with torch.device("meta"):  # a shape reference at another width: allocates nothing
-        reference = make_model(16)
+    with torch.device("meta"):  # the base-width model as shape reference: allocates nothing
+        reference = make_model(BASE_WIDTH)  # on the base rung: same shapes, multipliers all 1
 
     for width in (BASE_WIDTH, 128):
         torch.manual_seed(0)

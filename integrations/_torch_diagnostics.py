@@ -15,7 +15,14 @@ from transfersearch.experimental import experimental
 from transfersearch.report import new_figure
 from transfersearch.space import Hyperparameters
 
-from ._torch_groups import Pattern, classify, clean_name, named_parameters, unwrap
+from ._torch_groups import (
+    Pattern,
+    check_base_width,
+    classify_for,
+    clean_name,
+    named_parameters,
+    unwrap,
+)
 
 __all__ = ["CoordCheck", "Diagnostics", "MatrixDiagnostics", "coord_check", "diagnostics"]
 
@@ -111,9 +118,11 @@ def diagnostics(
         plot: also draw σ_max/expectation per matrix (matplotlib, imported only then).
 
     Raises:
-        TransferSearchError: see :func:`classify`.
+        TransferSearchError: see :func:`classify` (its messages name this function's
+            ``overrides``/``base_model`` arguments).
     """
-    roles = classify(model, base_model, overrides)
+    roles = classify_for(model, base_model, overrides, caller="diagnostics")
+    check_base_width(roles, hp, "diagnostics")
     width = hp.scale.get("width")
     rows: list[MatrixDiagnostics] = []
     for name, param in named_parameters(model):

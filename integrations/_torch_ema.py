@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.rules import scale_ema_momentum
@@ -42,7 +43,8 @@ class ModelEMA:
         device: where to keep the average (default: beside each tensor).
 
     Raises:
-        TransferSearchError: a momentum outside [0, 1) or None.
+        TransferSearchError: a momentum outside [0, 1) or None (``hp.ema_momentum`` is None unless
+            the space sets ``ema_momentum``), or a model with uninitialised lazy tensors.
     """
 
     def __init__(
@@ -50,10 +52,21 @@ class ModelEMA:
     ) -> None:
         if momentum is None:
             raise TransferSearchError(
-                "ModelEMA needs a momentum, but got momentum=None: give TransferSpace("
-                "ema_momentum=0.999) so hp.ema_momentum is set, or pass a number."
+                "ModelEMA needs a momentum, but got momentum=None (hp.ema_momentum is None when "
+                "the space sets no EMA momentum: there is no neutral default, since the EMA's "
+                "horizon is a choice). Set it in the space, TransferSpace(..., "
+                "ema_momentum=0.999), so hp.ema_momentum carries it across batch sizes as ρ^κ; "
+                "or pass a number, or drop the EMA."
             )
         self.momentum = scale_ema_momentum(float(momentum), 1.0)  # validates [0, 1); κ = 1
+        lazy = sorted(name for name, tensor in _state(model).items() if is_lazy(tensor))
+        if lazy:
+            raise TransferSearchError(
+                f"`model` has uninitialised lazy tensors {lazy[:5]} (nn.LazyLinear and the other "
+                "Lazy* modules get their shapes at the first forward pass), so there is nothing "
+                "to average yet. Run one forward pass first, e.g. model(example_batch), then "
+                "build the ModelEMA."
+            )
         self.device = None if device is None else torch.device(device)
         self.num_updates = 0
         self.shadow: dict[str, torch.Tensor] = {

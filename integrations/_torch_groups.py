@@ -18,6 +18,8 @@ Nothing is stored on the tensors: the classification lives in the returned dicts
 from __future__ import annotations
 
 import fnmatch
+import logging
+import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -25,6 +27,7 @@ from typing import Any, Literal, Union
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.rules import GROUPS
@@ -32,12 +35,16 @@ from transfersearch.space import Hyperparameters
 
 __all__ = [
     "ParameterRole",
+    "check_base_width",
     "check_module",
     "classify",
+    "classify_for",
     "named_parameters",
     "param_groups",
     "unwrap",
 ]
+
+logger = logging.getLogger(__name__)
 
 Pattern = Union[str, "re.Pattern[str]"]
 Convention = Literal["coupled", "independent"]
@@ -160,38 +167,51 @@ class _Layout:
 
 
 _ATTENTION_MATRICES = ("in_proj_weight", "q_proj_weight", "k_proj_weight", "v_proj_weight")
+_VECTOR = _Layout("vector", None, None)
+_GENERIC = _Layout("generic", 0, 1)
 
 
-def _layout_of(module: nn.Module, local: str) -> _Layout:
+def _layout_of(module: nn.Module, local: str, ndim: int) -> _Layout:
+    """How to read parameter ``local`` of ``module`` (``ndim``: its number of dimensions).
+
+    A Linear/Conv layer's own ``weight`` has known axes. Any other parameter of such a layer (a
+    subclass's gate matrix, loralib's ``lora_A``/``lora_B``) is no bias just because it lives
+    there: with at most one dimension it is a vector, otherwise it is read like a raw
+    ``nn.Parameter`` (by its shapes, or an override).
+    """
     if isinstance(module, (nn.Embedding, nn.EmbeddingBag)) and local == "weight":
         return _Layout("embedding", 1, 0)
     if isinstance(module, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):
-        return _Layout("matrix", 1, 0) if local == "weight" else _Layout("vector", None, None)
+        if local == "weight":
+            return _Layout("matrix", 1, 0)
+        return _VECTOR if ndim <= 1 else _GENERIC
     if isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)):
-        return _Layout("matrix", 0, 1) if local == "weight" else _Layout("vector", None, None)
+        if local == "weight":
+            return _Layout("matrix", 0, 1)
+        return _VECTOR if ndim <= 1 else _GENERIC
     if isinstance(module, nn.MultiheadAttention):
         if local in _ATTENTION_MATRICES:
             return _Layout("matrix", 0, 1)
-        return _Layout("vector", None, None)  # in_proj_bias, bias_k, bias_v
-    return _Layout("generic", 0, 1)
+        return _VECTOR  # in_proj_bias, bias_k, bias_v ((1, 1, E): one non-singleton axis)
+    return _GENERIC
 
 
-def _owners(model: nn.Module) -> dict[int, list[tuple[nn.Module, str]]]:
-    found: dict[int, list[tuple[nn.Module, str]]] = {}
+def _owners(model: nn.Module) -> dict[int, list[tuple[nn.Module, str, int]]]:
+    found: dict[int, list[tuple[nn.Module, str, int]]] = {}
     for module in model.modules():
         for local, param in module.named_parameters(recurse=False, remove_duplicate=False):
-            found.setdefault(id(param), []).append((module, local))
+            found.setdefault(id(param), []).append((module, local, param.dim()))
     return found
 
 
-def _layout_for(owners: list[tuple[nn.Module, str]]) -> tuple[_Layout, bool]:
+def _layout_for(owners: list[tuple[nn.Module, str, int]]) -> tuple[_Layout, bool]:
     """The layout of a (possibly tied) parameter and whether it is a tied embedding.
 
     A table shared by an Embedding and a Linear readout is read as the embedding ("input"): one
     tensor can have only one learning rate, and µP keeps the shared table at the input's Θ(1) rate
     (the readout then needs its own 1/width output multiplier in the forward pass).
     """
-    layouts = [_layout_of(module, local) for module, local in owners] or [_Layout("generic", 0, 1)]
+    layouts = [_layout_of(module, local, ndim) for module, local, ndim in owners] or [_GENERIC]
     embedding = [lay for lay in layouts if lay.kind == "embedding"]
     if embedding:
         return embedding[0], len(layouts) > 1
@@ -237,8 +257,30 @@ def _show(pattern: Pattern) -> str:
 # ----------------------------------------------------------------------------------------------
 # Classification
 # ----------------------------------------------------------------------------------------------
+#: Fix named in errors when the shapes cannot settle a role because ``model`` is at base_model's
+#: width (any width other than the model's works as a shape reference).
+_OTHER_WIDTH = "base_model=make_model(2 * base_width) (any width other than the model's)"
+
+
+def _check_initialised(model: nn.Module, argument: str, caller: str) -> None:
+    """Refuse a model with uninitialised lazy parameters (``nn.LazyLinear`` before a forward)."""
+    lazy = [clean_name(n) for n, p in unwrap(model).named_parameters() if is_lazy(p)]
+    if lazy:
+        raise TransferSearchError(
+            f"`{argument}` has uninitialised lazy parameters {lazy[:5]}: nn.LazyLinear and the "
+            "other Lazy* modules get their shapes at the first forward pass, so no shape (and no "
+            f"role) can be read yet. Run one forward pass first, e.g. {argument}(example_batch), "
+            f"then call {caller}."
+        )
+
+
 def _by_shapes(
-    name: str, shape: tuple[int, ...], base_shape: tuple[int, ...], layout: _Layout, tied: bool
+    name: str,
+    shape: tuple[int, ...],
+    base_shape: tuple[int, ...],
+    layout: _Layout,
+    tied: bool,
+    caller: str,
 ) -> tuple[str, str]:
     """(group, reason) by comparing a matrix's shape with the base-width shape."""
     if len(shape) != len(base_shape):
@@ -256,17 +298,18 @@ def _by_shapes(
             f"cannot tell the role of parameter {name!r}: shape {shape} vs {base_shape} in "
             f"base_model grows on axis {stray}, which is neither its fan-out axis ({out_axis}) nor "
             f"its fan-in axis ({in_axis}). Pass overrides={{{name!r}: 'input'}} (or the right "
-            "group) to param_groups."
+            f"group) to {caller}."
         )
     fan_out, fan_in = out_axis in grown, in_axis in grown
     if layout.kind == "generic" and fan_out != fan_in:
         axis = out_axis if fan_out else in_axis
         raise TransferSearchError(
-            f"cannot tell the role of raw parameter {name!r}: shape {shape} vs {base_shape} in "
-            f"base_model grows only on axis {axis}. A raw nn.Parameter has no layer type to say "
-            "which axis is its fan-in, so this is an input (fan-out grows, e.g. a positional "
-            "embedding (ctx, d)) or an output (fan-in grows) depending on how it is used. Pass "
-            f"overrides={{{name!r}: 'input'}} (or 'output') to param_groups."
+            f"cannot tell the role of parameter {name!r}: shape {shape} vs {base_shape} in "
+            f"base_model grows only on axis {axis}. It is a raw nn.Parameter (or a matrix of a "
+            "layer other than its own `weight`), with no layer type to say which axis is its "
+            "fan-in, so it is an input (fan-out grows, e.g. a positional embedding (ctx, d)) or "
+            "an output (fan-in grows) depending on how it is used. Pass "
+            f"overrides={{{name!r}: 'input'}} (or 'output'/'hidden') to {caller}."
         )
     if fan_out and fan_in:
         return "hidden", "fan-in and fan-out grow with width"
@@ -285,10 +328,19 @@ def classify(
 ) -> dict[str, ParameterRole]:
     """Assign each parameter of ``model`` to "input", "hidden", "output" or "vector".
 
-    With ``base_model`` (the same architecture at any *other* width; build it on the meta device,
-    ``with torch.device("meta"): make_model(width=...)``, to allocate nothing), a parameter's group
-    follows from which of its axes differ in size: fan-in and fan-out → hidden, only fan-out →
-    input, only fan-in → output, none → input (a fixed-size matrix), ≤1 dimension → vector.
+    With ``base_model`` (the same architecture at another width, typically the base width; build
+    it on the meta device, ``with torch.device("meta"): make_model(width=...)``, to allocate
+    nothing), a parameter's group follows from which of its axes differ in size: fan-in and
+    fan-out → hidden, only fan-out → input, only fan-in → output, none → input (a fixed-size
+    matrix), ≤1 dimension → vector.
+
+    When ``model`` has exactly ``base_model``'s shapes (the rung at the base width, with
+    ``base_model=make_model(base_width)``), no axis can be seen to grow: vectors and embedding
+    tables are still told by their type, and the Linear/Conv/attention weights by the
+    registration-order heuristic below. There every width multiplier is 1, so input, hidden and
+    output carry one lr and weight decay (``param_groups`` checks this against ``hp``) and the
+    labels cannot change a number. A raw matrix then needs an override, or a shape reference at
+    another width (``base_model=make_model(2 * base_width)``).
 
     Without ``base_model``, a documented heuristic by module type and registration order: ≤1-D
     parameters and norm/bias parameters are vectors; Embedding tables are inputs; of the remaining
@@ -296,13 +348,15 @@ def classify(
     (only when the model has no Embedding) and the last is the output (unless the model ties a
     readout to its embedding), the rest hidden.
 
-    Raw ``nn.Parameter`` matrices (owned by no Linear/Conv/Embedding/attention layer) follow one
-    rule on both paths: a raw tensor whose role the shapes cannot settle asks for an override.
-    The shapes settle it only against a ``base_model`` and only when both of its first two axes
-    grow (hidden) or neither does (input, fixed size); when one axis grows, the role depends on
-    whether that axis is the fan-in, which a raw tensor does not say — a positional embedding
-    ``(ctx, d)`` is an input, a readout ``(d, vocab)`` an output — so an override is required, as
-    it is for every raw matrix without a base_model.
+    Raw ``nn.Parameter`` matrices (owned by no Linear/Conv/Embedding/attention layer), and matrices
+    of a Linear/Conv layer other than its own ``weight`` (a subclass's gate matrix, loralib's
+    ``lora_A``/``lora_B``; only ≤1-D ones such as ``bias`` are vectors there), follow one rule on
+    every path: one whose role the shapes cannot settle asks for an override. The shapes settle it
+    only against a ``base_model`` at another width and only when both of its first two axes grow
+    (hidden) or neither does (input, fixed size); when one axis grows, the role depends on whether
+    that axis is the fan-in, which a raw tensor does not say — a positional embedding ``(ctx, d)``
+    is an input, a readout ``(d, vocab)`` an output — so an override is required, as it is for
+    every raw matrix without a base_model.
 
     ``overrides`` maps name patterns to groups and wins over both: a ``str`` is a glob matched
     against the whole clean name (``fnmatch.fnmatchcase``), a compiled ``re.Pattern`` is searched in
@@ -314,13 +368,26 @@ def classify(
 
     Raises:
         TransferSearchError: an ambiguous role (naming the parameter and the override to add), a
-            base_model whose parameters or dimensions do not match, a base_model with the same
-            shapes as the model, or a bad override.
+            base_model whose parameters or dimensions do not match, uninitialised lazy parameters
+            (run a forward pass first), or a bad override.
     """
+    return classify_for(model, base_model, overrides, caller="classify")
+
+
+def classify_for(
+    model: nn.Module,
+    base_model: nn.Module | None,
+    overrides: Mapping[Pattern, str] | None,
+    *,
+    caller: str,
+) -> dict[str, ParameterRole]:
+    """:func:`classify`, naming ``caller`` (the public function called) in its errors."""
     rules = _check_overrides(overrides)
     root = unwrap(model)
+    _check_initialised(root, "model", caller)
     if base_model is not None:
         check_module(base_model, "base_model")
+        _check_initialised(base_model, "base_model", caller)
     owners = _owners(root)
     full_shapes = _fsdp_full_shapes(model)
     params = list(named_parameters(model))
@@ -344,7 +411,7 @@ def classify(
             )
     overridden = {name for name, _ in params if any(_matches(p, name) for p, _ in rules)}
     groups: dict[str, tuple[str, str]] = {}
-    if base_shapes is not None:
+    if base_shapes is not None and not _same_shapes(shapes, base_shapes):
         for name, _ in params:
             layout, tied = layouts[name]
             if name in overridden:
@@ -352,16 +419,18 @@ def classify(
             elif layout.kind == "vector" or len(shapes[name]) <= 1:
                 groups[name] = ("vector", "at most one dimension (bias, gain)")
             else:
-                groups[name] = _by_shapes(name, shapes[name], base_shapes[name], layout, tied)
-        matrices = [n for n, _ in params if len(shapes[n]) > 1]
-        if matrices and all(shapes[n] == base_shapes[n] for n in matrices):
-            raise TransferSearchError(
-                "every parameter of base_model has the same shape as in `model`, so no dimension "
-                "can be seen to grow with width. Build base_model at a different width (e.g. half "
-                "or twice the model's); hp already carries the learning-rate scaling."
-            )
+                groups[name] = _by_shapes(
+                    name, shapes[name], base_shapes[name], layout, tied, caller
+                )
     else:
-        groups = _by_position(params, shapes, layouts, overridden)
+        at_base = base_shapes is not None
+        groups = _by_position(params, shapes, layouts, overridden, caller, at_base)
+        if at_base:
+            logger.info(
+                "%s: model has base_model's shapes (the base width): matrices grouped by type "
+                "and registration order, where every width multiplier is 1",
+                caller,
+            )
     used: set[int] = set()
     roles: dict[str, ParameterRole] = {}
     for name, _ in params:
@@ -391,13 +460,31 @@ def classify(
     return roles
 
 
+def _same_shapes(
+    shapes: Mapping[str, tuple[int, ...]], base_shapes: Mapping[str, tuple[int, ...]]
+) -> bool:
+    """Whether every matrix (≥ 2-D parameter) has its base_model shape: model at the base width."""
+    matrices = [name for name, shape in shapes.items() if len(shape) > 1]
+    return bool(matrices) and all(shapes[n] == base_shapes[n] for n in matrices)
+
+
 def _by_position(
     params: list[tuple[str, nn.Parameter]],
     shapes: Mapping[str, tuple[int, ...]],
     layouts: Mapping[str, tuple[_Layout, bool]],
     overridden: set[str],
+    caller: str,
+    at_base: bool,
 ) -> dict[str, tuple[str, str]]:
-    """The no-base_model heuristic (see :func:`classify`)."""
+    """The type-and-position heuristic (see :func:`classify`): without base_model, or with one of
+    the model's own shapes (``at_base``)."""
+    source = "model at base_model's width" if at_base else "no base_model"
+    why = (
+        "model has base_model's shapes (it is at the base width), so no axis can be seen to grow"
+        if at_base
+        else "no base_model was given"
+    )
+    reference = _OTHER_WIDTH if at_base else "a base_model"
     groups: dict[str, tuple[str, str]] = {}
     matrices: list[str] = []
     has_embedding = has_tied = False
@@ -406,39 +493,89 @@ def _by_position(
         if layout.kind == "vector" or len(shapes[name]) <= 1:
             groups[name] = ("vector", "at most one dimension (bias, gain)")
         elif layout.kind == "embedding":
-            groups[name] = ("input", "embedding table (no base_model)")
+            groups[name] = ("input", f"embedding table ({source})")
             has_embedding, has_tied = True, has_tied or tied
         elif layout.kind == "generic" and sum(size > 1 for size in shapes[name]) <= 1:
             groups[name] = ("vector", "a vector stored with singleton axes")
         elif layout.kind == "generic":
             if name not in overridden:
                 raise TransferSearchError(
-                    f"cannot tell the role of raw parameter {name!r} (shape {shapes[name]}): it is "
-                    "not a Linear, Conv, Embedding or MultiheadAttention weight and no base_model "
-                    f"was given. Pass overrides={{{name!r}: 'input'}} (or 'hidden'/'output'); a "
-                    "base_model settles it only when both or neither of its axes grow."
+                    f"cannot tell the role of parameter {name!r} (shape {shapes[name]}): it is not "
+                    "a Linear, Conv, Embedding or MultiheadAttention weight (a raw nn.Parameter "
+                    f"or another matrix of a layer) and {why}. Pass "
+                    f"overrides={{{name!r}: 'input'}} (or 'hidden'/'output') to {caller}; "
+                    f"{reference} settles it only when both or neither of its axes grow."
                 )
             groups[name] = ("hidden", "placeholder, overridden")
         else:
             matrices.append(name)
     for name in matrices:
-        groups[name] = ("hidden", "a middle Linear/Conv/attention weight (no base_model)")
+        groups[name] = ("hidden", f"a middle Linear/Conv/attention weight ({source})")
     if not has_embedding and matrices:
-        groups[matrices[0]] = ("input", "the first registered matrix (no base_model)")
+        groups[matrices[0]] = ("input", f"the first registered matrix ({source})")
     if not has_tied and matrices:
         last = matrices[-1]
         if groups[last][0] == "input" and last not in overridden:
             raise TransferSearchError(
                 f"the model has a single matrix {last!r}, both first and last layer: its role is "
-                f"ambiguous without base_model. Pass overrides={{{last!r}: 'input'}} or a base_model."
+                f"ambiguous and {why}. Pass overrides={{{last!r}: 'input'}} (or 'output') to "
+                f"{caller}, or {reference}."
             )
-        groups[last] = ("output", "the last registered matrix (no base_model)")
+        groups[last] = ("output", f"the last registered matrix ({source})")
     return groups
 
 
 # ----------------------------------------------------------------------------------------------
 # Param groups
 # ----------------------------------------------------------------------------------------------
+#: The groups whose labels the type-and-position heuristic chooses among at the base width.
+_MATRIX_GROUPS = ("input", "hidden", "output")
+#: Relative tolerance for "the same lr / weight decay": the rules multiply by s^k = 1 exactly at
+#: s = 1, so anything beyond float rounding means ``hp`` is not at the model's (base) width.
+_SAME_VALUE_RTOL = 1e-9
+
+
+def check_base_width(roles: Mapping[str, ParameterRole], hp: Hyperparameters, caller: str) -> None:
+    """Refuse roles read at the base width (model has base_model's shapes) with an ``hp`` whose
+    input, hidden and output groups differ: there the labels would pick the numbers.
+
+    At the base width every width multiplier is 1 (s = d / d_base = 1, Wang & Aitchison Eq. 12),
+    so the three matrix groups share one lr and weight decay and the heuristic's labels change
+    nothing; ``hp`` for another width means ``model`` or ``base_model`` was built at the wrong one.
+    """
+    matrices = [r for r in roles.values() if len(r.shape) > 1 and r.base_shape is not None]
+    if not matrices or any(r.shape != r.base_shape for r in matrices):
+        return
+    values = {
+        g: (float(hp.groups[g]["lr"]), float(hp.groups[g]["weight_decay"])) for g in _MATRIX_GROUPS
+    }
+    first = values["input"]
+    if all(
+        math.isclose(v, f, rel_tol=_SAME_VALUE_RTOL)
+        for value in values.values()
+        for v, f in zip(value, first)
+    ):
+        return
+    shown = ", ".join(f"{g} lr={lr:.4g} weight_decay={wd:.4g}" for g, (lr, wd) in values.items())
+    width = hp.scale.get("width")
+    base_width = None if hp.base is None else hp.base.get("width")
+    at = "another width" if width is None else f"width={width:g}"
+    if hp.width_mult is not None:
+        at += f" (s = {hp.width_mult:g})"
+    build = (
+        "the model at hp's width"
+        if width is None or base_width is None
+        else f"the model at width {width:g} and base_model at the base width {base_width:g}"
+    )
+    raise TransferSearchError(
+        "`model` has exactly base_model's shapes, so the shapes cannot tell its input, hidden and "
+        "output matrices apart. That is harmless only at the base width, where every width "
+        f"multiplier is 1 and the three groups share one lr and weight decay; but hp is for {at}: "
+        f"{shown}. So model or base_model was built at the wrong width: build {build}, or pass "
+        f"{_OTHER_WIDTH} to {caller}."
+    )
+
+
 def param_groups(
     model: nn.Module,
     hp: Hyperparameters,
@@ -457,7 +594,11 @@ def param_groups(
             (``use_orig_params=True``; under FSDP call this on every rank: reading unsharded shapes
             is a collective).
         hp: concrete hyperparameters from ``TransferSpace.concretize``.
-        base_model: the same architecture at another width (shape reference only).
+        base_model: the same architecture at the base width (or any other width): a shape
+            reference only. On the base rung, where ``model`` has its shapes, the matrices are
+            grouped by type and order (:func:`classify`), which is exact there because every
+            width multiplier is 1; ``hp`` must then give input, hidden and output one lr and
+            weight decay (it does at the base width).
         overrides: name pattern → group (see :func:`classify`).
         convention: ``"coupled"`` (default) puts PyTorch's λ, ``hp.groups[g]["weight_decay"]``, in
             ``weight_decay`` — torch.optim.AdamW decays ``w ← (1 − ηλ)w − ηu``, so the decay is
@@ -477,8 +618,9 @@ def param_groups(
         the scheduled values start from ``hp``'s.
 
     Raises:
-        TransferSearchError: see :func:`classify`; ``model`` not an ``nn.Module`` (e.g. None), a
-            bad ``convention`` or a model without trainable parameters.
+        TransferSearchError: see :func:`classify` (its messages name this function); ``model``
+            not an ``nn.Module`` (e.g. None), a bad ``convention``, a model without trainable
+            parameters, or a ``model`` with base_model's shapes but an ``hp`` for another width.
     """
     check_module(model)
     if convention not in ("coupled", "independent"):
@@ -491,7 +633,8 @@ def param_groups(
             f"`hp` must be transfersearch.Hyperparameters (from TransferSpace.concretize), but got "
             f"{type(hp).__name__}."
         )
-    roles = classify(model, base_model, overrides)
+    roles = classify_for(model, base_model, overrides, caller="param_groups")
+    check_base_width(roles, hp, "param_groups")
     members: dict[str, list[tuple[str, torch.nn.Parameter]]] = {g: [] for g in GROUPS}
     for name, param in named_parameters(model):
         if param.requires_grad:

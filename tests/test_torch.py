@@ -259,10 +259,157 @@ def test_overrides_glob_and_regex_win_and_typos_raise() -> None:
 
 
 def test_base_model_errors_name_the_fix() -> None:
-    with pytest.raises(ts.TransferSearchError, match="different width"):
-        classify(MLP(WIDTH), MLP(WIDTH))
+    # base_model built at the model's width while hp is for s = 4: the shapes cannot tell the
+    # matrices apart and the groups' numbers differ, so the labels would pick them
+    with pytest.raises(
+        ts.TransferSearchError,
+        match=r"hp is for width=128 \(s = 4\).*base_model at the base width 32",
+    ):
+        param_groups(MLP(WIDTH), make_hp(), base_model=meta(MLP, WIDTH))
     with pytest.raises(ts.TransferSearchError, match="same architecture"):
         classify(MLP(WIDTH), nn.Sequential(nn.Linear(12, 32)))
+
+
+def test_base_width_rung_with_the_base_width_model_as_base_model() -> None:
+    # The µP user's loop: base_model=make_model(base_width) on every rung, the base rung included.
+    hp = make_hp(BASE_WIDTH)  # s = 1: every matrix group has lr 3e-3 and λ = ηλ/η
+    groups = param_groups(MLP(BASE_WIDTH), hp, base_model=meta(MLP, BASE_WIDTH))
+    assert by_group(groups) == {
+        "input": ["inp.weight"],
+        "hidden": ["hid.weight"],
+        "output": ["out.weight"],
+        "vector": ["inp.bias", "hid.bias", "norm.weight", "norm.bias", "out.bias"],
+    }
+    for group in groups:
+        want_wd = 0.0 if group["name"] == "vector" else ETA_LAMBDA / 3e-3
+        assert group["lr"] == pytest.approx(3e-3, rel=1e-12)
+        assert group["weight_decay"] == pytest.approx(want_wd, rel=1e-12)
+    roles = classify(MLP(BASE_WIDTH), meta(MLP, BASE_WIDTH))
+    assert "base_model's width" in roles["hid.weight"].reason
+    assert diagnostics(MLP(BASE_WIDTH), hp, base_model=meta(MLP, BASE_WIDTH)).matrices
+
+
+@pytest.mark.parametrize(
+    ("factory", "kwargs", "overrides"),
+    [
+        (MLP, {}, None),
+        (TinyTransformer, {"tie": True}, POS),
+        (TinyTransformer, {"tie": False}, POS),
+        (CNN, {}, None),
+    ],
+)
+def test_a_parameter_keeps_its_group_at_the_base_width(factory, kwargs, overrides) -> None:  # type: ignore[no-untyped-def]
+    # at the base width (same shapes as base_model) the groups are those that a shape reference
+    # at another width gives, so a parameter is in the same group on every rung
+    model = factory(BASE_WIDTH, **kwargs)
+    same = classify(model, meta(factory, BASE_WIDTH, **kwargs), overrides)
+    other = classify(model, meta(factory, WIDTH, **kwargs), overrides)
+    assert {n: r.group for n, r in same.items()} == {n: r.group for n, r in other.items()}
+
+
+def test_raw_matrix_at_the_base_width_asks_for_an_override_or_another_width() -> None:
+    model, base = RawPositions(BASE_WIDTH), meta(RawPositions, BASE_WIDTH)
+    # at another width both axes of `mix` grow (hidden); at the base width nothing can be seen
+    assert classify(model, meta(RawPositions, WIDTH), POS)["mix"].group == "hidden"
+    with pytest.raises(
+        ts.TransferSearchError,
+        match=r"'mix'.*base width.*overrides=\{'mix': 'input'\}.*to param_groups; "
+        r"base_model=make_model\(2 \* base_width\)",
+    ):
+        param_groups(model, make_hp(BASE_WIDTH), base, POS)
+    groups = param_groups(model, make_hp(BASE_WIDTH), base, {**POS, "mix": "hidden"})
+    assert by_group(groups)["hidden"] == ["mix"]
+
+
+def test_errors_name_the_function_called() -> None:
+    # diagnostics' own `overrides` argument is the fix, not param_groups'
+    model, base = TinyTransformer(WIDTH), meta(TinyTransformer, BASE_WIDTH)
+    for function, name in ((diagnostics, "diagnostics"), (param_groups, "param_groups")):
+        with pytest.raises(
+            ts.TransferSearchError, match=rf"overrides=\{{'pos': 'input'\}}.*to {name}\."
+        ):
+            function(model, make_hp(), base_model=base)
+    with pytest.raises(ts.TransferSearchError, match=r"to classify\."):
+        classify(model, base)
+
+
+class GatedLinear(nn.Linear):
+    """A Linear subclass with a raw gate matrix (out, in) and a per-channel scale vector."""
+
+    def __init__(self, d_in: int, d_out: int) -> None:
+        super().__init__(d_in, d_out)
+        self.gate = nn.Parameter(torch.zeros(d_out, d_in))
+        self.scale = nn.Parameter(torch.ones(d_out))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (super().forward(x) * torch.sigmoid(x @ self.gate.T)) * self.scale
+
+
+class LoRALinear(nn.Linear):
+    """loralib's layout: raw lora_A (r, in) and lora_B (out, r) on a Linear subclass."""
+
+    def __init__(self, d_in: int, d_out: int, rank: int = 4) -> None:
+        super().__init__(d_in, d_out)
+        self.lora_A = nn.Parameter(torch.zeros(rank, d_in))
+        self.lora_B = nn.Parameter(torch.zeros(d_out, rank))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(x) + x @ self.lora_A.T @ self.lora_B.T
+
+
+class Adapted(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.inp = nn.Linear(12, width)
+        self.gated = GatedLinear(width, width)
+        self.lora = LoRALinear(width, width)
+        self.out = nn.Linear(width, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.lora(self.gated(self.inp(x))))
+
+
+def test_extra_matrices_of_linear_subclasses_are_read_by_shape_not_as_biases() -> None:
+    model, base = Adapted(WIDTH), meta(Adapted, BASE_WIDTH)
+    # lora_A (4, d) grows only on axis 1: as ambiguous as any raw matrix growing on one axis
+    with pytest.raises(ts.TransferSearchError, match=r"'lora\.lora_A'.*grows only on axis 1"):
+        param_groups(model, make_hp(), base)
+    lora = {"lora.lora_A": "output", "lora.lora_B": "input"}
+    groups = param_groups(model, make_hp(), base, lora)
+    assert by_group(groups) == {
+        "input": ["inp.weight", "lora.lora_B"],
+        "hidden": ["gated.weight", "gated.gate", "lora.weight"],  # gate (d, d): both axes grow
+        "output": ["lora.lora_A", "out.weight"],
+        "vector": ["inp.bias", "gated.bias", "gated.scale", "lora.bias", "out.bias"],
+    }
+    values = {g["name"]: (g["lr"], g["weight_decay"]) for g in groups}
+    # was: gate in "vector" (lr 3e-3, weight decay 0); now the hidden group's η/s and s·λ_base
+    assert values["hidden"] == pytest.approx((3e-3 / 4, 4 * ETA_LAMBDA / 3e-3), rel=1e-12)
+    assert values["vector"] == pytest.approx((3e-3, 0.0))
+    # without base_model the raw matrices need overrides, as raw parameters do
+    with pytest.raises(ts.TransferSearchError, match=r"'gated\.gate'.*no base_model"):
+        classify(model, None, lora)
+    heuristic = classify(model, None, {**lora, "gated.gate": "hidden"})
+    assert heuristic["gated.gate"].group == "hidden" and heuristic["gated.scale"].group == "vector"
+
+
+def test_uninitialised_lazy_modules_ask_for_a_forward_pass() -> None:
+    model = nn.Sequential(nn.LazyLinear(16), nn.ReLU(), nn.Linear(16, 16), nn.Linear(16, 3))
+    for call in (
+        lambda: param_groups(model, make_hp(), base_model=meta(MLP, BASE_WIDTH)),
+        lambda: classify(model),
+        lambda: diagnostics(model, make_hp()),
+        lambda: ModelEMA(model, 0.9),
+    ):
+        with pytest.raises(ts.TransferSearchError, match=r"lazy .*'0\.weight'.*forward pass"):
+            call()
+    base = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.Linear(8, 8), nn.Linear(8, 3))
+    model(torch.randn(2, 12))  # shapes known now
+    with pytest.raises(ts.TransferSearchError, match=r"`base_model` has uninitialised lazy"):
+        classify(model, base)
+    base(torch.randn(2, 12))
+    assert by_group(param_groups(model, make_hp(), base_model=base))["hidden"] == ["2.weight"]
+    ModelEMA(model, 0.9)
 
 
 def test_wrapped_models_have_clean_names() -> None:
