@@ -97,3 +97,48 @@ def test_rules_list_the_scale_names_they_read() -> None:
 def test_batch_rules_refuse_betas_that_are_not_a_pair(batch: rules.BatchRule) -> None:
     with pytest.raises(ts.TransferSearchError, match=r"betas=0\.9\. Write betas=\(0\.9, 0\.999\)"):
         batch.transfer(1e-3, 0.1, 0.9, 1e-8, 4.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kappa", "beta1", "form"),
+    [
+        # 1 − κ(1 − β) = 1 − 9.988 · 0.1 = 0.0012: inside (0, 1), the linear form
+        (9.988, 0.0012, "linear"),
+        # κ(1 − β) = 1: the linear form gives 0 (Adam without momentum); 0.9^10 = 0.3486784401
+        (10.0, 0.3486784401, "power"),
+        # past it: 0.9^10.004 = exp(10.004 · ln 0.9) = exp(−1.054027) = 0.348532
+        (10.004, 0.3485315, "power"),
+    ],
+)
+def test_adam_beta_rule_uses_the_linear_form_only_inside_the_open_unit_interval(
+    kappa: float, beta1: float, form: str
+) -> None:
+    """Busbridge et al. App. C, β̂ = 1 − κ(1 − β); β^κ where that leaves (0, 1) (SCIENCE.md §5)."""
+    moved = rules.AdamBatch().transfer(1e-3, 0.1, (0.9, 0.999), 1e-8, kappa)
+    assert moved.betas[0] == pytest.approx(beta1, rel=1e-6)
+    assert moved.beta_forms[0] == form
+    # β2 = 0.999 stays linear: 1 − κ · 0.001
+    assert moved.betas[1] == pytest.approx(1 - kappa * 0.001) and moved.beta_forms[1] == "linear"
+
+
+def test_linear_beta_form_refuses_the_boundary_and_power_form_matches_ema_rule() -> None:
+    with pytest.raises(ts.TransferSearchError, match=r"open interval \(0, 1\)"):
+        rules.AdamBatch(beta_form="linear").transfer(1e-3, 0.1, (0.9, 0.999), 1e-8, 10.0)
+    # the power form of a beta and the model-EMA rule are one formula, ρ̂ = ρ^κ (Def. 1.2)
+    power = rules.AdamBatch(beta_form="power").transfer(1e-3, 0.1, (0.9, 0.999), 1e-8, 10.0)
+    assert power.betas[0] == pytest.approx(rules.scale_ema_momentum(0.9, 10.0))
+    # ε̂ = ε/√κ and η̂ = √κ·η (Busbridge et al. App. C)
+    assert power.eps == pytest.approx(1e-8 / math.sqrt(10)) and power.lr == pytest.approx(
+        1e-3 * math.sqrt(10)
+    )
+
+
+def test_swept_beta1_round_trips_across_the_form_switch() -> None:
+    """coordinates() undoes whichever form concretize used, on either side of κ(1 − β) = 1."""
+    base = ts.Scale(width=64, dataset_size=1e5, batch_size=100)
+    space = ts.TransferSpace(
+        base, {"lr": ts.Float(1e-4, 1e-1, log=True), "tau_epoch": 1.0, "beta1": ts.Float(0.8, 0.95)}
+    )
+    for batch in (998.8, 1000.0, 1000.4):
+        hp = space.concretize({"lr": 1e-3, "beta1": 0.9}, {"batch_size": batch})
+        assert space.coordinates(hp)["beta1"] == pytest.approx(0.9)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -423,3 +424,36 @@ def test_betas_must_be_a_pair_in_the_unit_interval(bad: object) -> None:
     hp = make_space().concretize({"base_lr": 3e-3, "tau_epoch": 1.0})
     with pytest.raises(ts.TransferSearchError, match="a pair"):
         ts.Hyperparameters(scale=hp.scale, groups=hp.groups, betas=bad)  # type: ignore[arg-type]
+
+
+def test_extrapolated_optimum_past_the_swept_box_gives_hyperparameters_with_a_warning() -> None:
+    """Issue 18 item 5: a law that drifts past the box still yields hyperparameters.
+
+    Swept box base_lr in [1e-3, 1e-2]; the synthetic law (synthetic.log_optimum) puts every
+    rung's optimum inside it but the target's at 3e-3 · 64^-0.6 · 4^0.25 = 3.5e-4, below it.
+    """
+    from transfersearch import synthetic
+
+    box = ts.TransferSpace(
+        synthetic.BASE,
+        {"base_lr": ts.Float(1e-3, 1e-2, log=True), "tau_epoch": ts.Float(0.1, 10.0, log=True)},
+    )
+    rng = np.random.default_rng(0)
+    observations = []
+    for rung in synthetic.LADDER:
+        for _ in range(16):
+            point = box.sample(rng)
+            loss = synthetic.regret(rung, point) + rng.normal(0.0, 0.002)
+            observations.append(ts.Observation(rung, point, loss))
+    target = ts.Scale(width=4096, dataset_size=8e4, batch_size=64)
+    result = ts.extrapolate(observations, target=target, seed=0, n_bootstrap=50)
+    predicted = result.params["base_lr"]
+    assert predicted < 1e-3, "precondition: the prediction lies below the swept box"
+    decades = math.log10(1e-3 / predicted)
+    with pytest.warns(ts.TransferSearchWarning, match="below the swept range") as caught:
+        hp = result.hyperparameters(box)
+    assert f"{decades:.2f} decades below the swept range [0.001, 0.01]" in str(caught[0].message)
+    # µP at s = 64: hidden lr = base_lr / 64, and the note travels with the JSON form
+    assert hp.lr == pytest.approx(predicted / 64)
+    assert any("decades below" in note for note in hp.to_dict()["notes"])
+    assert box.coordinates(hp)["base_lr"] == pytest.approx(predicted)
