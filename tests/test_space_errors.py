@@ -7,6 +7,7 @@ raises :class:`TransferSearchError` (a ``ValueError``) whose message names the b
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import pytest
@@ -221,3 +222,12 @@ def test_valid_neighbours_of_the_bad_cases_are_accepted() -> None:
     again = ts.Hyperparameters.from_dict(good_hp_dict())
     assert again.groups["vector"]["weight_decay"] == 0.0
     assert planner(trials_per_rung=[8, 8, 6, 6], n_bootstrap=0, focus=1).budgets == (8, 8, 6, 6)
+
+
+def test_a_misspelt_optional_coordinate_in_a_sufficient_space_warns_with_the_close_match() -> None:
+    with pytest.warns(ts.TransferSearchWarning, match=r"'beta_1' -> did you mean 'beta1'\?"):
+        space(beta_1=ts.Float(0.8, 0.95))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        momentum = space(momentum=0.9)  # SGD's momentum is a name of its own, not a typo
+    assert momentum.concretize({"base_lr": 1e-3, "tau_epoch": 1.0}).extra == {"momentum": 0.9}

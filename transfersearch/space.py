@@ -353,13 +353,20 @@ _NEEDED = (
 )
 
 
-def _close_coordinates(names: Iterable[str]) -> str:
+#: difflib similarity above which a pass-through name in a *sufficient* space is taken for a typo
+#: of a coordinate (``beta_1``, ``weight_decy``: 0.91, 0.96) and warned about; SGD's ``momentum``
+#: (0.8 to ``ema_momentum``) stays below it. Insufficient sets use difflib's default 0.6: they
+#: fail anyway, and the hint only helps.
+TYPO_SIMILARITY = 0.85
+
+
+def _close_coordinates(names: Iterable[str], cutoff: float = 0.6) -> str:
     """``" ('tau_epcoh' -> did you mean 'tau_epoch'?)"`` for names that look like misspelt coordinates."""
     hints = []
     for name in names:
         if not isinstance(name, str) or name in COORDINATES:
             continue
-        close = difflib.get_close_matches(name, COORDINATES, n=1)
+        close = difflib.get_close_matches(name, COORDINATES, n=1, cutoff=cutoff)
         if close:
             hints.append(f"{name!r} -> did you mean {close[0]!r}?")
     return f" ({'; '.join(hints)})" if hints else ""
@@ -694,6 +701,15 @@ class TransferSpace:
                 f"coordinate names must be non-empty strings, but got {bad_names!r} in `coords`."
             )
         check_sufficient(coords)
+        typos = _close_coordinates(coords, cutoff=TYPO_SIMILARITY)
+        if typos:
+            warnings.warn(
+                f"coordinates {[n for n in coords if n not in COORDINATES]} are no built-in "
+                f"coordinate and pass through unchanged into hp.extra{typos}. Fix the name if it "
+                "was meant to set an optimizer coordinate.",
+                TransferSearchWarning,
+                stacklevel=2,
+            )
         self.distributions: dict[str, Distribution] = {}
         self.fixed: dict[str, Any] = {}
         for name, value in coords.items():
