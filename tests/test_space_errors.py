@@ -161,6 +161,9 @@ CASES: list[tuple[str, Callable[[], object], tuple[str, ...]]] = [
     ("Scale zero", lambda: ts.Scale(width=0), ("scale.width=0.0", "positive number")),
     ("Scale NaN", lambda: ts.Scale(dataset_size=math.nan), ("nan", "positive number")),
     ("Scale string value", lambda: ts.Scale(width="256"), ("'256'", "positive number")),
+    ("Scale inf", lambda: ts.Scale(batch_size=math.inf), ("inf", "positive number")),
+    ("Scale non-string name", lambda: ts.Scale({1: 256}), ("got 1", "Scale(width=256)")),
+    ("Scale empty name", lambda: ts.Scale({"": 256}), ("''", "Scale(width=256)")),
     ("Scale bool value", lambda: ts.Scale(width=True), ("True", "positive number")),
     ("Scale('abc')", lambda: ts.Scale("abc"), ("'abc'", "Scale(width=256")),  # type: ignore[arg-type]
     # the planner (TransferSampler and TransferSearch pass these through)

@@ -63,7 +63,8 @@ class Scale(Mapping[str, float]):
         for name, value in merged.items():
             if not isinstance(name, str) or not name:
                 raise TransferSearchError(
-                    f"Scale names must be non-empty strings, but got {name!r}."
+                    f"Scale names must be non-empty strings, but got {name!r}. Write e.g. "
+                    "Scale(width=256) or Scale({'width': 256})."
                 )
             checked[name] = check_positive(
                 f"scale.{name}", value, fix="Scale values are sizes: give a positive number."
