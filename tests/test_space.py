@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -457,3 +459,49 @@ def test_extrapolated_optimum_past_the_swept_box_gives_hyperparameters_with_a_wa
     assert hp.lr == pytest.approx(predicted / 64)
     assert any("decades below" in note for note in hp.to_dict()["notes"])
     assert box.coordinates(hp)["base_lr"] == pytest.approx(predicted)
+
+
+def test_cli_json_gives_hyperparameters_past_the_swept_box(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 18 item 5 through ``transfersearch extrapolate --json`` on a study with its space."""
+    optuna = pytest.importorskip("optuna")
+    from transfersearch import synthetic
+    from transfersearch.cli import main
+    from transfersearch.stored_space import SPACE_ATTR, space_to_json
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    box = ts.TransferSpace(
+        synthetic.BASE,
+        {"base_lr": ts.Float(1e-3, 1e-2, log=True), "tau_epoch": ts.Float(0.1, 10.0, log=True)},
+    )
+    storage = f"sqlite:///{tmp_path / 'box.db'}"
+    study = optuna.create_study(storage=storage, study_name="box")
+    study.set_user_attr(SPACE_ATTR, space_to_json(box))
+    dists = {
+        name: optuna.distributions.FloatDistribution(dist.low, dist.high, log=True)
+        for name, dist in box.distributions.items()
+        if isinstance(dist, ts.Float)
+    }
+    rng = np.random.default_rng(0)
+    for rung in synthetic.LADDER:
+        for _ in range(16):
+            point = box.sample(rng)
+            study.add_trial(
+                optuna.trial.create_trial(
+                    params=point,
+                    distributions=dists,
+                    value=synthetic.regret(rung, point) + rng.normal(0.0, 0.002),
+                    user_attrs={f"scale.{k}": v for k, v in rung.items()},
+                )
+            )
+    argv = ["extrapolate", "--storage", storage, "--study", "box", "--json"]
+    argv += ["--target", "width=4096,dataset_size=8e4,batch_size=64", "--n-bootstrap", "50"]
+    with pytest.warns(ts.TransferSearchWarning, match="decades below the swept range"):
+        status = main(argv)
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    data = json.loads(captured.out)
+    assert data["params"]["base_lr"] < 1e-3, "precondition: the prediction lies below the box"
+    notes = data["hyperparameters"]["notes"]
+    assert any("decades below the swept range [0.001, 0.01]" in note for note in notes)
