@@ -286,7 +286,7 @@ def test_trials_without_a_scale_variable_the_target_moves_are_named(
 def test_report_prints_the_file_it_wrote(
     csv_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`--out DIR` (no extension) writes DIR.png and says so."""
+    """`--out DIR` (no extension) writes DIR.png and says so (first line; the summary follows)."""
     pytest.importorskip("matplotlib")
     out = tmp_path / "figures"
     status = main(
@@ -304,7 +304,9 @@ def test_report_prints_the_file_it_wrote(
     )
     assert status == 0
     written = tmp_path / "figures.png"
-    assert capsys.readouterr().out.strip() == f"wrote {written}"
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"wrote {written}"
+    assert out[1].startswith("target Scale(dataset_size=160000, width=1024): 0.85 decades beyond")
     assert written.read_bytes()[:4] == b"\x89PNG"
 
 

@@ -8,13 +8,19 @@ result as JSON; ``--json-file FILE`` reads observations from JSON.
 
 Observation files:
 
-- ``--csv FILE``: one row per trial. Scale columns are ``scale.<name>`` (or the plain columns named in
-  ``--scale-columns``), parameters ``params.<name>`` or ``<name>``, the metric ``value`` (or
-  ``--value-column``), and an optional ``state`` column (complete, failed, pruned). Empty or
-  ``nan`` values mark diverged runs.
+- ``--csv FILE``: one row per trial (UTF-8, with or without a byte-order mark). Scale columns are
+  ``scale.<name>`` (or Optuna's ``user_attrs_scale.<name>``, or the plain columns named in
+  ``--scale-columns``), parameters ``params.<name>``, ``params_<name>`` or ``<name>``, the metric
+  ``value`` (or ``--value-column``), and an optional ``state`` column (complete, failed, pruned, or
+  Optuna's states in any case). Empty or ``nan`` values mark diverged runs. Optuna's
+  ``study.trials_dataframe().to_csv(FILE)`` is read as it is.
 - ``--json-file FILE``: a list of ``{"scale": {...}, "params": {...}, "value": 2.31, "state": "complete"}``
   objects, or ``{"observations": [...]}``.
-- ``--storage URL --study NAME``: an Optuna study (``pip install 'transfersearch[optuna]'``).
+- ``--storage URL --study NAME``: an Optuna study (``pip install 'transfersearch[optuna]'``). The
+  URL's password is never printed (:func:`transfersearch.redact.redact_url`).
+
+A target scale variable left out that never varied over the ladder keeps the ladder's value (the
+output says so). ``report`` only reads; ``--publish`` writes the report to the study.
 """
 
 from __future__ import annotations
@@ -36,20 +42,22 @@ from transfersearch.extrapolate import Extrapolation, Validation, extrapolate, v
 from transfersearch.observations import (
     Observation,
     as_observations,
-    check_scale_names,
     observations_from_records,
 )
+from transfersearch.redact import redact_url
 from transfersearch.report import format_table
 from transfersearch.scale import Scale
 from transfersearch.space import Hyperparameters
 from transfersearch.stored_space import target_hyperparameters
-from transfersearch.summary import extrapolation_to_dict
+from transfersearch.summary import extrapolation_to_dict, validation_to_dict
 
 __all__ = ["COMMANDS_GROUP", "build_parser", "load_observations", "main", "parse_scale"]
 
 logger = logging.getLogger(__name__)
 
 EXIT_BAD_INPUT = 2
+#: The default metric column of ``--csv`` (``--value-column``).
+VALUE_COLUMN = "value"
 #: The entry-point group of further subcommands: each names a function that takes argparse's
 #: subparsers object, adds its parser and sets ``handler`` (args -> exit status) as a default.
 COMMANDS_GROUP = "transfersearch.commands"
@@ -81,6 +89,11 @@ def parse_scale(text: str, *, option: str = "--target") -> Scale:
                 f"`{option}` value for {name.strip()!r} must be a number, but got {raw!r}. "
                 "Write e.g. width=4096."
             ) from None
+        if name.strip() in values:
+            raise TransferSearchError(
+                f"`{option}` names {name.strip()!r} twice ({text!r}); give each scale variable "
+                "once."
+            )
         values[name.strip()] = number
     if not values:
         raise TransferSearchError(
@@ -89,14 +102,14 @@ def parse_scale(text: str, *, option: str = "--target") -> Scale:
     return Scale(values)
 
 
-def _split_names(text: str | None) -> list[str] | None:
+def _split_names(text: str | None, option: str = "--params") -> list[str] | None:
     if text is None:
         return None
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
         raise TransferSearchError(
-            f"`--params` must name at least one parameter, but got {text!r}. "
-            "Write e.g. --params base_lr,tau_epoch."
+            f"`{option}` must name at least one column or parameter, but got {text!r}. "
+            f"Write e.g. {option} base_lr,tau_epoch."
         )
     return names
 
@@ -114,10 +127,14 @@ def _number_or_text(raw: str | None) -> Any:
 
 
 def _read_csv(
-    path: Path, scale_columns: Sequence[str] | None, value_column: str
+    path: Path,
+    scale_columns: Sequence[str] | None,
+    value_column: str,
+    params: Sequence[str] | None,
 ) -> list[Observation]:
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
+        # utf-8-sig: a byte-order mark (Excel writes one) is not part of the first column's name
+        with path.open(newline="", encoding="utf-8-sig") as handle:
             reader = csv.DictReader(handle)
             columns = list(reader.fieldnames or [])
             records = []
@@ -135,12 +152,13 @@ def _read_csv(
         raise TransferSearchError(f"--csv {path}: not a readable CSV file ({exc}).") from None
     if not columns:
         raise TransferSearchError(f"--csv {path}: the file is empty. Give a CSV with a header row.")
-    for record in records:
-        state = record.get("state")
-        if isinstance(state, float):  # an empty state cell means "complete"
-            record["state"] = "complete"
     return observations_from_records(
-        columns, records, scale_columns=scale_columns, value_column=value_column
+        columns,
+        records,
+        params=params,
+        scale_columns=scale_columns,
+        value_column=value_column,
+        spelling="cli",
     )
 
 
@@ -154,11 +172,16 @@ def _not_text(option: str, path: Path, exc: UnicodeDecodeError, kind: str) -> st
 
 def _read_json(path: Path) -> list[Observation]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise TransferSearchError(_not_text("--json-file", path, exc, "a JSON file")) from None
     except json.JSONDecodeError as exc:
         raise TransferSearchError(f"--json-file {path}: not valid JSON ({exc}).") from None
+    except RecursionError:
+        raise TransferSearchError(
+            f"--json-file {path}: nested too deeply to read (more than Python's recursion "
+            f"limit, {sys.getrecursionlimit()}, levels). Give a list of flat observation objects."
+        ) from None
     if isinstance(data, Mapping):
         data = data.get("observations")
     if not isinstance(data, list):
@@ -202,7 +225,7 @@ def _read_study(storage: str, study: str) -> Any:
     except KeyError:
         names = [s.study_name for s in optuna.get_all_study_summaries(storage=opened)]
         raise TransferSearchError(
-            f"--study {study!r} is not in storage {storage!r}; it holds {names}."
+            f"--study {study!r} is not in storage {redact_url(storage)!r}; it holds {names}."
         ) from None
 
 
@@ -229,6 +252,24 @@ def load_observations(args: argparse.Namespace) -> Any:
             f"give exactly one source of observations: --csv FILE, --json-file FILE or --storage URL "
             f"--study NAME (got {given or 'none'})."
         )
+    if args.study and not args.storage:
+        raise TransferSearchError(
+            f"--study {args.study!r} names an Optuna study, which needs --storage URL (the "
+            f"observations come from {given[0]} here). Give --storage, or drop --study."
+        )
+    csv_only = [
+        flag
+        for flag, used in (
+            ("--scale-columns", args.scale_columns is not None),
+            ("--value-column", args.value_column != VALUE_COLUMN),
+        )
+        if used
+    ]
+    if csv_only and not args.csv:
+        raise TransferSearchError(
+            f"{' and '.join(csv_only)} name CSV columns, but the observations come from "
+            f"{given[0]}. Drop {' and '.join(csv_only)}, or read a --csv file."
+        )
     if args.storage:
         if not args.study:
             raise TransferSearchError("--storage needs --study NAME (the Optuna study's name).")
@@ -237,8 +278,8 @@ def load_observations(args: argparse.Namespace) -> Any:
     if not path.is_file():
         raise TransferSearchError(f"{given[0]} {path}: no such file. Check the path.")
     if args.csv:
-        scale_columns = _split_names(args.scale_columns) if args.scale_columns else None
-        return _read_csv(path, scale_columns, args.value_column)
+        scale_columns = _split_names(args.scale_columns, "--scale-columns")
+        return _read_csv(path, scale_columns, args.value_column, _params(args))
     return _read_json(path)
 
 
@@ -258,25 +299,30 @@ def _params(args: argparse.Namespace) -> list[str] | None:
     return _split_names(args.params)
 
 
+def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments the fit takes from the shared flags; a flag not given is left to the
+    Python function's default (so the command line and Python give the same answer)."""
+    options: dict[str, Any] = {
+        "params": _params(args),
+        "direction": args.direction,
+        "seed": _seed(args),
+    }
+    if args.n_bootstrap is not None:
+        options["n_bootstrap"] = args.n_bootstrap
+    if args.log_params is not None:  # "" fits every parameter linearly
+        options["log_params"] = [n.strip() for n in args.log_params.split(",") if n.strip()]
+    return options
+
+
 # ----------------------------------------------------------------------------------------------
 # Subcommands
 # ----------------------------------------------------------------------------------------------
 def _fit(args: argparse.Namespace) -> tuple[Any, list[str] | None, Extrapolation]:
-    seed = _seed(args)
+    options = _fit_options(args)
     source = load_observations(args)
-    params = _params(args)
     target = parse_scale(args.target)
-    if isinstance(source, list):
-        check_scale_names(source, target=target)
-    result = extrapolate(
-        source,
-        target=target,
-        params=params,
-        direction=args.direction,
-        n_bootstrap=args.n_bootstrap,
-        seed=seed,
-    )
-    return source, params, result
+    result = extrapolate(source, target=target, **options)
+    return source, options["params"], result
 
 
 def _cmd_extrapolate(args: argparse.Namespace) -> int:
@@ -286,21 +332,23 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
         data = extrapolation_to_dict(result, args.level, hp)
         print(json.dumps(data, indent=2, allow_nan=True))
         return 0
-    interval = result.interval(args.level)
-    print(
-        f"target: {result.target!r}  (model: {result.model}, "
-        f"{result.extrapolation_decades:.2g} decades beyond the ladder)"
-    )
+    print(_prediction_table(result, args.level))
+    print(f"\n{result.summary()}")
+    if hp is not None:
+        print(f"\nhyperparameters at the target (PyTorch's coupled weight decay):\n{_hp_table(hp)}")
+    return 0
+
+
+def _prediction_table(result: Extrapolation, level: float) -> str:
+    """The decision per parameter with its interval and the law's exponents."""
+    interval = result.interval(level)
     rows = []
     for name, value in result.params.items():
         law = result.laws[name]
         exps = ", ".join(f"{k}^{v:+.3f}" for k, v in sorted(law.exponents.items()))
         rows.append([name, value, interval[name][0], interval[name][1], exps])
-    level = f"{round(args.level * 100)}%"
-    print(format_table(["param", "predicted", f"{level} low", f"{level} high", "law"], rows))
-    if hp is not None:
-        print(f"\nhyperparameters at the target (PyTorch's coupled weight decay):\n{_hp_table(hp)}")
-    return 0
+    percent = f"{round(level * 100)}%"
+    return format_table(["param", "predicted", f"{percent} low", f"{percent} high", "law"], rows)
 
 
 def _hp_table(hp: Hyperparameters) -> str:
@@ -314,35 +362,12 @@ def _hp_table(hp: Hyperparameters) -> str:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    seed = _seed(args)
+    options = _fit_options(args)
     source = load_observations(args)
-    params = _params(args)
     held = parse_scale(args.held_out, option="--held-out") if args.held_out else None
-    if isinstance(source, list):
-        check_scale_names(source)
-    result: Validation = validate(
-        source,
-        params=params,
-        held_out=held,
-        direction=args.direction,
-        n_bootstrap=args.n_bootstrap,
-        seed=seed,
-    )
+    result: Validation = validate(source, held_out=held, **options)
     if args.as_json:
-        print(
-            json.dumps(
-                {
-                    "held_out": result.held_out.to_dict(),
-                    "predicted": result.predicted,
-                    "observed": result.observed,
-                    "relative_error": result.relative_error,
-                    "within_interval": result.within_interval,
-                    "regret": result.regret,
-                    "relative_regret": result.relative_regret,
-                },
-                indent=2,
-            )
-        )
+        print(json.dumps(validation_to_dict(result), indent=2, allow_nan=True))
         return 0
     print(f"held out: {result.held_out!r}")
     rows = [
@@ -365,12 +390,30 @@ def _cmd_validate(args: argparse.Namespace) -> int:
                 else ""
             )
         )
+    print(f"\nthe fit without the held-out rung:\n{result.extrapolation.summary()}")
     return 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from transfersearch.report import plot_report
 
+    if args.no_dashboard:
+        print(
+            "note: --no-dashboard is the default now (report only reads; --publish writes to "
+            "the study) and will be removed.",
+            file=sys.stderr,
+        )
+    if args.publish and not args.storage:
+        raise TransferSearchError(
+            "--publish writes the report to an Optuna study, which needs --storage URL --study "
+            "NAME. Drop --publish, or read the study from --storage."
+        )
+    if args.artifact_dir is not None and not args.publish:
+        raise TransferSearchError(
+            f"--artifact-dir {args.artifact_dir!r} is where --publish puts the study's "
+            "artifacts; without --publish nothing goes there. Add --publish (with --storage), "
+            "or drop --artifact-dir."
+        )
     source, _, result = _fit(args)
     observations = source if isinstance(source, list) else as_observations(source)
     out = plot_report(observations, result, args.out, level=args.level)
@@ -379,14 +422,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
         from transfersearch.visualization import write_html_report
 
         print(f"wrote {write_html_report(observations, result, args.html, level=args.level)}")
-    if args.storage and not args.no_dashboard:  # the study carries the report for optuna-dashboard
+    print(result.summary())
+    if args.publish:  # the study carries the report for optuna-dashboard
         from transfersearch.integrations.dashboard import publish
 
         published = publish(
             source, result, storage=args.storage, artifact_dir=args.artifact_dir,
             level=args.level, png=out, observations=observations,
         )  # fmt: skip
-        print(published.describe(args.storage))
+        print(published.describe(redact_url(args.storage)))
     return 0
 
 
@@ -413,7 +457,7 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--value-column",
-        default="value",
+        default=VALUE_COLUMN,
         metavar="NAME",
         help="CSV: the metric column (default: value)",
     )
@@ -434,11 +478,23 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--n-bootstrap",
         type=int,
-        default=200,
+        default=None,
         metavar="N",
-        help="bootstrap resamples for the intervals (default: 200)",
+        help="bootstrap resamples for the intervals (default: Python's, 200 for extrapolate "
+        "and report, 100 for validate)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="bootstrap seed (default: 0, as in Python: the same answer every run)",
+    )
+    parser.add_argument(
+        "--log-params",
+        metavar="A,B",
+        help="the parameters fitted in log space (default: every positive one); a parameter "
+        "left out is fitted linearly",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -507,15 +563,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--html", metavar="FILE", help="also write the interactive plotly figures to FILE (.html)"
     )
     rep.add_argument(
+        "--publish",
+        action="store_true",
+        help="with --storage: write the report to the study for optuna-dashboard (report.png and "
+        "laws.json as artifacts, the target's decision as a user attribute and the note); "
+        "without it report only reads",
+    )
+    rep.add_argument(
         "--artifact-dir",
         metavar="DIR",
-        help="with --storage: optuna-dashboard's artifact folder for the report and the laws "
+        help="with --publish: optuna-dashboard's artifact folder for the report and the laws "
         "(default: <db>-artifacts beside a SQLite file)",
     )
     rep.add_argument(
         "--no-dashboard",
         action="store_true",
-        help="with --storage: leave the study unchanged (no artifacts, user attributes or note)",
+        help="deprecated, does nothing: report leaves the study unchanged unless --publish",
     )
     rep.set_defaults(handler=_cmd_report)
     return parser
@@ -541,6 +604,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         status: int = args.handler(args)
     except (TransferSearchError, ImportError, OSError) as exc:
         message = " ".join(str(exc).split())
+        storage = getattr(args, "storage", None)
+        if storage:  # a message quoting the URL (e.g. a driver's) never shows its password
+            message = message.replace(storage, redact_url(storage))
         print(f"error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return status

@@ -7,13 +7,15 @@ it tells the fit where the good region ends (a divergence cliff), and never rais
 Sources accepted by :func:`as_observations` (and so by ``extrapolate`` and ``validate``):
 
 - an iterable of :class:`Observation`;
-- a pandas ``DataFrame`` (pandas is imported only when one is passed), one row per trial:
+- a pandas ``DataFrame`` (pandas is imported only when one is passed), one row per trial, Optuna's
+  ``study.trials_dataframe()`` as it is (:func:`observations_from_records` has the details):
 
-  - scale columns: those named in ``scale_columns=``, else every column named ``scale.<name>``;
-  - parameter columns: for each requested parameter ``p``, the column ``params.<p>`` if present,
-    else the column ``p``;
+  - scale columns: those named in ``scale_columns=``, else every ``scale.<name>`` (or Optuna's
+    ``user_attrs_scale.<name>``) column;
+  - parameter columns: for each requested parameter ``p``, ``params.<p>``, ``params_<p>`` or ``p``;
   - the metric: column ``value_column`` (default ``"value"``);
-  - optional ``state`` column with ``"complete"``, ``"failed"`` or ``"pruned"`` (default complete);
+  - optional ``state`` column, ``complete`` / ``failed`` / ``pruned`` or Optuna's states in any
+    case (default complete);
 
 - any other object whose framework has a registered reader: an adapter registers one with
   :func:`register_reader`, or names it in the ``transfersearch.readers`` entry-point group under the
@@ -24,8 +26,10 @@ Sources accepted by :func:`as_observations` (and so by ``extrapolate`` and ``val
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib.metadata
+import logging
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,7 +47,11 @@ __all__ = [
     "Observation",
     "Reader",
     "as_observations",
+    "check_log_swept",
+    "check_params_recorded",
     "check_scale_names",
+    "collapse_duplicates",
+    "complete_target",
     "numeric_params",
     "observations_from_frame",
     "observations_from_records",
@@ -64,6 +72,8 @@ DIRECTORY = "directory"
 Reader = Callable[[Any], Iterable["Observation"]]
 
 _registered: dict[str, Reader] = {}
+
+logger = logging.getLogger(__name__)
 
 #: How many offending rows or trials an error message lists before "and N more": enough to find
 #: the pattern (a whole rung, every n-th row), short enough to stay one readable line.
@@ -101,6 +111,12 @@ class Observation:
         value: float,
         state: State | str = "complete",
     ) -> None:
+        if not isinstance(scale, Mapping) or not scale:
+            raise TransferSearchError(
+                f"`scale` must be a non-empty mapping of name -> positive number, but got "
+                f"scale={scale!r}. Record where the trial ran, e.g. scale={{'width': 64, "
+                "'dataset_size': 1e5}."
+            )
         object.__setattr__(self, "scale", scale if isinstance(scale, Scale) else Scale(scale))
         if not isinstance(params, Mapping):
             raise TransferSearchError(
@@ -127,7 +143,7 @@ class Observation:
                 f"{value!r} ({type(value).__name__})."
             )
         object.__setattr__(self, "value", float(value))
-        if state not in STATES:
+        if not isinstance(state, str) or state not in STATES:
             raise TransferSearchError(f"`state` must be one of {STATES}, but got state={state!r}.")
         object.__setattr__(self, "state", state)
 
@@ -209,15 +225,49 @@ def observations_from_frame(
     state_column: str = "state",
 ) -> list[Observation]:
     """Read a pandas DataFrame, one row per trial, into observations: its columns and records go
-    to :func:`observations_from_records` (see there for the column convention and errors)."""
+    to :func:`observations_from_records` (see there for the column convention and errors).
+
+    Optuna's ``study.trials_dataframe()`` is read as it is, also with ``multi_index=True`` (the
+    column ``("params", "lr")`` is read as ``params_lr``).
+    """
+    columns = [_flat_column(c) for c in frame.columns]
+    records = [dict(zip(columns, row, strict=True)) for row in frame.itertuples(index=False)]
     return observations_from_records(
-        [str(c) for c in frame.columns],
-        frame.to_dict("records"),
+        columns,
+        records,
         params=params,
         scale_columns=scale_columns,
         value_column=value_column,
         state_column=state_column,
     )
+
+
+def _flat_column(column: Any) -> str:
+    """A DataFrame column name as text: a MultiIndex tuple joined as ``trials_dataframe`` joins it."""
+    if isinstance(column, tuple):
+        return "_".join(str(part) for part in column if str(part))
+    return str(column)
+
+
+@dataclass(frozen=True)
+class _Spelling:
+    """How an error names the reader's options: Python keywords or command-line flags."""
+
+    scale_columns: str
+    params: str
+    value_column: str
+
+
+_PYTHON = _Spelling(
+    scale_columns="scale_columns=['width', 'dataset_size']",
+    params="params=['base_lr', 'tau_epoch']",
+    value_column="value_column='<your metric column>'",
+)
+_CLI = _Spelling(
+    scale_columns="--scale-columns width,dataset_size",
+    params="--params base_lr,tau_epoch",
+    value_column="--value-column <your metric column>",
+)
 
 
 def observations_from_records(
@@ -228,71 +278,69 @@ def observations_from_records(
     scale_columns: Sequence[str] | None = None,
     value_column: str = "value",
     state_column: str = "state",
+    spelling: Literal["python", "cli"] = "python",
 ) -> list[Observation]:
     """Read a table, one record (column -> cell) per trial, into observations.
 
-    Column convention: scale variables come from ``scale_columns`` (named as the columns) or, by
-    default, from every ``scale.<name>`` column; parameter ``p`` comes from ``params.<p>`` or, if
-    that is absent, from ``p`` (without ``params``, every ``params.*`` column is read); the metric
-    from ``value_column``; an optional ``state_column`` holds the trial state.
+    Column convention (Optuna's ``trials_dataframe()`` and its CSV are read as they are):
+
+    - scale variables: the ``scale_columns`` (named as the columns) or, by default, every
+      ``scale.<name>`` column, else every ``user_attrs_scale.<name>`` column (Optuna's name for
+      the ``scale.<name>`` user attributes :class:`TransferSampler` records);
+    - parameter ``p``: the column ``params.<p>``, else ``params_<p>`` (Optuna's), else ``p``;
+      without ``params``, every ``params.*`` / ``params_*`` column whose cells are numbers (a
+      column of text, a categorical such as ``params.optimizer``, is left out and logged);
+    - the metric: ``value_column``;
+    - the optional ``state_column``, in any case: ``complete``, ``failed`` (Optuna's ``FAIL``),
+      ``pruned``; an empty cell is complete; ``RUNNING`` and ``WAITING`` rows (unfinished) are
+      skipped, and so are the FAIL rows of trials the storage's heartbeat failed because their
+      worker died (``TransferSampler`` retries them; the retry stands for them).
 
     Args:
         columns: the table's column names.
-        records: one mapping column -> cell per row (e.g. ``DataFrame.to_dict("records")`` or
-            ``csv.DictReader`` rows with numbers parsed).
+        records: one mapping column -> cell per row (e.g. ``csv.DictReader`` rows with numbers
+            parsed).
         params: the parameters to read.
         scale_columns: plain column names that hold scale variables.
         value_column: the metric column.
         state_column: the optional state column.
+        spelling: how error messages name the options: ``"python"`` (``scale_columns=``) or
+            ``"cli"`` (``--scale-columns``).
 
     Returns:
-        One Observation per row.
+        One Observation per finished row, in table order.
 
     Raises:
-        TransferSearchError: a needed column is missing, no scale column can be found, or a scale
-            cell is empty (None or NaN): every trial needs its whole scale. The message names the
-            column and the rows, counted from 0 after the header.
+        TransferSearchError: a needed column is missing (with the close match for a misspelt
+            parameter), no scale column can be found, a scale cell is empty (every trial needs its
+            whole scale), a state is unknown, or a parameter column mixes numbers and text. The
+            message names the column and the rows, counted from 0 after the header.
     """
+    hint = _CLI if spelling == "cli" else _PYTHON
     columns = [str(c) for c in columns]
-    if scale_columns is not None:
-        missing = [c for c in scale_columns if c not in columns]
-        if missing:
-            raise TransferSearchError(
-                f"scale_columns {missing} are not columns of the table (it has {columns}). "
-                "Pass the names of the columns that hold scale variables."
-            )
-        scale_map = {c: c for c in scale_columns}
-    else:
-        scale_map = {c[len("scale.") :]: c for c in columns if c.startswith("scale.")}
-    if not scale_map:
-        raise TransferSearchError(
-            f"the table has no scale columns (columns: {columns}). Name them 'scale.<name>' "
-            "or pass scale_columns=['width', 'dataset_size']."
-        )
-    if params is None:
-        param_map = {c[len("params.") :]: c for c in columns if c.startswith("params.")}
-    else:
-        param_map = {}
-        for name in params:
-            if f"params.{name}" in columns:
-                param_map[name] = f"params.{name}"
-            elif name in columns:
-                param_map[name] = name
-            else:
-                raise TransferSearchError(
-                    f"parameter {name!r} has no column in the table (looked for "
-                    f"'params.{name}' and '{name}'; columns: {columns}). Add the column or fix "
-                    "`params`."
-                )
+    scale_map = _scale_map(columns, scale_columns, hint)
+    param_map = _param_map(columns, records, params, hint)
     if value_column not in columns:
         raise TransferSearchError(
-            f"value_column={value_column!r} is not a column of the table (columns: "
-            f"{columns}). Pass value_column='<your metric column>'."
+            f"the metric column {value_column!r} is not a column of the table (columns: "
+            f"{columns}). Pass {hint.value_column}."
         )
     has_state = state_column in columns
-    result: list[Observation] = []
+    states = [
+        _state(row.get(state_column), i) if has_state else "complete"
+        for i, row in enumerate(records)
+    ]
+    kept = [i for i, state in enumerate(states) if state in STATES and not _died(records[i], state)]
+    if len(kept) < len(records):
+        logger.info(
+            "skipped %d of %d rows: unfinished (RUNNING / WAITING) or failed by the heartbeat "
+            "because the worker died (rows %s)",
+            len(records) - len(kept),
+            len(records),
+            _positions([i for i in range(len(records)) if i not in set(kept)]),
+        )
     for column in scale_map.values():
-        empty = [i for i, row in enumerate(records) if _is_missing(row[column])]
+        empty = [i for i in kept if _is_missing(records[i][column])]
         if empty:
             raise TransferSearchError(
                 f"scale column {column!r} is empty in {len(empty)} of {len(records)} rows "
@@ -300,19 +348,153 @@ def observations_from_records(
                 f"its whole scale, or the fit would drop {column!r} and ignore it at the target. "
                 "Fill in those cells or drop those rows."
             )
-    for row in records:
-        state = str(row[state_column]) if has_state else "complete"
+    result: list[Observation] = []
+    for i in kept:
+        row = records[i]
         raw_value = row[value_column]
-        value = float("nan") if raw_value is None else raw_value
+        value = float("nan") if raw_value is None else _plain(raw_value)
         result.append(
             Observation(
                 scale={k: _plain(row[c]) for k, c in scale_map.items()},
                 params={k: _plain(row[c]) for k, c in param_map.items()},
-                value=_plain(value),
-                state=state,
+                value=value,
+                state=states[i],
             )
         )
     return result
+
+
+#: Prefixes of scale columns, in order of preference: ours, then Optuna's flattening of the
+#: ``scale.<name>`` user attributes TransferSampler records.
+SCALE_PREFIXES: tuple[str, ...] = ("scale.", "user_attrs_scale.")
+#: Prefixes of parameter columns: ours, then Optuna's ``trials_dataframe()``.
+PARAM_PREFIXES: tuple[str, ...] = ("params.", "params_")
+#: Optuna's trial states (any case) -> an Observation's state; None: unfinished, the row is skipped.
+_STATE_NAMES: dict[str, str | None] = {
+    "complete": "complete",
+    "failed": "failed",
+    "fail": "failed",
+    "pruned": "pruned",
+    "running": None,
+    "waiting": None,
+}
+#: The ``trials_dataframe()`` columns of the system attributes TransferSampler's trials carry
+#: (``transfersearch.integrations._optuna_trials.RUNG_ATTR`` / ``TOLD_ATTR``): a FAIL with a rung
+#: but not told by the objective was failed by the heartbeat (its worker died).
+_RUNG_COLUMN = "system_attrs_transfersearch:rung"
+_TOLD_COLUMN = "system_attrs_transfersearch:told-fail"
+
+
+def _scale_map(
+    columns: Sequence[str], scale_columns: Sequence[str] | None, hint: _Spelling
+) -> dict[str, str]:
+    """Scale variable -> its column."""
+    if scale_columns is not None:
+        if isinstance(scale_columns, str):
+            raise TransferSearchError(
+                f"scale_columns must be a list of column names, but got the string "
+                f"{scale_columns!r}. Pass {hint.scale_columns}."
+            )
+        missing = [c for c in scale_columns if c not in columns]
+        if missing:
+            raise TransferSearchError(
+                f"scale columns {missing} are not columns of the table (it has {columns}). "
+                f"Name the columns that hold scale variables: {hint.scale_columns}."
+            )
+        return {c: c for c in scale_columns}
+    for prefix in SCALE_PREFIXES:
+        found = {c[len(prefix) :]: c for c in columns if c.startswith(prefix) and c != prefix}
+        if found:
+            return found
+    raise TransferSearchError(
+        f"the table has no scale columns (columns: {columns}). Name them 'scale.<name>' (Optuna's "
+        f"'user_attrs_scale.<name>' are read too) or name the plain ones: {hint.scale_columns}."
+    )
+
+
+def _param_map(
+    columns: Sequence[str],
+    records: Sequence[Mapping[str, Any]],
+    params: Sequence[str] | None,
+    hint: _Spelling,
+) -> dict[str, str]:
+    """Parameter -> its column; without ``params`` the numeric ``params.*`` / ``params_*``."""
+    prefixed = {
+        c[len(prefix) :]: c
+        for prefix in reversed(PARAM_PREFIXES)  # "params." wins over "params_" for one name
+        for c in columns
+        if c.startswith(prefix) and c != prefix
+    }
+    if params is None:
+        chosen: dict[str, str] = {}
+        for name, column in prefixed.items():
+            text = [i for i, row in enumerate(records) if _is_text(row[column])]
+            filled = [i for i, row in enumerate(records) if not _is_missing(row[column])]
+            if not text:
+                chosen[name] = column
+            elif len(text) == len(filled):
+                logger.info(
+                    "parameter column %r holds text (%r in row %d): a categorical, left out of "
+                    "the fit (only numeric coordinates are fitted)",
+                    column,
+                    records[text[0]][column],
+                    text[0],
+                )
+            else:
+                raise TransferSearchError(
+                    f"parameter column {column!r} mixes numbers and text: {len(text)} of "
+                    f"{len(filled)} filled cells are not numbers (rows {_positions(text)}, "
+                    f"e.g. {records[text[0]][column]!r}; rows counted from 0 after the header). "
+                    "Fix those cells, or leave the column out by naming the others: "
+                    f"{hint.params}."
+                )
+        return chosen
+    if isinstance(params, str):
+        raise TransferSearchError(
+            f"`params` must be a list of names, but got the string {params!r}. Pass {hint.params}."
+        )
+    param_map: dict[str, str] = {}
+    for name in params:
+        candidates = [*(f"{prefix}{name}" for prefix in PARAM_PREFIXES), name]
+        found = next((c for c in candidates if c in columns), None)
+        if found is None:
+            close = difflib.get_close_matches(str(name), list(prefixed) + list(columns), n=1)
+            raise TransferSearchError(
+                f"parameter {name!r} has no column in the table (looked for "
+                f"{', '.join(repr(c) for c in candidates)}; columns: {columns})."
+                + (f" Did you mean {close[0]!r}?" if close else "")
+                + f" Add the column or fix the name: {hint.params}."
+            )
+        param_map[name] = found
+    return param_map
+
+
+def _state(cell: Any, row: int) -> str:
+    """A state cell as an Observation state, ``"unfinished"`` for RUNNING / WAITING."""
+    if _is_missing(cell) or (isinstance(cell, str) and not cell.strip()):
+        return "complete"
+    name = str(cell).strip().lower()
+    if name.startswith("trialstate."):  # str(optuna.trial.TrialState.COMPLETE)
+        name = name[len("trialstate.") :]
+    if name not in _STATE_NAMES:
+        raise TransferSearchError(
+            f"row {row} has state {cell!r}; states are {STATES} (Optuna's COMPLETE, FAIL, "
+            "PRUNED, RUNNING, WAITING in any case are read too). Fix the cell."
+        )
+    return _STATE_NAMES[name] or "unfinished"
+
+
+def _died(row: Mapping[str, Any], state: str) -> bool:
+    """A FAIL that TransferSampler's heartbeat, not the objective, decided (see ``_RUNG_COLUMN``)."""
+    if state != "failed" or _is_missing(row.get(_RUNG_COLUMN)):
+        return False
+    told = row.get(_TOLD_COLUMN)
+    return not (told is True or (isinstance(told, str) and told.strip().lower() == "true"))
+
+
+def _is_text(value: Any) -> bool:
+    """A cell that is not a number: text, or a boolean (Optuna's categorical True / False)."""
+    return isinstance(value, (str, bool)) or type(value).__name__ == "bool_"
 
 
 def check_scale_names(
@@ -346,6 +528,150 @@ def check_scale_names(
                 f"others: the power laws would drop {name!r}"
                 + (f" and ignore {name}={target[name]:g} at the target" if target else "")
                 + f". Record {name!r} in every trial's scale, or leave those trials out."
+            )
+
+
+def complete_target(
+    observations: Sequence[Observation], target: Mapping[str, float]
+) -> tuple[Scale, dict[str, float]]:
+    """The target, with each scale variable it leaves out that never varied over the trials.
+
+    A variable every trial records with one value (the README's ladder has ``batch_size=64`` on
+    every rung) says nothing about how the optimum moves with it, and the laws predict exactly
+    there only at that value; so the target keeps the ladder's value unless it names another. A
+    variable that varies and is missing stays missing (the fit then names it). The decision is
+    logged, and :class:`~transfersearch.Extrapolation` records it (``target_from_ladder``).
+
+    Args:
+        observations: the trials.
+        target: the scale to predict for.
+
+    Returns:
+        ``(completed target, {variable: the ladder's value} for each variable added)``.
+    """
+    items = list(observations)
+    completed = target if isinstance(target, Scale) else Scale(target)
+    if not items:
+        return completed, {}
+    shared = set(items[0].scale).intersection(*(obs.scale for obs in items[1:]))
+    added: dict[str, float] = {}
+    for name in sorted(shared - set(completed)):
+        values = {obs.scale[name] for obs in items}
+        if len(values) == 1:
+            added[name] = values.pop()
+    if added:
+        logger.info(
+            "the target %r leaves out %s, which never varied over the ladder: kept at the "
+            "ladder's value",
+            completed,
+            ", ".join(f"{k}={v:g}" for k, v in added.items()),
+        )
+        completed = completed.replace(**added)
+    return completed, added
+
+
+def collapse_duplicates(observations: Sequence[Observation]) -> tuple[list[Observation], int]:
+    """The trials with exact copies removed (the first of each kept, in order), and how many went.
+
+    Two observations with the same scale, parameters, value and state are one measurement written
+    twice (a table exported twice, rows repeated, a deterministic re-run with the same seed), not
+    two replicates: a true replicate has its own noise, so its value differs in the last bits. The
+    fits weigh every observation as an independent draw, so copies would shrink the noise they
+    measure and pull the valley toward the copied points; a copy is kept once. The count is logged
+    and recorded on the result (``duplicates_collapsed``).
+
+    Returns:
+        ``(observations without copies, number of copies removed)``.
+    """
+    seen: set[tuple[Any, ...]] = set()
+    kept: list[Observation] = []
+    for obs in observations:
+        value = "nan" if math.isnan(obs.value) else obs.value  # NaN != NaN, yet a copy
+        key = (obs.scale, tuple(sorted(obs.params.items())), value, obs.state)
+        if key not in seen:
+            seen.add(key)
+            kept.append(obs)
+    removed = len(observations) - len(kept)
+    if removed:
+        logger.info(
+            "%d of %d observations are exact copies of another (same scale, parameters and "
+            "value): each measurement is counted once",
+            removed,
+            len(observations),
+        )
+    return kept, removed
+
+
+#: A parameter whose values are positive except at most this share of the trials is taken for a
+#: log-swept one with stray values (a sign error, a 0 placeholder). A parameter swept linearly
+#: across zero has its share below zero in proportion to its range there: under 10% only when the
+#: range reaches less than a ninth of its width below zero, which the coordinates this library
+#: sweeps (learning rates, weight decays, timescales, betas) never do; such a parameter is
+#: declared linear with ``log_params=``.
+STRAY_NONPOSITIVE_SHARE = 0.1
+
+
+def check_log_swept(
+    observations: Sequence[Observation], params: Sequence[str], *, space: Any = None
+) -> None:
+    """Refuse non-positive values of a parameter swept in log space, naming the trials.
+
+    Log-swept means: the ``space`` stored with the sweep declares it ``Float(..., log=True)`` (or
+    ``Int(..., log=True)``), or, without such a declaration, its values are positive in all but
+    at most :data:`STRAY_NONPOSITIVE_SHARE` of the trials. Without this check a few stray values
+    would silently switch the parameter to linear fitting (and an interval reaching below zero).
+
+    Args:
+        observations: the trials, in source order (positions are reported from 0).
+        params: the parameters to be fitted.
+        space: the :class:`~transfersearch.TransferSpace` stored with the sweep, or None.
+
+    Raises:
+        TransferSearchError: a log-swept parameter has a value <= 0; the message names the trials
+            and how to fit a truly linear parameter linearly.
+    """
+    distributions = getattr(space, "distributions", None) or {}
+    for name in params:
+        values = [(i, obs.params[name]) for i, obs in enumerate(observations) if name in obs.params]
+        bad = [i for i, value in values if value <= 0.0]
+        if not bad or len(bad) == len(values):
+            continue
+        declared = distributions.get(name)
+        declared_log = getattr(declared, "log", None)
+        if declared_log is False:
+            continue  # the space says linear
+        if declared_log is not True and len(bad) > STRAY_NONPOSITIVE_SHARE * len(values):
+            continue  # a linear parameter that crosses zero
+        example = next(value for i, value in values if i == bad[0])
+        why = (
+            "the stored space sweeps it on a log scale"
+            if declared_log
+            else f"{len(values) - len(bad)} of {len(values)} trials have it positive"
+        )
+        raise TransferSearchError(
+            f"`{name}` is swept on a log scale ({why}), but {len(bad)} trials have {name} <= 0 "
+            f"(trials {_positions(bad)}, counted from 0 in the source's order; e.g. "
+            f"{name}={example!r}): a learning rate, weight decay or timescale cannot be <= 0, and "
+            "fitting it linearly instead would move the prediction. Fix or drop those trials; if "
+            f"{name!r} is truly linear, list the log parameters without it (log_params=[...], "
+            "on the command line --log-params)."
+        )
+
+
+def check_params_recorded(observations: Sequence[Observation], params: Sequence[str]) -> None:
+    """Refuse a parameter no trial records, suggesting the close match of a misspelt name.
+
+    Raises:
+        TransferSearchError: a name in ``params`` is in no trial's parameters.
+    """
+    recorded = list(dict.fromkeys(name for obs in observations for name in obs.params))
+    for name in params:
+        if isinstance(name, str) and name not in recorded:
+            close = difflib.get_close_matches(name, recorded, n=1)
+            raise TransferSearchError(
+                f"parameter {name!r} is recorded by no trial (they record {recorded})."
+                + (f" Did you mean {close[0]!r}?" if close else "")
+                + " Fix the name in params (on the command line --params)."
             )
 
 

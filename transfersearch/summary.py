@@ -1,15 +1,25 @@
-"""An :class:`~transfersearch.Extrapolation` as plain JSON: what ``--json`` prints and the
-dashboard stores (the target, the decision and its interval, the laws, the per-rung optima)."""
+"""An :class:`~transfersearch.Extrapolation` (or a :class:`~transfersearch.Validation`) as plain
+JSON: what ``--json`` prints and the dashboard stores. The facts are those of
+:meth:`Extrapolation.summary`, whose text comes along as ``"summary"``: the target and how far it
+lies beyond the ladder, what the target kept from the ladder, duplicates counted once, the decision,
+its interval and how it differs from the law, the model and why, the walk-forward scores, the
+unstable parameters and collinear scale variables."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from transfersearch.extrapolate import Extrapolation
+    from transfersearch.extrapolate import Extrapolation, Validation
     from transfersearch.space import Hyperparameters
 
-__all__ = ["extrapolation_to_dict"]
+__all__ = ["extrapolation_to_dict", "validation_to_dict"]
+
+
+def _number(value: float) -> float | None:
+    """A float for JSON: NaN (no score, e.g. too few rungs to validate) becomes null."""
+    return None if math.isnan(value) else value
 
 
 def extrapolation_to_dict(
@@ -22,12 +32,29 @@ def extrapolation_to_dict(
         TransferSearchError: ``level`` is not in (0, 1).
     """
     interval = result.interval(level)
+    collinear = result.collinearity
     return {
         "target": result.target.to_dict(),
+        "target_from_ladder": dict(result.target_from_ladder),
         "params": dict(result.params),
         "interval": {k: list(v) for k, v in interval.items()},
         "level": level,
+        "law_params": dict(result.law_params),
+        "decision_shift": dict(result.decision_shift),
         "model": result.model,
+        "selection_reason": result.selection_reason,
+        "model_scores": {k: _number(v) for k, v in result.model_scores.items()},
+        "walk_forward_folds": len(result.walk_forward),
+        "unstable": list(result.unstable),
+        "stability": {k: _number(v) for k, v in result.stability.items()},
+        "collinearity": None
+        if collinear is None
+        else {
+            "variables": list(collinear.variables),
+            "correlation": collinear.correlation,
+            "suggested_scale": collinear.suggested_scale.to_dict(),
+        },
+        "duplicates_collapsed": result.duplicates_collapsed,
         "laws": {
             name: {
                 "coefficient": law.coefficient,
@@ -48,5 +75,21 @@ def extrapolation_to_dict(
         ],
         "extrapolation_decades": result.extrapolation_decades,
         "ladder_span_decades": result.ladder_span_decades,
+        "summary": result.summary(),
         "hyperparameters": None if hyperparameters is None else hyperparameters.to_dict(),
+    }
+
+
+def validation_to_dict(result: Validation) -> dict[str, Any]:
+    """``result`` as a JSON-ready dict: the held-out rung, prediction against observation, the
+    regret, and the fit without that rung (:func:`extrapolation_to_dict`) under ``"fit"``."""
+    return {
+        "held_out": result.held_out.to_dict(),
+        "predicted": result.predicted,
+        "observed": result.observed,
+        "relative_error": result.relative_error,
+        "within_interval": result.within_interval,
+        "regret": result.regret,
+        "relative_regret": result.relative_regret,
+        "fit": extrapolation_to_dict(result.extrapolation),
     }

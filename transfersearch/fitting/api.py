@@ -33,7 +33,11 @@ from transfersearch.observations import (
     Observation,
     TransferSearchWarning,
     as_observations,
+    check_log_swept,
+    check_params_recorded,
     check_scale_names,
+    collapse_duplicates,
+    complete_target,
 )
 from transfersearch.scale import Scale
 from transfersearch.stored_space import stored_space
@@ -61,6 +65,11 @@ def _as_scale(target: Any) -> Scale:
 
 
 def _check_options(model: str, n_bootstrap: int, seed: int | None) -> None:
+    if not isinstance(model, str):
+        raise TransferSearchError(
+            f"`model` must be 'auto' or one model's name ({', '.join(available_models())}), "
+            f"but got model={model!r} ({type(model).__name__}). Write model='auto'."
+        )
     if model != "auto":
         model_named(model)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
@@ -186,7 +195,7 @@ def extrapolate(
     prior_exponents: Exponents | None = None,
     model: str = "auto",
     n_bootstrap: int = 200,
-    seed: int | None = None,
+    seed: int | None = 0,
     scale_columns: Sequence[str] | None = None,
     value_column: str = "value",
     cost: Callable[[Scale], float] | None = None,
@@ -205,7 +214,10 @@ def extrapolate(
         observations: list of :class:`~transfersearch.observations.Observation`, a pandas DataFrame
             (``scale.*`` / ``params.*`` / ``value`` columns, or ``scale_columns=`` and plain
             parameter columns), an Optuna Study or a Ray Tune results directory.
-        target: the scale to predict for; must have every scale variable the laws use.
+        target: the scale to predict for. A scale variable it leaves out that never varied over
+            the ladder (``batch_size=64`` on every rung) keeps the ladder's value
+            (``target_from_ladder`` on the result says which); every other variable the laws use
+            must be given.
         params: the swept parameters to predict, jointly (default: every parameter all complete
             trials record, see :func:`infer_params`).
         direction: ``"minimize"`` (default) or ``"maximize"`` the value.
@@ -218,7 +230,8 @@ def extrapolate(
             ``{"bs": {"N": 0.0, "D": 0.5}}``.
         model: ``"auto"`` (walk-forward chooses) or a model name (:func:`available_models`).
         n_bootstrap: by-rung bootstrap resamples for the interval and ``stability`` (0: none).
-        seed: seed of the bootstrap.
+        seed: seed of the bootstrap: the default 0 gives the same answer on every call (as the
+            command line's ``--seed 0``); another seed another draw, None a fresh one each call.
         scale_columns: DataFrame only: plain columns holding scale variables.
         value_column: DataFrame only: the metric column.
         cost: relative cost of a scale, which orders the rungs for walk-forward validation
@@ -231,13 +244,17 @@ def extrapolate(
         TransferSearchError: fewer than two scales, a missing parameter, a non-positive value on a
             log coordinate, a target missing a scale variable the laws need, a bad option.
     """
-    target_scale = _as_scale(target)
     _check_options(model, n_bootstrap, seed)
-    obs = as_observations(
-        observations, params=params, scale_columns=scale_columns, value_column=value_column
+    obs, duplicates = collapse_duplicates(
+        as_observations(
+            observations, params=params, scale_columns=scale_columns, value_column=value_column
+        )
     )
+    target_scale, from_ladder = complete_target(obs, _as_scale(target))
     check_scale_names(obs, target=target_scale)
     names = infer_params(obs) if params is None else params
+    space = stored_space(observations)
+    _check_observations(obs, names, log_params, space)
     ladder = prepare(
         obs,
         names,
@@ -250,8 +267,19 @@ def extrapolate(
         cost=cost,
     )
     result = _extrapolate(ladder, target_scale, direction, model, n_bootstrap, seed)
-    space = stored_space(observations)
-    return result if space is None else replace(result, space=space)
+    return replace(
+        result, space=space, target_from_ladder=from_ladder, duplicates_collapsed=duplicates
+    )
+
+
+def _check_observations(
+    obs: Sequence[Observation], names: Sequence[str], log_params: Any, space: Any
+) -> None:
+    """The checks on the trials both entry points share: named parameters recorded, and no
+    non-positive value of a log-swept one (unless ``log_params`` says which are log)."""
+    check_params_recorded(obs, names)
+    if log_params is None:
+        check_log_swept(obs, names, space=space)
 
 
 def _extrapolate(
@@ -317,7 +345,7 @@ def validate(
     prior_exponents: Exponents | None = None,
     model: str = "auto",
     n_bootstrap: int = 100,
-    seed: int | None = None,
+    seed: int | None = 0,
     scale_columns: Sequence[str] | None = None,
     value_column: str = "value",
     cost: Callable[[Scale], float] | None = None,
@@ -344,11 +372,14 @@ def validate(
             error :func:`extrapolate` raises.
     """
     _check_options(model, n_bootstrap, seed)
-    obs = as_observations(
-        observations, params=params, scale_columns=scale_columns, value_column=value_column
+    obs, duplicates = collapse_duplicates(
+        as_observations(
+            observations, params=params, scale_columns=scale_columns, value_column=value_column
+        )
     )
     check_scale_names(obs)
     names = infer_params(obs) if params is None else params
+    _check_observations(obs, names, log_params, stored_space(observations))
     options: dict[str, Any] = {
         "direction": direction,
         "log_params": log_params,
@@ -363,7 +394,7 @@ def validate(
             f"validate() holds one scale out and fits a law on the rest, so it needs three or "
             f"more scales, but got {len(full.scales)}. Add a proxy scale."
         )
-    chosen = full.scales[-1] if held_out is None else _as_scale(held_out)
+    chosen = full.scales[-1] if held_out is None else complete_target(obs, _as_scale(held_out))[0]
     if chosen not in full.scales:
         raise TransferSearchError(
             f"held_out={chosen!r} is not one of the proxy scales "
@@ -380,7 +411,7 @@ def validate(
         seed=seed,
         **options,
     )
-    return _validation(result, observed, chosen)
+    return _validation(replace(result, duplicates_collapsed=duplicates), observed, chosen)
 
 
 def _validation(result: Extrapolation, observed: Any, chosen: Scale) -> Validation:

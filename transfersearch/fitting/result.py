@@ -84,6 +84,10 @@ class Extrapolation:
         space: the :class:`~transfersearch.space.TransferSpace` the sweep stored (a study run with
             ``TransferSampler``, an experiment run with ``TransferSearch``; see
             :func:`transfersearch.stored_space`), or None.
+        target_from_ladder: scale variables the caller's target left out that never varied over
+            the ladder, kept at the ladder's value (already in ``target``).
+        duplicates_collapsed: exact copies among the observations (same scale, parameters and
+            value), each counted once (:func:`transfersearch.observations.collapse_duplicates`).
     """
 
     target: Scale
@@ -107,6 +111,8 @@ class Extrapolation:
     ladder_span_decades: float
     direction: Direction
     space: TransferSpace | None = field(default=None, repr=False)
+    target_from_ladder: dict[str, float] = field(default_factory=dict)
+    duplicates_collapsed: int = 0
 
     def interval(self, level: float = 0.9) -> dict[str, tuple[float, float]]:
         """Central interval of the target optimum per parameter, natural units.
@@ -159,9 +165,31 @@ class Extrapolation:
 
     def summary(self) -> str:
         """A few lines: the decision, the model and why, how the decision differs from the law."""
-        lines = [f"target {self.target!r}: model {self.model!r} ({self.selection_reason})."]
-        scores = ", ".join(f"{k} {v:.3g}" for k, v in self.model_scores.items())
-        lines.append(f"walk-forward regret over {len(self.walk_forward)} fold(s): {scores}.")
+        lines = [
+            f"target {self.target!r}: {self.extrapolation_decades:.2g} decades beyond the ladder "
+            f"(which spans {self.ladder_span_decades:.2g}); model {self.model!r} "
+            f"({self.selection_reason})."
+        ]
+        if self.target_from_ladder:
+            kept = ", ".join(f"{k}={v:g}" for k, v in self.target_from_ladder.items())
+            lines.append(
+                f"kept from the ladder: {kept} (not in the target given, and never varied over "
+                "the ladder); give another value in the target to move it."
+            )
+        if self.duplicates_collapsed:
+            lines.append(
+                f"{self.duplicates_collapsed} exact duplicate observation(s) (same scale, "
+                "parameters and value) counted once: a copy is not a replicate."
+            )
+        if self.walk_forward:
+            scores = ", ".join(f"{k} {v:.3g}" for k, v in self.model_scores.items())
+            lines.append(f"walk-forward regret over {len(self.walk_forward)} fold(s): {scores}.")
+        else:
+            lines.append(
+                f"not validated: too few rungs to validate ({len(self.optima)}; walk-forward "
+                "predicts a rung from two or more cheaper ones that vary the way it moves). Add a "
+                "rung to validate the model."
+            )
         for name in self.params:
             shift = self.decision_shift[name]
             lines.append(
