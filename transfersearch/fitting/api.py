@@ -22,7 +22,7 @@ import numpy as np
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import Direction, FloatArray
-from transfersearch.fitting.decision import safe_shift
+from transfersearch.fitting.decision import safe_shift, with_stability
 from transfersearch.fitting.models import LawModel, available_models, model_named
 from transfersearch.fitting.predict import Prediction, predict
 from transfersearch.fitting.result import Collinearity, Extrapolation, Validation
@@ -267,6 +267,7 @@ def extrapolate(
         cost=cost,
     )
     result = _extrapolate(ladder, target_scale, direction, model, n_bootstrap, seed)
+    result = with_stability(result, ladder, obs)  # the decision within the boundaries
     return replace(
         result, space=space, target_from_ladder=from_ladder, duplicates_collapsed=duplicates
     )

@@ -10,24 +10,57 @@ steeper, e.g. a divergence cliff in the learning rate), the expected excess at `
 Its gradient is ``Hm + b∘(mΦ(m/σ) + σφ(m/σ))`` and its Hessian ``H + diag(b∘Φ(m/σ))``; Newton's
 method from ``m = 0`` converges in a few steps. A symmetric valley gives ``m = 0`` (the spread only
 adds ``½tr(HΣ)``); a steeper upper wall moves the decision down, the further the wider ``σ``.
+
+Then the stability boundaries (:mod:`.boundary`, docs/science.md §8): with the boundary at the
+target ``b ~ N(b̂, sd_b²)``, a run at ``x`` diverges with probability ``Φ((x − b̂)/sd_b)`` (upper
+side). The decision keeps each boundary's chance at most :data:`MAX_P_DIVERGE`/m (m boundaries: by
+the union bound all together stay within :data:`MAX_P_DIVERGE`), i.e. ``x ≤ b̂ − z·sd_b`` with
+``z = Φ⁻¹(1 − MAX_P_DIVERGE/m)``; a point the valley alone would place past that is moved back to it.
 """
 
 from __future__ import annotations
 
+import logging
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import ndtr
 
+from transfersearch.fitting.boundary import StabilityBoundary, boundary_rungs, fit_boundaries
 from transfersearch.fitting.coords import FloatArray
+from transfersearch.observations import Observation
+from transfersearch.scale import Scale
 
-__all__ = ["MAX_SHIFT_SD", "expected_excess", "safe_shift"]
+if TYPE_CHECKING:
+    from transfersearch.fitting.result import Extrapolation
+    from transfersearch.fitting.rungs import Ladder
+
+__all__ = [
+    "MAX_P_DIVERGE",
+    "MAX_SHIFT_SD",
+    "TargetLoss",
+    "expected_excess",
+    "p_diverge",
+    "safe_shift",
+    "stability_limits",
+    "with_stability",
+]
+
+logger = logging.getLogger(__name__)
 
 #: The decision never moves more than this many predictive standard deviations from the law's
 #: point, nor further than the valley's trials reach from its optimum (``reach``): beyond either the
 #: valley's shape is extrapolated, and a vague prediction would push the decision off the map.
 MAX_SHIFT_SD = 2.0
 _NEWTON_STEPS = 30
+#: The largest chance that the recommended run diverges. A diverged big run wastes the whole run
+#: (users afford 1–3), while stepping back from the boundary costs only the valley's ``½h·δ²``; at
+#: 5% one big run in twenty is lost, and the step back from ``b̂`` is ``1.64·sd_b``. All
+#: boundaries together stay within it (each gets ``MAX_P_DIVERGE / m``).
+MAX_P_DIVERGE = 0.05
 
 
 def _hinge_moments(shift: FloatArray, sd: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -85,3 +118,194 @@ def safe_shift(
             break
     shift[swept] = m
     return shift
+
+
+def stability_limits(
+    dims: int,
+    boundaries: Sequence[StabilityBoundary],
+    columns: Sequence[int],
+    p_max: float = MAX_P_DIVERGE,
+) -> tuple[FloatArray, FloatArray]:
+    """(lower, upper) limits per coordinate (fitted) keeping ``P(diverge) ≤ p_max``.
+
+    Each boundary gets ``p_max / m`` (union bound over the ``m`` boundaries): an upper boundary
+    caps its coordinate at ``b̂ − z·sd_b``, a lower one floors it at ``b̂ + z·sd_b``,
+    ``z = Φ⁻¹(1 − p_max/m)``. Coordinates without a boundary are unlimited (±inf).
+    """
+    lower, upper = np.full(dims, -math.inf), np.full(dims, math.inf)
+    share = p_max / max(len(boundaries), 1)
+    for boundary, column in zip(boundaries, columns, strict=True):
+        edge = boundary.limit(share)
+        if boundary.side == "upper":
+            upper[column] = min(upper[column], edge)
+        else:
+            lower[column] = max(lower[column], edge)
+    return lower, upper
+
+
+def p_diverge(
+    coords: FloatArray, boundaries: Sequence[StabilityBoundary], columns: Sequence[int]
+) -> float:
+    """``1 − Π_j(1 − p_j)``: the chance that a run at ``coords`` (fitted) crosses any boundary,
+    the boundaries taken as independent; 0 with none."""
+    stable = 1.0
+    for boundary, column in zip(boundaries, columns, strict=True):
+        stable *= 1.0 - boundary.p_diverge(float(coords[column]))
+    return 1.0 - stable
+
+
+@dataclass(frozen=True, eq=False)
+class TargetLoss:
+    """What the decision knows about the target's loss, in fitted coordinates.
+
+    Attributes:
+        names: the parameters.
+        log_params: those fitted in log space.
+        target: the target scale.
+        mean: (d,) the law's point (the optimum's mean).
+        sd: (d,) its predictive standard deviation (the result's ``stderr``).
+        hessian: (d, d) the valley's curvature (minimisation sign; ``inf`` rows: not swept).
+        wall: (d,) the valley's extra upper-wall curvature.
+        decision: (d,) the single-run decision (``res.params``).
+        lower, upper: (d,) the region the decision may use (the stability limits; ±inf).
+        boundaries: the stability boundaries, with :attr:`columns` their parameters' columns.
+        columns: the column of each boundary.
+        worst_excess: the loss charged to a run that diverges: the largest excess over its
+            rung's best that a finite trial reached in the sweep (metric units).
+    """
+
+    names: tuple[str, ...]
+    log_params: tuple[str, ...]
+    target: Scale
+    mean: FloatArray
+    sd: FloatArray
+    hessian: FloatArray
+    wall: FloatArray
+    decision: FloatArray
+    lower: FloatArray
+    upper: FloatArray
+    boundaries: tuple[StabilityBoundary, ...]
+    columns: tuple[int, ...]
+    worst_excess: float
+
+    @property
+    def swept(self) -> FloatArray:
+        """Columns the valley measured (finite curvature and prediction)."""
+        return np.asarray(np.isfinite(np.diag(self.hessian)) & np.isfinite(self.sd))
+
+    def natural(self, coords: FloatArray) -> dict[str, float]:
+        return {
+            n: (math.exp(c) if n in self.log_params else float(c))
+            for n, c in zip(self.names, coords, strict=True)
+        }
+
+    def expected_regret(self, coords: FloatArray) -> float:
+        """``E[L(x) − L(x*)]`` at ``coords`` if the run does not diverge (metric units)."""
+        swept = self.swept
+        if not swept.any():
+            return 0.0
+        return expected_excess(
+            (coords - self.mean)[swept],
+            self.sd[swept],
+            self.hessian[np.ix_(swept, swept)],
+            self.wall[swept],
+        )
+
+    def p_diverge(self, coords: FloatArray) -> float:
+        """Probability that a run at ``coords`` diverges (any boundary)."""
+        return p_diverge(coords, self.boundaries, self.columns)
+
+
+def _shape(result: Extrapolation, dims: int) -> tuple[FloatArray, FloatArray]:
+    """The valley's curvature and walls: the pooled valley's (every optimum carries it), else the
+    costliest rung's own quadratic; NaN where none is known."""
+    for optimum in reversed(result.optima):
+        if optimum.hessian is not None:
+            wall = optimum.wall if optimum.wall is not None else np.zeros(dims)
+            return np.asarray(optimum.hessian, dtype=np.float64), np.asarray(wall, dtype=np.float64)
+    return np.full((dims, dims), np.nan), np.zeros(dims)
+
+
+def with_stability(
+    result: Extrapolation, ladder: Ladder, observations: Sequence[Observation]
+) -> Extrapolation:
+    """``result`` with its stability boundaries fitted, the decision kept within them, and the
+    target's loss model (:class:`TargetLoss`) that ``candidates()`` uses.
+
+    The valley's decision ``law + decision_shift`` is clipped to :func:`stability_limits`
+    (whichever is safer); ``boundary_shift`` records the step back, ``p_diverge`` the chance that
+    the decision diverges (``p_diverge_law``: the law's point). docs/science.md §8.
+    """
+    names = ladder.names
+    rungs = boundary_rungs(
+        ladder.scales,
+        [t.coords for t in ladder.trials],
+        [t.values for t in ladder.trials],
+        observations,
+        names,
+        ladder.logs,
+        ladder.variables,
+    )
+    boundaries = fit_boundaries(
+        rungs,
+        names,
+        ladder.logs,
+        ladder.variables,
+        ladder.target_logs(result.target),
+        prior=ladder.prior,
+        fixed=ladder.fixed,
+    )
+    fits = tuple(boundaries.values())
+    columns = tuple(names.index(n) for n in boundaries)
+    law = np.array([_coord(result.law_params[n], n in ladder.logs) for n in names])
+    valley = law + np.array([result.decision_shift[n] for n in names])
+    lower, upper = stability_limits(len(names), fits, columns)
+    decision = np.clip(valley, lower, upper)
+    back = decision - valley
+    for name, step in zip(names, back, strict=True):
+        if step != 0.0:
+            logger.info(
+                "%s: the valley's decision lay past the stability limit; moved back by %.3g "
+                "(fitted units)",
+                name,
+                step,
+            )
+    hessian, wall = _shape(result, len(names))
+    last = ladder.trials[-1]
+    finite = np.isfinite(last.values)
+    loss = TargetLoss(
+        names=names,
+        log_params=ladder.logs,
+        target=result.target,
+        mean=law,
+        sd=np.array([result.stderr[n] for n in names]),
+        hessian=hessian,
+        wall=wall,
+        decision=decision,
+        lower=lower,
+        upper=upper,
+        boundaries=fits,
+        columns=columns,
+        worst_excess=_worst_excess(ladder),
+    )
+    return replace(
+        result,
+        params=loss.natural(decision),
+        decision_shift={n: float(v) for n, v in zip(names, decision - law, strict=True)},
+        boundary=dict(boundaries),
+        boundary_shift={n: float(v) for n, v in zip(names, back, strict=True)},
+        p_diverge=p_diverge(decision, fits, columns),
+        p_diverge_law=p_diverge(law, fits, columns),
+        stable_up_to=loss.natural(last.coords[finite].max(axis=0)) if finite.any() else {},
+        target_loss=loss,
+    )
+
+
+def _coord(value: float, log_space: bool) -> float:
+    return math.log(value) if log_space else float(value)
+
+
+def _worst_excess(ladder: Ladder) -> float:
+    """The largest excess over its rung's best that a finite trial reached (metric units)."""
+    spans = [float(np.ptp(t.values[np.isfinite(t.values)])) for t in ladder.trials]
+    return max(spans) if spans else 0.0

@@ -10,9 +10,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from transfersearch.errors import TransferSearchError
+from transfersearch.fitting.boundary import StabilityBoundary
 from transfersearch.fitting.coords import Direction, FloatArray
+from transfersearch.fitting.decision import TargetLoss
 from transfersearch.fitting.laws import PowerLaw
 from transfersearch.fitting.local import ScaleOptimum
+from transfersearch.fitting.portfolio import DEFAULT_SEED, N_DRAWS, Portfolio, choose_candidates
 from transfersearch.fitting.selection import Fold
 from transfersearch.scale import Scale
 
@@ -84,6 +87,18 @@ class Extrapolation:
         space: the :class:`~transfersearch.space.TransferSpace` the sweep stored (a study run with
             ``TransferSampler``, an experiment run with ``TransferSearch``; see
             :func:`transfersearch.stored_space`), or None.
+        boundary: the stability boundary of each parameter whose trials diverged on one side
+            (:class:`~transfersearch.fitting.boundary.StabilityBoundary`: the censored law, its
+            prediction at the target, ``p_diverge(x)``); empty when no trial diverged.
+        boundary_shift: how far the boundary moved the decision back from the valley's own
+            (fitted coordinates; 0 where it did not): included in ``decision_shift``.
+        p_diverge: the probability that a run at ``params`` diverges (every boundary; 0 when
+            no trial diverged). docs/science.md §8.
+        p_diverge_law: the same at ``law_params``.
+        stable_up_to: the largest value of each parameter that a stable trial reached at the
+            costliest rung (natural units): any boundary there lies above it.
+        target_loss: what the decision knows about the target's loss (prediction, valley,
+            boundaries), used by :meth:`candidates`.
         target_from_ladder: scale variables the caller's target left out that never varied over
             the ladder, kept at the ladder's value (already in ``target``).
         duplicates_collapsed: exact copies among the observations (same scale, parameters and
@@ -111,6 +126,12 @@ class Extrapolation:
     ladder_span_decades: float
     direction: Direction
     space: TransferSpace | None = field(default=None, repr=False)
+    boundary: dict[str, StabilityBoundary] = field(default_factory=dict)
+    boundary_shift: dict[str, float] = field(default_factory=dict)
+    p_diverge: float = 0.0
+    p_diverge_law: float = 0.0
+    stable_up_to: dict[str, float] = field(default_factory=dict)
+    target_loss: TargetLoss | None = field(default=None, repr=False)
     target_from_ladder: dict[str, float] = field(default_factory=dict)
     duplicates_collapsed: int = 0
 
@@ -163,6 +184,78 @@ class Extrapolation:
             )
         return chosen.concretize(self.params, self.target)
 
+    def candidates(
+        self,
+        k: int,
+        *,
+        space: TransferSpace | None = None,
+        seed: int = DEFAULT_SEED,
+        n_draws: int = N_DRAWS,
+    ) -> Portfolio:
+        """The ``k`` target runs that minimise the expected best loss among them.
+
+        ``E[min_i L(x_i)]`` under the prediction's uncertainty (the optimum ``N(law, stderr²)``,
+        each stability boundary ``N(b̂, sd²)``) and the valley's shape, a diverged run
+        charged the sweep's worst excess (docs/science.md §9). ``k = 1`` is :attr:`params`;
+        every run keeps the decision's stability limits. Deterministic for a given ``seed``.
+
+        Args:
+            k: how many runs (1–3 is typical for big runs).
+            space: concretise each run with this space (default :attr:`space`; none: the
+                runs carry no hyperparameters).
+            seed: seed of the draws.
+            n_draws: draws of the optimum and boundaries.
+
+        Returns:
+            A :class:`~transfersearch.fitting.portfolio.Portfolio` (iterable of
+            :class:`~transfersearch.fitting.portfolio.Candidate`).
+
+        Raises:
+            TransferSearchError: ``k`` is not a positive integer, or the result carries no
+                loss model (it was not made by :func:`~transfersearch.extrapolate`).
+        """
+        if self.target_loss is None:
+            raise TransferSearchError(
+                "this result carries no target loss model (target_loss is None): candidates() "
+                "needs a result made by transfersearch.extrapolate(). Re-run extrapolate()."
+            )
+        chosen = space if space is not None else self.space
+        return choose_candidates(self.target_loss, k, seed=seed, n_draws=n_draws, space=chosen)
+
+    def _stability_lines(self) -> list[str]:
+        """The summary's lines on the stability boundaries (docs/science.md §8)."""
+        if not self.boundary:
+            if not self.stable_up_to:
+                return []
+            tops = ", ".join(f"{k} {v:.3g}" for k, v in self.stable_up_to.items())
+            return [
+                f"no stability boundary: no trial diverged on one side of a parameter; at the "
+                f"costliest rung trials stayed stable up to {tops} (a lower bound on any "
+                "boundary there). P(diverge) is not modelled."
+            ]
+        lines = []
+        for name, fit in self.boundary.items():
+            low, high = fit.interval(0.9)
+            where = "above" if fit.side == "upper" else "below"
+            text = (
+                f"{name} boundary at the target {fit.value:.3g} (90%: {low:.3g}–{high:.3g}; runs "
+                f"diverge {where} it)"
+            )
+            back = self.boundary_shift.get(name, 0.0)
+            if back != 0.0:
+                here = fit.fitted(self.params[name])
+                text += (
+                    f"; the valley's decision {fit.natural(here - back):.3g} lay past its "
+                    f"limit: moved back to {self.params[name]:.3g}, P(diverge) "
+                    f"{fit.p_diverge(here):.0%}"
+                )
+            lines.append(text + ".")
+        lines.append(
+            f"P(diverge) at the decision {self.p_diverge:.1%}, at the law's point "
+            f"{self.p_diverge_law:.1%}."
+        )
+        return lines
+
     def summary(self) -> str:
         """A few lines: the decision, the model and why, how the decision differs from the law."""
         lines = [
@@ -191,7 +284,7 @@ class Extrapolation:
                 "rung to validate the model."
             )
         for name in self.params:
-            shift = self.decision_shift[name]
+            shift = self.decision_shift[name] - self.boundary_shift.get(name, 0.0)
             lines.append(
                 f"  {name}: decision {self.params[name]:.4g}, law {self.law_params[name]:.4g}"
                 + (
@@ -214,6 +307,7 @@ class Extrapolation:
                 f"from the prior. A rung at {self.collinearity.suggested_scale!r} would separate "
                 "them."
             )
+        lines.extend(self._stability_lines())
         return "\n".join(lines)
 
 

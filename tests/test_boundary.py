@@ -1,0 +1,270 @@
+"""The stability boundary (docs/science.md §8): each rung's censored observation, the censored law
+against a brute-force maximisation of its log posterior, and ``extrapolate()``'s decision kept
+within the boundary predicted at the target."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+import transfersearch as ts
+from transfersearch.fitting.boundary import (
+    SCATTER_PRIOR_LOG_SD,
+    SCATTER_PRIOR_MEDIAN,
+    BoundaryRung,
+    censored_bound,
+    fit_boundaries,
+    fit_boundary_law,
+)
+from transfersearch.fitting.decision import MAX_P_DIVERGE
+from transfersearch.fitting.laws import UNSEEN_PRIOR_SD
+from transfersearch.observations import Observation
+from transfersearch.scale import Scale
+
+RUNG = Scale(width=64)
+
+
+def _bound(
+    stable: list[float], diverged: list[float], side: str = "upper"
+) -> tuple[float, float, bool]:
+    x = np.log(np.array(stable + diverged, dtype=float))
+    flags = np.array([False] * len(stable) + [True] * len(diverged))
+    found = censored_bound(x, flags, side, RUNG)  # type: ignore[arg-type]
+    return math.exp(found.low), math.exp(found.high), found.overlap
+
+
+@pytest.mark.parametrize(
+    ("stable", "diverged", "expected"),
+    [
+        ([1, 2, 4], [8], (4, 8, False)),  # interval-censored: finite below, diverged above
+        ([1, 2, 4, 8], [], (8, math.inf, False)),  # right-censored: no trial diverged
+        ([], [1, 2], (0, 1, False)),  # left-censored: every trial diverged
+        ([2, 4], [1, 8], (4, 8, False)),  # a failure below every stable trial is a crash
+        ([1, 2, 4], [2, 8], (1, 8, True)),  # overlap: down to the stable value below it
+        ([1, 2, 4, 16], [8], (4, math.inf, True)),  # a stable run above a diverged one
+    ],
+)
+def test_each_rung_bounds_its_boundary_by_its_trials(
+    stable: list[float], diverged: list[float], expected: tuple[float, float, bool]
+) -> None:
+    low, high, overlap = _bound(stable, diverged)
+    assert low == pytest.approx(expected[0])
+    assert high == pytest.approx(expected[1])
+    assert overlap is expected[2]
+
+
+def test_a_lower_boundary_mirrors_the_upper_one() -> None:
+    # diverged at the small values: the boundary lies between 2 (diverged) and 4 (stable)
+    x = np.log(np.array([4.0, 8.0, 16.0, 1.0, 2.0]))
+    flags = np.array([False, False, False, True, True])
+    found = censored_bound(x, flags, "lower", RUNG)
+    assert (math.exp(found.low), math.exp(found.high)) == pytest.approx((2.0, 4.0))
+
+
+def _log_posterior(a: np.ndarray, e: np.ndarray, omega: np.ndarray, low, high, ell) -> np.ndarray:
+    """The censored law's log posterior written out again with scipy.stats (broadcasting)."""
+    sigma = np.exp(omega)
+    total = np.zeros(np.broadcast(a, e, omega).shape)
+    for lo, hi, el in zip(low, high, ell, strict=True):
+        mu = a + e * el
+        total = total + np.log(norm.cdf((hi - mu) / sigma) - norm.cdf((lo - mu) / sigma))
+    total = total - 0.5 * e**2 / UNSEEN_PRIOR_SD**2
+    return total - 0.5 * (omega - math.log(SCATTER_PRIOR_MEDIAN)) ** 2 / SCATTER_PRIOR_LOG_SD**2
+
+
+def test_the_censored_law_is_the_brute_force_maximum_of_its_posterior() -> None:
+    """Three rungs on a factor-2 grid: an interval at the smallest, a right-censored one (nothing
+    diverged), a left-censored one (everything diverged); the MAP and the Laplace covariance
+    against a grid search and finite differences of the posterior written out independently."""
+    step = math.log(2.0)
+    low = np.array([math.log(0.02), math.log(0.01), -math.inf])
+    high = np.array([math.log(0.02) + step, math.inf, math.log(0.008)])
+    ell = np.log(np.array([1.0, 4.0, 16.0]))
+    theta, cov = fit_boundary_law(low, high, ell[:, None], prior_mean=np.zeros(1))
+
+    a_grid = np.linspace(-5.0, -2.0, 151)[:, None, None]
+    e_grid = np.linspace(-1.5, 1.0, 126)[None, :, None]
+    w_grid = np.linspace(-4.0, 0.5, 91)[None, None, :]
+    coarse = _log_posterior(a_grid, e_grid, w_grid, low, high, ell)
+    i, j, k = np.unravel_index(np.argmax(coarse), coarse.shape)
+    best = np.array([a_grid[i, 0, 0], e_grid[0, j, 0], w_grid[0, 0, k]])
+    fine = [np.linspace(c - h, c + h, 81) for c, h in zip(best, (0.02, 0.02, 0.05), strict=True)]
+    refined = _log_posterior(
+        fine[0][:, None, None], fine[1][None, :, None], fine[2][None, None, :], low, high, ell
+    )
+    i, j, k = np.unravel_index(np.argmax(refined), refined.shape)
+    brute = np.array([fine[0][i], fine[1][j], fine[2][k]])
+    assert theta == pytest.approx(brute, abs=2e-3)
+
+    h = 1e-4
+    hess = np.empty((3, 3))
+    for r in range(3):
+        for c in range(3):
+            shifts = []
+            for sr, sc in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+                point = theta.copy()
+                point[r] += sr * h
+                point[c] += sc * h
+                shifts.append(
+                    sr * sc * float(_log_posterior(point[0], point[1], point[2], low, high, ell))
+                )
+            hess[r, c] = -sum(shifts) / (4 * h * h)
+    assert cov == pytest.approx(np.linalg.inv(hess), rel=1e-3, abs=1e-6)
+
+
+def test_the_prediction_carries_the_law_and_the_scatter() -> None:
+    """b̂ = a + e·ℓ_t and sd² = gᵀCg + E[σ²] (log σ ~ N(ω̂, C_ωω)), g = (1, ℓ_t)."""
+    xs = np.log(np.array([0.005, 0.01, 0.02, 0.04]))
+    rungs = [
+        BoundaryRung(Scale(width=64), np.log([64.0]), xs[:, None], np.array([0, 0, 0, 1], bool)),
+        BoundaryRung(Scale(width=256), np.log([256.0]), xs[:, None], np.array([0, 0, 1, 1], bool)),
+    ]
+    target = np.log([4096.0])
+    fitted = fit_boundaries(rungs, ("lr",), ("lr",), ("width",), target, prior={}, fixed={})["lr"]
+    theta, cov = fit_boundary_law(
+        np.array([xs[2], xs[1]]),
+        np.array([xs[3], xs[2]]),
+        np.log([[64.0], [256.0]]),
+        prior_mean=np.zeros(1),
+    )
+    g = np.array([1.0, target[0]])
+    assert fitted.side == "upper"
+    assert fitted.at_target == pytest.approx(theta[0] + theta[1] * target[0])
+    expected_var = g @ cov[:2, :2] @ g + math.exp(2 * theta[2] + 2 * cov[2, 2])
+    assert fitted.sd == pytest.approx(math.sqrt(expected_var))
+    assert fitted.exponents["width"] == pytest.approx(theta[1])
+    assert fitted.p_diverge(fitted.limit(0.05)) == pytest.approx(0.05)
+    assert fitted.p_diverge(fitted.at_target) == pytest.approx(0.5)
+
+
+def test_a_parameter_unrelated_to_divergence_gets_no_boundary() -> None:
+    """One-at-a-time factor-2 sweeps around a best point: only lr's diverged trial lies above the
+    stable ones; weight decay's sweep scores 0.5."""
+    obs = _llm_like(seed=0)
+    res = _fit(obs)
+    assert set(res.boundary) == {"lr"}
+    assert res.boundary["lr"].side == "upper"
+
+
+# ----------------------------------------------------------------------------------------------
+# extrapolate(): the held-out-LLM-like case of issue 18
+# ----------------------------------------------------------------------------------------------
+SIZES = (1, 2, 4, 8)  # ×1e8 parameters, 20 tokens per parameter
+TARGET = Scale(params=32e8, tokens=640e8)
+
+
+def _truth(n: float) -> tuple[float, float]:
+    """(optimal lr, stability boundary) at n × 1e8 parameters: the boundary closes in on the
+    optimum as the model grows (2.5× above it at n = 1, 1.01× at n = 32)."""
+    lr_opt = 3e-3 * n**-0.25
+    return lr_opt, 2.5 * lr_opt * n**-0.26
+
+
+def _llm_like(seed: int, noise: float = 0.003) -> list[Observation]:
+    """One-at-a-time factor-2 sweeps of lr and wd around each size's best grid point; a run past
+    the boundary diverges (NaN). At the largest size only the best lr and the one below it are
+    finite, the next up diverged; the smaller sizes' optimum lr lies above that size's boundary
+    at the target."""
+    rng = np.random.default_rng(seed)
+    obs = []
+    for n in SIZES:
+        lr_opt, bound = _truth(n)
+        centre = 1e-3 * 2.0 ** round(math.log2(lr_opt / 1e-3))
+        points = {(centre * 2.0**k, 0.1) for k in (-2, -1, 0, 1, 2)}
+        points |= {(centre, 0.1 * 2.0**k) for k in (-2, -1, 1, 2)}
+        for lr, wd in sorted(points):
+            value = (
+                3.0
+                - 0.1 * math.log(n)
+                + 0.08 * math.log(lr / lr_opt) ** 2
+                + 0.03 * math.log(wd / 0.1) ** 2
+                + float(rng.normal(0, noise))
+            )
+            obs.append(
+                Observation(
+                    {"params": n * 1e8, "tokens": 20 * n * 1e8},
+                    {"lr": lr, "wd": wd},
+                    math.nan if lr > bound else value,
+                )
+            )
+    return obs
+
+
+def _fit(obs: list[Observation], **options: object) -> ts.Extrapolation:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ts.extrapolate(obs, target=TARGET, params=["lr", "wd"], n_bootstrap=20, **options)
+
+
+def test_the_ladder_is_the_issue_case() -> None:
+    top = [o for o in _llm_like(0) if o.scale["params"] == 8e8 and o.params["wd"] == 0.1]
+    finite = sorted(o.params["lr"] for o in top if math.isfinite(o.value))
+    diverged = sorted(o.params["lr"] for o in top if not math.isfinite(o.value))
+    assert finite[-2:] == pytest.approx([1e-3, 2e-3]) and diverged[0] == pytest.approx(4e-3)
+    assert _truth(1)[0] > _truth(8)[1]  # the smallest size's optimum diverges at the top one
+    assert _truth(8)[0] > _truth(32)[1]  # and the top size's at the target
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_decision_never_lies_past_the_predicted_boundary(seed: int) -> None:
+    res = _fit(_llm_like(seed))
+    boundary = res.boundary["lr"]
+    lr = math.log(res.params["lr"])
+    assert lr <= boundary.limit(MAX_P_DIVERGE) + 1e-12
+    assert res.p_diverge == pytest.approx(boundary.p_diverge(lr))
+    assert res.p_diverge <= MAX_P_DIVERGE + 1e-9
+    assert res.params["lr"] < _truth(32)[1]  # below the true boundary: the run does not diverge
+    # the censored observation of the top rung: lr 2e-3 stable, 4e-3 diverged
+    top = boundary.bounds[-1]
+    assert (math.exp(top.low), math.exp(top.high)) == pytest.approx((2e-3, 4e-3))
+
+
+def test_a_decision_past_the_boundary_is_moved_back_and_says_why() -> None:
+    res = _fit(_llm_like(0))
+    valley = math.log(res.law_params["lr"]) + res.decision_shift["lr"] - res.boundary_shift["lr"]
+    assert res.boundary_shift["lr"] < 0.0  # the valley alone would have gone further
+    assert math.log(res.params["lr"]) == pytest.approx(valley + res.boundary_shift["lr"])
+    assert res.boundary["lr"].p_diverge(valley) > MAX_P_DIVERGE
+    assert res.p_diverge_law > res.p_diverge
+    text = res.summary()
+    assert "lr boundary at the target" in text and "moved back to" in text
+    assert f"{res.params['lr']:.3g}" in text
+
+
+def test_without_a_diverged_trial_nothing_changes_but_a_lower_bound_is_reported() -> None:
+    obs = [o for o in _llm_like(0) if math.isfinite(o.value)]
+    res = _fit(obs)
+    assert res.boundary == {} and res.p_diverge == 0.0
+    assert all(v == 0.0 for v in res.boundary_shift.values())
+    for name in ("lr", "wd"):
+        law = math.log(res.law_params[name])
+        assert math.log(res.params[name]) == pytest.approx(law + res.decision_shift[name])
+    top = [o.params["lr"] for o in obs if o.scale["params"] == 8e8]
+    assert res.stable_up_to["lr"] == pytest.approx(max(top))
+    assert "no stability boundary" in res.summary()
+
+
+def test_a_lower_boundary_floors_the_decision() -> None:
+    """A parameter that diverges below (a too-short τ): the decision stays above the boundary."""
+    rng = np.random.default_rng(3)
+    obs = []
+    for width in (64, 128, 256, 512):
+        tau_opt, floor = 1.0, 0.6 * (width / 64) ** 0.3  # the floor rises toward the optimum
+        for tau in np.exp(np.linspace(math.log(0.125), math.log(8.0), 13)):
+            value = 2.0 + 0.05 * math.log(tau / tau_opt) ** 2 + float(rng.normal(0, 0.002))
+            obs.append(
+                Observation(
+                    {"width": width}, {"tau": float(tau)}, math.nan if tau < floor else value
+                )
+            )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = ts.extrapolate(obs, target=Scale(width=4096), params=["tau"], n_bootstrap=20)
+    boundary = res.boundary["tau"]
+    assert boundary.side == "lower"
+    assert math.log(res.params["tau"]) >= boundary.limit(MAX_P_DIVERGE) - 1e-12
+    assert res.params["tau"] > 0.6 * 64**0.3  # the true floor at the target

@@ -1,0 +1,580 @@
+"""The stability boundary: where trials start to diverge, how that moves with scale, and where it
+lies at the target (docs/science.md §8).
+
+At each rung, the diverged trials of a parameter that diverges on one side (a learning rate on its
+upper side) locate the rung's boundary ``b_s`` up to the grid's spacing: an interval-censored
+observation ``b_s ∈ (highest finite, lowest diverged)``, right-censored where no trial diverged,
+left-censored where every trial did. The law ``b_s = a + eᵀlog s + ε_s``, ``ε_s ~ N(0, σ²)``, is
+fitted to them by maximum a posteriori (interval regression, a Tobit model), with the exponents'
+prior ``N(e₀, 0.5²)`` and a log-normal prior on ``σ``; its uncertainty is Laplace's.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.optimize import minimize
+from scipy.special import log_ndtr, ndtr
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.fitting.coords import FloatArray, observation_arrays
+from transfersearch.fitting.laws import UNSEEN_PRIOR_SD
+from transfersearch.observations import Observation
+from transfersearch.scale import Scale
+
+__all__ = [
+    "BOUNDARY_AUC",
+    "SCATTER_PRIOR_LOG_SD",
+    "SCATTER_PRIOR_MEDIAN",
+    "BoundaryRung",
+    "CensoredBound",
+    "StabilityBoundary",
+    "boundary_rungs",
+    "censored_bound",
+    "fit_boundaries",
+    "fit_boundary_law",
+]
+
+logger = logging.getLogger(__name__)
+
+Side = Literal["upper", "lower"]
+
+#: A parameter diverges on its upper side when, within rungs, a diverged trial lies above a finite
+#: one in at least this share of (diverged, finite) pairs (ties count half; the lower side
+#: mirrors it). A parameter unrelated to divergence scores about 0.5 (a one-at-a-time sweep around
+#: a best point scores exactly 0.5 on every axis but the one that diverged); a learning-rate cliff
+#: scores 1. At 0.8 a single crashed trial among five ordered pairs does not hide a cliff, and a
+#: random ordering of 1 diverged vs 5 finite trials reaches it with probability 1/3 only.
+BOUNDARY_AUC = 0.8
+#: Median of the log-normal prior on the boundary's scatter ``σ`` about its law, in log units of a
+#: log parameter (a factor 1.28). On the factor-2 grids sweeps use (a step of 0.69) a scatter far
+#: below a quarter step cannot be seen, and one above a step is no law; the prior keeps ``σ`` off
+#: zero when a line threads every rung's interval (the likelihood is then flat in ``σ → 0``). For a
+#: linear parameter it is this fraction of the parameter's pooled standard deviation.
+SCATTER_PRIOR_MEDIAN = 0.25
+#: Standard deviation of ``log σ`` under that prior: ±2 sd span σ of 0.06–1.0 log units.
+SCATTER_PRIOR_LOG_SD = 0.7
+#: Relative step of the central differences that give the log posterior's Hessian (the gradient is
+#: analytic, so the Hessian is accurate to about this squared).
+_HESSIAN_STEP = 1e-5
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+@dataclass(frozen=True, eq=False)
+class BoundaryRung:
+    """One rung's trials as the boundary sees them: every non-pruned trial, diverged ones too.
+
+    Attributes:
+        scale: the rung's scale.
+        log_scale: (K,) log of its scale variables (the ladder's order).
+        coords: (n, d) the trials' fitted coordinates.
+        diverged: (n,) which trials diverged (NaN/inf value or state "failed").
+    """
+
+    scale: Scale
+    log_scale: FloatArray
+    coords: FloatArray
+    diverged: NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class CensoredBound:
+    """One rung's boundary along one parameter, known to lie in ``(low, high)`` (fitted coordinates).
+
+    For an upper boundary ``low`` is the highest stable value and ``high`` the lowest diverged
+    one (``high = inf``: no trial diverged, a right-censored bound; ``low = −inf``: every trial
+    diverged, a left-censored one); a lower boundary mirrors it.
+
+    Attributes:
+        scale: the rung.
+        low: the boundary lies above this (fitted coordinates).
+        high: and below this.
+        overlap: stable and diverged trials overlap along this parameter (the boundary depends on
+            the other coordinates): ``(low, high)`` is then the range of thresholds that misclassify
+            the fewest trials.
+        n_finite: stable trials at the rung.
+        n_diverged: diverged trials at the rung.
+    """
+
+    scale: Scale
+    low: float
+    high: float
+    overlap: bool
+    n_finite: int
+    n_diverged: int
+
+
+@dataclass(frozen=True, eq=False)
+class StabilityBoundary:
+    """The fitted stability boundary of one parameter and its prediction at the target.
+
+    In fitted coordinates ``x`` (``log p`` for a log parameter) the boundary at scale ``s`` is
+    ``a + Σ_k e_k·log s_k``; a run at ``x`` diverges with probability ``Φ((x − b̂)/sd)`` on an
+    upper boundary (``Φ((b̂ − x)/sd)`` on a lower one). docs/science.md §8.
+
+    Attributes:
+        param: the parameter.
+        side: ``"upper"`` (diverges above, a learning rate) or ``"lower"``.
+        log_space: the parameter is fitted in log space.
+        bounds: each rung's censored observation (the ladder's order, then the scales where
+            every trial diverged).
+        variables: the scale variables of ``exponents``.
+        intercept: ``a`` (fitted coordinates).
+        exponents: ``e`` per scale variable (fixed ones included).
+        covariance: Laplace covariance of ``(a, free exponents)``, in the order of ``free``.
+        free: the exponents the fit estimated (the others were fixed by the caller).
+        scatter: MAP of the rungs' scatter ``σ`` about the law (fitted coordinates).
+        at_target: ``b̂``, the boundary predicted at the target (fitted coordinates).
+        sd: its predictive standard deviation: the law's (Laplace) and the scatter ``E[σ²]``.
+    """
+
+    param: str
+    side: Side
+    log_space: bool
+    bounds: tuple[CensoredBound, ...]
+    variables: tuple[str, ...]
+    intercept: float
+    exponents: dict[str, float]
+    covariance: FloatArray
+    free: tuple[str, ...]
+    scatter: float
+    at_target: float
+    sd: float
+
+    @property
+    def sign(self) -> float:
+        """+1 for an upper boundary, −1 for a lower one."""
+        return 1.0 if self.side == "upper" else -1.0
+
+    def p_diverge(self, coord: float) -> float:
+        """Probability that a run at ``coord`` (fitted coordinates) diverges at the target."""
+        if self.sd <= 0.0:
+            return float(self.sign * (coord - self.at_target) > 0.0)
+        return float(ndtr(self.sign * (coord - self.at_target) / self.sd))
+
+    def limit(self, p_max: float) -> float:
+        """The furthest coordinate (fitted) toward the boundary whose :meth:`p_diverge` is
+        ``p_max``: ``b̂ − z·sd`` on an upper boundary, ``z = Φ⁻¹(1 − p_max)``."""
+        z = NormalDist().inv_cdf(1.0 - p_max)
+        return self.at_target - self.sign * z * self.sd
+
+    def natural(self, coord: float) -> float:
+        """A fitted coordinate in the parameter's natural units."""
+        return _exp(coord) if self.log_space else coord
+
+    def fitted(self, value: float) -> float:
+        """A natural value in fitted coordinates (``log`` for a log parameter)."""
+        return math.log(value) if self.log_space else float(value)
+
+    @property
+    def value(self) -> float:
+        """The boundary predicted at the target, natural units."""
+        return self.natural(self.at_target)
+
+    def interval(self, level: float = 0.9) -> tuple[float, float]:
+        """Central interval of the boundary at the target, natural units.
+
+        Raises:
+            TransferSearchError: ``level`` is not in (0, 1).
+        """
+        if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+            raise TransferSearchError(
+                f"`level` must be in (0, 1), e.g. 0.9, but got level={level!r}."
+            )
+        z = NormalDist().inv_cdf(0.5 + level / 2.0)
+        return self.natural(self.at_target - z * self.sd), self.natural(
+            self.at_target + z * self.sd
+        )
+
+
+def _exp(value: float) -> float:
+    return math.exp(value) if value < 709.0 else math.inf
+
+
+def boundary_rungs(
+    scales: Sequence[Scale],
+    coords: Sequence[FloatArray],
+    values: Sequence[FloatArray],
+    observations: Sequence[Observation],
+    names: Sequence[str],
+    logs: Sequence[str],
+    variables: Sequence[str],
+) -> list[BoundaryRung]:
+    """Every scale's non-pruned trials (diverged included) in fitted coordinates.
+
+    The ladder's rungs (``scales`` with their trials' ``coords`` and ``values``, NaN = diverged)
+    in its order, then any scale of ``observations`` the ladder left out because every trial
+    there diverged (those that lack one of ``variables`` cannot be placed and are skipped).
+    """
+    rungs = [
+        BoundaryRung(
+            scale,
+            np.log(np.array([scale[v] for v in variables], dtype=np.float64)),
+            np.asarray(c, dtype=np.float64),
+            ~np.isfinite(v),
+        )
+        for scale, c, v in zip(scales, coords, values, strict=True)
+    ]
+    known = set(scales)
+    groups: dict[Scale, list[Observation]] = {}
+    for obs in observations:
+        if obs.scale not in known and obs.state != "pruned":
+            groups.setdefault(obs.scale, []).append(obs)
+    for scale, group in groups.items():
+        if not all(v in scale for v in variables):
+            continue
+        extra, extra_values = observation_arrays(group, names, logs, 1.0)
+        rungs.append(
+            BoundaryRung(
+                scale,
+                np.log(np.array([scale[v] for v in variables], dtype=np.float64)),
+                extra,
+                ~np.isfinite(extra_values),
+            )
+        )
+    return rungs
+
+
+def _side(rungs: Sequence[BoundaryRung], column: int) -> Side | None:
+    """Which side of ``column`` diverges, from the within-rung share of ordered pairs (AUC)."""
+    above = pairs = 0.0
+    for rung in rungs:
+        x = rung.coords[:, column]
+        count, total = _ordered_pairs(x[rung.diverged], x[~rung.diverged])
+        above, pairs = above + count, pairs + total
+    if pairs == 0:  # diverged trials only where every trial diverged: compare across rungs
+        stacked = np.concatenate([r.coords[:, column] for r in rungs])
+        bad = np.concatenate([r.diverged for r in rungs])
+        above, pairs = _ordered_pairs(stacked[bad], stacked[~bad])
+    if pairs == 0:
+        return None
+    share = above / pairs
+    if share >= BOUNDARY_AUC:
+        return "upper"
+    if share <= 1.0 - BOUNDARY_AUC:
+        return "lower"
+    return None
+
+
+def _ordered_pairs(bad: FloatArray, stable: FloatArray) -> tuple[float, float]:
+    """(pairs with the diverged value above the stable one, ties half; all pairs)."""
+    ordered = np.sort(stable)
+    below = np.searchsorted(ordered, bad, side="left")
+    ties = np.searchsorted(ordered, bad, side="right") - below
+    return float(below.sum()) + 0.5 * float(ties.sum()), float(len(bad) * len(stable))
+
+
+def censored_bound(
+    x: FloatArray, diverged: NDArray[np.bool_], side: Side, scale: Scale
+) -> CensoredBound:
+    """One rung's interval for its boundary along ``x`` (one parameter's fitted coordinates).
+
+    Every threshold ``t`` (between two distinct tried values, or past either end) classifies the
+    trials as stable below ``t`` and diverged above (mirrored for a lower boundary); the interval is
+    the hull of the thresholds with the fewest misclassified trials. Stable below and diverged
+    above, it is (highest stable, lowest diverged). A diverged trial among the stable ones (the
+    boundary depends on the other coordinates: ``overlap``) lowers the interval's low end to the
+    highest stable value below it, so the interval covers the overlap; a diverged trial below
+    every stable one is taken for a crash and does not move it.
+    """
+    sign = 1.0 if side == "upper" else -1.0
+    y = sign * np.asarray(x, dtype=np.float64)
+    values = np.unique(y)
+    stable, bad = np.sort(y[~diverged]), np.sort(y[diverged])
+    # gap g lies between values[g-1] and values[g]: stable trials at or above values[g] and
+    # diverged ones at or below values[g-1] are misclassified
+    stable_above = len(stable) - np.searchsorted(stable, values, side="left")
+    stable_above = np.append(stable_above, 0)
+    bad_below = np.concatenate([[0], np.searchsorted(bad, values, side="right")])
+    errors = stable_above + bad_below
+    best = np.flatnonzero(errors == errors.min())
+    low = values[best[0] - 1] if best[0] > 0 else -math.inf
+    high = values[best[-1]] if best[-1] < len(values) else math.inf
+    among = bad[(bad <= low) & (bad > stable[0])] if len(stable) else bad[:0]
+    if len(among):  # the overlap: down to the highest stable value below its lowest divergence
+        low = min(low, float(stable[stable < among[0]].max()))
+    if sign < 0:
+        low, high = -high, -low
+    return CensoredBound(
+        scale=scale,
+        low=float(low),
+        high=float(high),
+        overlap=bool(len(stable) and np.any((bad > stable[0]) & (bad < stable[-1]))),
+        n_finite=len(stable),
+        n_diverged=len(bad),
+    )
+
+
+def _log_mass(alpha: FloatArray, beta: FloatArray) -> FloatArray:
+    """``log(Φ(β) − Φ(α))`` for ``α < β`` (either may be infinite), without cancellation."""
+    out = np.empty_like(alpha)
+    lower_open = np.isneginf(alpha)
+    upper_open = np.isposinf(beta)
+    both = ~lower_open & ~upper_open
+    out[lower_open] = log_ndtr(beta[lower_open])
+    out[upper_open & ~lower_open] = log_ndtr(-alpha[upper_open & ~lower_open])
+    a, b = alpha[both], beta[both]
+    right = a + b > 0.0  # both in the upper tail: Φ(−α) − Φ(−β)
+    big = np.where(right, log_ndtr(-a), log_ndtr(b))
+    small = np.where(right, log_ndtr(-b), log_ndtr(a))
+    out[both] = big + np.log1p(-np.exp(small - big))
+    return out
+
+
+def _log_pdf(z: FloatArray) -> FloatArray:
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(np.isfinite(z), -0.5 * z**2 - _LOG_SQRT_2PI, -np.inf)
+
+
+@dataclass(frozen=True, eq=False)
+class _Problem:
+    """The censored regression in oriented coordinates (diverged above)."""
+
+    low: FloatArray  # (S,)
+    high: FloatArray
+    design: FloatArray  # (S, p) free log-scales
+    offset: FloatArray  # (S,) fixed exponents' part
+    prior_mean: FloatArray  # (p,)
+    prior_sd: float
+    log_scatter_prior: float
+
+    def objective(self, theta: FloatArray) -> tuple[float, FloatArray]:
+        """Negative log posterior of ``θ = (a, e, log σ)`` and its gradient."""
+        p = self.design.shape[1]
+        a, e, omega = theta[0], theta[1 : 1 + p], theta[1 + p]
+        sigma = math.exp(omega)
+        mu = a + self.design @ e + self.offset
+        alpha, beta = (self.low - mu) / sigma, (self.high - mu) / sigma
+        log_mass = _log_mass(alpha, beta)
+        dens_a, dens_b = np.exp(_log_pdf(alpha) - log_mass), np.exp(_log_pdf(beta) - log_mass)
+        d_mu = (dens_a - dens_b) / sigma  # ∂ log mass / ∂μ
+        with np.errstate(invalid="ignore"):
+            d_omega = np.nan_to_num(alpha * dens_a) - np.nan_to_num(beta * dens_b)
+        prior_e = (e - self.prior_mean) / self.prior_sd**2
+        prior_omega = (omega - self.log_scatter_prior) / SCATTER_PRIOR_LOG_SD**2
+        value = (
+            -float(log_mass.sum())
+            + 0.5 * float(((e - self.prior_mean) ** 2).sum()) / self.prior_sd**2
+            + 0.5 * (omega - self.log_scatter_prior) ** 2 / SCATTER_PRIOR_LOG_SD**2
+        )
+        grad = np.concatenate(
+            [[-d_mu.sum()], -(self.design.T @ d_mu) + prior_e, [-d_omega.sum() + prior_omega]]
+        )
+        return value, grad
+
+    def start(self) -> FloatArray:
+        sigma = math.exp(self.log_scatter_prior)
+        point = np.where(
+            np.isfinite(self.low) & np.isfinite(self.high),
+            0.5 * (self.low + self.high),
+            np.where(np.isfinite(self.low), self.low + sigma, self.high - sigma),
+        )
+        a = float(np.mean(point - self.design @ self.prior_mean - self.offset))
+        return np.concatenate([[a], self.prior_mean, [self.log_scatter_prior]])
+
+    def hessian(self, theta: FloatArray) -> FloatArray:
+        """Central differences of the analytic gradient, symmetrised."""
+        size = len(theta)
+        out = np.empty((size, size))
+        for i in range(size):
+            step = _HESSIAN_STEP * max(1.0, abs(float(theta[i])))
+            up, down = theta.copy(), theta.copy()
+            up[i] += step
+            down[i] -= step
+            out[:, i] = (self.objective(up)[1] - self.objective(down)[1]) / (2.0 * step)
+        return 0.5 * (out + out.T)
+
+
+def fit_boundary_law(
+    low: FloatArray,
+    high: FloatArray,
+    log_scales: FloatArray,
+    *,
+    prior_mean: FloatArray,
+    prior_sd: float = UNSEEN_PRIOR_SD,
+    scatter_median: float = SCATTER_PRIOR_MEDIAN,
+    offset: FloatArray | None = None,
+) -> tuple[FloatArray, FloatArray]:
+    """MAP and Laplace covariance of the censored law ``b_s = a + eᵀℓ_s (+ offset_s) + ε_s``.
+
+    The rungs' boundaries are known to lie in ``(low_s, high_s)`` (either end may be infinite);
+    ``ε_s ~ N(0, σ²)``. The log posterior (docs/science.md §8) is
+
+        Σ_s log[Φ((high_s − μ_s)/σ) − Φ((low_s − μ_s)/σ)] − |e − e₀|²/(2s²)
+            − (log σ − log σ₀)²/(2·0.7²),   μ_s = a + eᵀℓ_s,
+
+    with a flat prior on ``a``; it is maximised by BFGS with the analytic gradient, and its
+    covariance is the inverse of the Hessian there (Laplace).
+
+    Args:
+        low, high: (S,) the censored observations (oriented: diverged above).
+        log_scales: (S, p) log of the free scale variables.
+        prior_mean: (p,) the exponents' prior centre ``e₀``.
+        prior_sd: the exponents' prior sd ``s``.
+        scatter_median: ``σ₀``, the scatter prior's median.
+        offset: (S,) a known part of each ``μ_s`` (fixed exponents); default 0.
+
+    Returns:
+        ``θ = (a, e, log σ)`` at the MAP, and its (p + 2, p + 2) covariance.
+
+    Raises:
+        TransferSearchError: no rung bounds the boundary from below, or none from above (the
+            posterior of ``a`` is then improper).
+    """
+    low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+    if not np.isfinite(low).any() or not np.isfinite(high).any():
+        raise TransferSearchError(
+            "the boundary law needs a rung bounded below (a stable trial) and one bounded above "
+            f"(a diverged trial), but got low={low.tolist()}, high={high.tolist()}."
+        )
+    design = np.asarray(log_scales, dtype=np.float64).reshape(len(low), -1)
+    problem = _Problem(
+        low=low,
+        high=high,
+        design=design,
+        offset=np.zeros(len(low)) if offset is None else np.asarray(offset, dtype=np.float64),
+        prior_mean=np.asarray(prior_mean, dtype=np.float64).reshape(design.shape[1]),
+        prior_sd=prior_sd,
+        log_scatter_prior=math.log(scatter_median),
+    )
+    found = minimize(
+        problem.objective,
+        problem.start(),
+        jac=True,
+        method="BFGS",
+        options={"gtol": 1e-9, "maxiter": 500},
+    )
+    theta = np.asarray(found.x, dtype=np.float64)
+    if not found.success:
+        logger.info("boundary law: BFGS stopped (%s); gradient %s", found.message, found.jac)
+    hess = problem.hessian(theta)
+    eigen = np.linalg.eigvalsh(hess)
+    if eigen.min() <= 0.0:
+        logger.info("boundary law: Hessian not positive definite (%s); pseudo-inverse", eigen)
+        cov = np.linalg.pinv(hess, hermitian=True)
+    else:
+        cov = np.linalg.inv(hess)
+    return theta, np.asarray(cov, dtype=np.float64)
+
+
+def fit_boundaries(
+    rungs: Sequence[BoundaryRung],
+    names: Sequence[str],
+    logs: Sequence[str],
+    variables: Sequence[str],
+    target_logs: FloatArray,
+    *,
+    prior: Mapping[str, Mapping[str, float]],
+    fixed: Mapping[str, Mapping[str, float]],
+) -> dict[str, StabilityBoundary]:
+    """The stability boundary of each parameter that diverges on one side, predicted at the target.
+
+    A parameter gets a boundary when trials diverged and, within rungs, the diverged ones lie on
+    one side of the stable ones (:data:`BOUNDARY_AUC`); with no diverged trial there is none.
+
+    Args:
+        rungs: every scale's trials (:func:`boundary_rungs`).
+        names: the parameters, in the trials' column order.
+        logs: those fitted in log space.
+        variables: the scale variables, in the order of each rung's ``log_scale``.
+        target_logs: (K,) log of the target's scale variables.
+        prior: prior exponents per parameter (0 where not given): the boundary's drift, like the
+            optimum's, is earned from the data.
+        fixed: fixed exponents per parameter, held by the boundary too.
+    """
+    out: dict[str, StabilityBoundary] = {}
+    if not rungs or not any(r.diverged.any() for r in rungs):
+        return out
+    for column, name in enumerate(names):
+        side = _side(rungs, column)
+        if side is None:
+            continue
+        bounds = tuple(
+            censored_bound(r.coords[:, column], r.diverged, side, r.scale) for r in rungs
+        )
+        out[name] = _fit_one(
+            name,
+            side,
+            name in logs,
+            bounds,
+            rungs,
+            column,
+            variables,
+            target_logs,
+            prior.get(name, {}),
+            fixed.get(name, {}),
+        )
+        logger.info(
+            "%s: %s stability boundary at the target %.4g (sd %.3g in fitted units) from %d rungs",
+            name,
+            side,
+            out[name].value,
+            out[name].sd,
+            len(rungs),
+        )
+    return out
+
+
+def _fit_one(
+    name: str,
+    side: Side,
+    log_space: bool,
+    bounds: tuple[CensoredBound, ...],
+    rungs: Sequence[BoundaryRung],
+    column: int,
+    variables: Sequence[str],
+    target_logs: FloatArray,
+    prior: Mapping[str, float],
+    fixed: Mapping[str, float],
+) -> StabilityBoundary:
+    sign = 1.0 if side == "upper" else -1.0
+    logs = np.array([r.log_scale for r in rungs])
+    free = [k for k, v in enumerate(variables) if v not in fixed]
+    fixed_e = np.array([fixed.get(v, 0.0) for v in variables])
+    low = np.array([b.low if sign > 0 else -b.high for b in bounds])
+    high = np.array([b.high if sign > 0 else -b.low for b in bounds])
+    if log_space:
+        scatter = SCATTER_PRIOR_MEDIAN
+    else:
+        pooled = np.concatenate([r.coords[:, column] for r in rungs])
+        scatter = SCATTER_PRIOR_MEDIAN * max(float(np.std(pooled)), 1e-12)
+    theta, cov = fit_boundary_law(
+        low,
+        high,
+        logs[:, free],
+        prior_mean=sign * np.array([prior.get(variables[k], 0.0) for k in free]),
+        scatter_median=scatter,
+        offset=sign * (logs @ fixed_e),
+    )
+    p = len(free)
+    gradient = np.concatenate([[1.0], target_logs[free]])
+    law_var = float(gradient @ cov[: p + 1, : p + 1] @ gradient)
+    omega, omega_var = float(theta[p + 1]), float(cov[p + 1, p + 1])
+    scatter_var = math.exp(2.0 * omega + 2.0 * max(omega_var, 0.0))  # E[σ²], log σ ~ N
+    mean = sign * (theta[0] + float(theta[1 : p + 1] @ target_logs[free])) + float(
+        target_logs @ fixed_e
+    )
+    exponents = {v: float(fixed_e[k]) for k, v in enumerate(variables)}
+    for position, k in enumerate(free):
+        exponents[variables[k]] = sign * float(theta[1 + position])
+    return StabilityBoundary(
+        param=name,
+        side=side,
+        log_space=log_space,
+        bounds=bounds,
+        variables=tuple(variables),
+        intercept=sign * float(theta[0]),
+        exponents=exponents,
+        covariance=cov[: p + 1, : p + 1],
+        free=tuple(variables[k] for k in free),
+        scatter=math.exp(omega),
+        at_target=float(mean),
+        sd=math.sqrt(max(law_var, 0.0) + scatter_var),
+    )
