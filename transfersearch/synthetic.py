@@ -296,7 +296,7 @@ def _cliff(rng: np.random.Generator) -> tuple[Surface, list[Observation], Scale]
     surface = _surface(
         rng,
         ladder,
-        {"width": _drift(rng, -0.2), "dataset_size": _drift(rng, 0.0, 0.05)},
+        {"width": _drift(rng, -0.1), "dataset_size": _drift(rng, 0.0, 0.05)},
         {"width": _drift(rng, 0.0, 0.05), "dataset_size": _drift(rng, 0.0, 0.05)},
         gap0=math.log(4.0),
         gap_shrink=0.15,
@@ -404,7 +404,8 @@ FAMILIES: dict[str, tuple[str, _Generator]] = {
     ),
     "cliff": (
         "a divergence boundary 4x above the lr optimum at the smallest rung that closes in as "
-        "scale grows (2.1x at the target, 8x wider with 8x the data); trials past it are NaN",
+        "scale grows (2.1x at the top rung, 1.5x at the target, 8x wider with 8x the data); the "
+        "lr optimum drifts as width^-0.1 (±0.1); trials past the boundary are NaN",
         _cliff,
     ),
     "sparse_top": (
