@@ -87,6 +87,13 @@ def _rule_from_json(data: Any) -> Any:
             f"the stored space names an unknown rule {data.get('type')!r}; this version knows "
             f"{sorted(_RULE_CLASSES)}."
         )
+    known = {f.name for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(str(k) for k in data if k != "type" and k not in known)
+    if unknown:
+        raise TransferSearchError(
+            f"the stored rule {cls.__name__} has unknown keywords {unknown}; this version knows "
+            f"{sorted(known)}."
+        )
     return cls(**{k: _rule_from_json(v) for k, v in data.items() if k != "type"})
 
 
@@ -106,7 +113,11 @@ def _dist_to_json(value: Any) -> Any:
     return {"type": "fixed", "value": value}
 
 
-def _dist_from_json(data: Mapping[str, Any]) -> Any:
+def _dist_from_json(data: Any) -> Any:
+    if not isinstance(data, Mapping):
+        raise TransferSearchError(
+            f"a stored coordinate must be an object with a 'type', but got {data!r:.80}."
+        )
     kind = data.get("type")
     if kind == "float":
         return Float(data["low"], data["high"], log=bool(data["log"]))
@@ -152,13 +163,18 @@ def space_from_json(data: Mapping[str, Any] | str) -> TransferSpace:
     """The space :func:`space_to_json` wrote (a dict, or its JSON text).
 
     Raises:
-        TransferSearchError: not a stored space, another version, or an unknown rule.
+        TransferSearchError: not a stored space, another version, an unknown rule or rule
+            keyword, a missing field, or a malformed base, coordinate or rule.
     """
     if isinstance(data, str):
         try:
             data = json.loads(data)
         except json.JSONDecodeError as exc:
             raise TransferSearchError(f"the stored space is not valid JSON ({exc}).") from None
+        except RecursionError:
+            raise TransferSearchError(
+                "the stored space is nested too deeply to read; it is not a stored space."
+            ) from None
     if not isinstance(data, Mapping) or data.get("format") != SPACE_FORMAT:
         raise TransferSearchError(
             f"not a stored TransferSpace (expected format={SPACE_FORMAT!r}), got {data!r:.120}."
@@ -169,11 +185,40 @@ def space_from_json(data: Mapping[str, Any] | str) -> TransferSpace:
             f"transfersearch reads version={SPACE_VERSION}. Upgrade transfersearch, or pass the "
             "space explicitly."
         )
+    try:
+        return _space(data)
+    except (TypeError, KeyError, AttributeError, IndexError, ValueError) as exc:
+        # a hand-edited or damaged attribute: one error naming what is wrong, not a traceback
+        logger.debug("the stored space cannot be built", exc_info=True)
+        what = f"it lacks the field {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise TransferSearchError(
+            f"the stored space is malformed: {what}. Repair or delete the study's user "
+            f"attribute {SPACE_ATTR!r} (TransferSampler writes it again), or pass the space "
+            "explicitly, e.g. res.hyperparameters(space)."
+        ) from None
+
+
+#: The fields of a stored space (``format`` and ``version`` are checked first).
+_FIELDS = ("base", "coords", "rule", "betas", "eps", "ema_momentum", "custom_scale_names")
+
+
+def _space(data: Mapping[str, Any]) -> TransferSpace:
+    """The space from a stored dict whose format and version are checked; raises a builtin
+    error (TypeError, KeyError, ...) or TransferSearchError on a malformed one."""
+    missing = [name for name in _FIELDS if name not in data]
+    if missing:
+        raise KeyError(", ".join(missing))
+    coords = data["coords"]
+    if not isinstance(coords, Mapping):
+        raise TypeError(f"'coords' must map coordinate -> distribution, but got {coords!r:.80}")
+    betas = data["betas"]
+    if not isinstance(betas, (list, tuple)) or len(betas) != 2:
+        raise TypeError(f"'betas' must be a pair, but got {betas!r:.80}")
     return TransferSpace(
         base=Scale(data["base"]),
-        coords={name: _dist_from_json(value) for name, value in data["coords"].items()},
+        coords={name: _dist_from_json(value) for name, value in coords.items()},
         rule=_rule_from_json(data["rule"]),
-        betas=(float(data["betas"][0]), float(data["betas"][1])),
+        betas=(float(betas[0]), float(betas[1])),
         eps=data["eps"],
         ema_momentum=data["ema_momentum"],
         custom_scale_names=tuple(data["custom_scale_names"]),
@@ -205,10 +250,16 @@ def stored_space(source: Any) -> TransferSpace | None:
 
     Raises:
         TransferSearchError: a space is stored but cannot be read (another version, an unknown
-            rule).
+            rule, a malformed field).
     """
     raw: Any = None
-    user_attrs = getattr(source, "user_attrs", None)
+    try:
+        user_attrs = getattr(source, "user_attrs", None)
+    except RecursionError:  # a storage decoding a deeply nested JSON attribute
+        raise TransferSearchError(
+            "the study's user attributes are nested too deeply to read. Repair or delete the "
+            f"attribute {SPACE_ATTR!r}."
+        ) from None
     if isinstance(user_attrs, Mapping) and hasattr(source, "study_name"):
         raw = user_attrs.get(SPACE_ATTR)
     else:

@@ -1,0 +1,290 @@
+"""Every bad input a clean error (issue 21): the command line exits 2 with one ``error:`` line, the
+Python API raises ``TransferSearchError``, and the message names the bad value.
+
+The table rows replay the probes as the user met them: a repeated ``--target`` name, flags that
+were silently ignored, a misspelt coordinate, negative learning rates, a deeply nested JSON file,
+a malformed stored space, and a PostgreSQL password that must never be printed.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import transfersearch as ts
+from transfersearch import synthetic
+from transfersearch.cli import main
+from transfersearch.observations import check_log_swept
+
+TARGET = "width=1024,dataset_size=3.2e5,batch_size=64"
+#: Trials per rung of the synthetic table: 4 rungs x 12 = 48 trials, as in the issue's probes.
+PER_RUNG = 12
+
+
+def sweep_rows(seed: int = 0) -> list[dict[str, Any]]:
+    """48 trials on the synthetic ladder (known law), as CSV records with our column names."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for scale in synthetic.LADDER:
+        for _ in range(PER_RUNG):
+            coords = {
+                "base_lr": float(math.exp(rng.uniform(math.log(1e-4), math.log(0.3)))),
+                "tau_epoch": float(math.exp(rng.uniform(math.log(0.05), math.log(20.0)))),
+            }
+            rows.append(
+                {
+                    **{f"scale.{k}": v for k, v in scale.items()},
+                    **{f"params.{k}": v for k, v in coords.items()},
+                    "value": 2.0 + synthetic.regret(scale, coords) + float(rng.normal(0, 1e-3)),
+                }
+            )
+    return rows
+
+
+def write_csv(path: Path, rows: list[dict[str, Any]], encoding: str = "utf-8") -> Path:
+    with path.open("w", newline="", encoding=encoding) as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def observations(rows: list[dict[str, Any]]) -> list[ts.Observation]:
+    return [
+        ts.Observation(
+            scale={k[6:]: v for k, v in r.items() if k.startswith("scale.")},
+            params={k[7:]: v for k, v in r.items() if k.startswith("params.")},
+            value=r["value"],
+        )
+        for r in rows
+    ]
+
+
+def negative_rows() -> list[dict[str, Any]]:
+    """3 of 48 learning rates negative (rows 5, 17, 40): the issue's silent switch to linear."""
+    rows = sweep_rows()
+    for i in (5, 17, 40):
+        rows[i]["params.base_lr"] = -0.0099
+    return rows
+
+
+@pytest.fixture()
+def files(tmp_path: Path) -> dict[str, Path]:
+    nested = tmp_path / "nested.json"
+    nested.write_text("[" * 100_000 + "]" * 100_000)
+    obs_json = tmp_path / "obs.json"
+    obs_json.write_text(
+        json.dumps(
+            [
+                {"scale": {k[6:]: v for k, v in r.items() if k.startswith("scale.")},
+                 "params": {k[7:]: v for k, v in r.items() if k.startswith("params.")},
+                 "value": r["value"]}
+                for r in sweep_rows()
+            ]
+        )
+    )  # fmt: skip
+    plain = [
+        {"width": r["scale.width"], "base_lr": r["params.base_lr"], "loss": r["value"]}
+        for r in sweep_rows()
+    ]
+    return {
+        "csv": write_csv(tmp_path / "sweep.csv", sweep_rows()),
+        "negative": write_csv(tmp_path / "negative.csv", negative_rows()),
+        "plain": write_csv(tmp_path / "plain.csv", plain),
+        "nested": nested,
+        "json": obs_json,
+        "db": tmp_path / "proxy.db",
+        "dir": tmp_path,
+    }
+
+
+CLI_CASES = [
+    # (argv, the fragment the one error line must hold: it names the bad value or flag)
+    (["extrapolate", "--csv", "{csv}", "--target", "width=1024,width=2048"], "'width' twice"),
+    (["validate", "--csv", "{csv}", "--held-out", "width=64,width=64"], "'width' twice"),
+    (
+        ["report", "--csv", "{csv}", "--target", TARGET, "--artifact-dir", "{dir}/art"],
+        "--artifact-dir",
+    ),
+    (["report", "--csv", "{csv}", "--target", TARGET, "--publish"], "--publish"),
+    (["extrapolate", "--csv", "{csv}", "--study", "proxy", "--target", TARGET], "--study 'proxy'"),
+    (
+        ["extrapolate", "--json-file", "{json}", "--scale-columns", "width", "--target", TARGET],
+        "--scale-columns",
+    ),
+    (
+        ["validate", "--json-file", "{json}", "--value-column", "loss"],
+        "--value-column",
+    ),
+    (
+        ["extrapolate", "--csv", "{csv}", "--target", TARGET, "--params", "base_lr,tau_epcoh"],
+        "'tau_epcoh' has no column in the table",
+    ),
+    (
+        ["extrapolate", "--csv", "{csv}", "--target", TARGET, "--params", "base_lr,tau_epcoh"],
+        "Did you mean 'tau_epoch'?",
+    ),
+    (
+        ["extrapolate", "--json-file", "{json}", "--target", TARGET, "--params", "tau_epcoh"],
+        "Did you mean 'tau_epoch'?",
+    ),
+    (
+        ["extrapolate", "--csv", "{negative}", "--target", TARGET],
+        "3 trials have base_lr <= 0 (trials 5, 17, 40",
+    ),
+    (["validate", "--csv", "{negative}"], "base_lr=-0.0099"),
+    (["extrapolate", "--json-file", "{nested}", "--target", TARGET], "nested too deeply"),
+    (["extrapolate", "--csv", "{plain}", "--target", "width=1024"], "--scale-columns width"),
+    (
+        ["extrapolate", "--csv", "{plain}", "--scale-columns", "width", "--target", "width=1024"],
+        "'value' is not a column",
+    ),
+    (
+        [
+            "extrapolate",
+            "--csv",
+            "{plain}",
+            "--scale-columns",
+            "widht",
+            "--value-column",
+            "loss",
+            "--target",
+            "width=1024",
+        ],
+        "['widht']",
+    ),
+    (
+        ["extrapolate", "--storage", "sqlite:///{db}", "--study", "nope", "--target", TARGET],
+        "holds ['proxy']",
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "fragment"), CLI_CASES)
+def test_bad_command_line_input_is_one_error_line_naming_it(
+    argv: list[str], fragment: str, files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    if "{db}" in " ".join(argv):
+        optuna = pytest.importorskip("optuna")
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        optuna.create_study(storage=f"sqlite:///{files['db']}", study_name="proxy")
+    status = main([a.format(**files) for a in argv])
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert status == 2, captured
+    assert len(lines) == 1 and lines[0].startswith("error: "), captured.err
+    assert fragment in lines[0]
+
+
+def test_the_cli_hint_names_the_flag_and_python_the_keyword(files: dict[str, Path]) -> None:
+    """A table without scale columns: `--scale-columns` on the command line, `scale_columns=` in
+    Python (the issue: the CLI named the Python keyword)."""
+    pd = pytest.importorskip("pandas")
+    with pytest.raises(ts.TransferSearchError, match=r"scale_columns=\['width'") as info:
+        ts.extrapolate(pd.read_csv(files["plain"]), target={"width": 1024}, value_column="loss")
+    assert "--scale-columns" not in str(info.value)
+
+
+def _nonpositive(value: float) -> list[ts.Observation]:
+    obs = observations(sweep_rows())
+    bad = obs[7]
+    obs[7] = ts.Observation(bad.scale, {**bad.params, "base_lr": value}, bad.value)
+    return obs
+
+
+API_CASES: list[tuple[str, Any, str]] = [
+    # (what, a call that must raise TransferSearchError, the fragment naming the value)
+    ("scale None", lambda: ts.Observation(scale=None, params={"lr": 1e-3}, value=1.0), "None"),  # type: ignore[arg-type]
+    ("scale {}", lambda: ts.Observation(scale={}, params={"lr": 1e-3}, value=1.0), "scale={}"),
+    ("state list", lambda: ts.Observation({"width": 8}, {"lr": 1e-3}, 1.0, ["ok"]), "['ok']"),  # type: ignore[arg-type]
+    (
+        "model list",
+        lambda: ts.extrapolate(observations(sweep_rows()), target=synthetic.TOP, model=["auto"]),  # type: ignore[arg-type]
+        "['auto']",
+    ),
+    (
+        "negative lr",
+        lambda: ts.extrapolate(observations(negative_rows()), target=synthetic.TOP),
+        "trials 5, 17, 40",
+    ),
+    (
+        "zero lr",
+        lambda: ts.validate(_nonpositive(0.0)),
+        "base_lr=0.0",
+    ),
+    (
+        "misspelt param",
+        lambda: ts.extrapolate(
+            observations(sweep_rows()), target=synthetic.TOP, params=["base_lr", "tau_epcoh"]
+        ),
+        "'tau_epcoh' is recorded by no trial",
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "call", "fragment"), API_CASES, ids=[c[0] for c in API_CASES])
+def test_bad_python_input_is_a_transfersearch_error_naming_it(
+    what: str, call: Any, fragment: str
+) -> None:
+    with pytest.raises(ts.TransferSearchError) as info:
+        call()
+    assert fragment in str(info.value), what
+
+
+def test_a_log_swept_parameter_is_decided_by_the_stored_space_first() -> None:
+    """Float(log=True) in the space: one non-positive value is refused even where most are
+    negative; a parameter the space sweeps linearly may cross zero; without a space a parameter
+    that is mostly negative is linear (no error)."""
+    obs = observations(sweep_rows())
+    half = [
+        ts.Observation(o.scale, {**o.params, "base_lr": -o.params["base_lr"]}, o.value)
+        if i % 2
+        else o
+        for i, o in enumerate(obs)
+    ]
+    check_log_swept(half, ["base_lr"])  # half negative, no space: a linear parameter
+    with pytest.raises(ts.TransferSearchError, match="the stored space sweeps it on a log scale"):
+        check_log_swept(half, ["base_lr"], space=synthetic.make_space())
+    linear = ts.TransferSpace(
+        synthetic.BASE,
+        {"base_lr": ts.Float(1e-5, 1.0), "tau_epoch": ts.Float(1e-2, 1e2, log=True)},
+    )
+    check_log_swept(_nonpositive(-1e-3), ["base_lr"], space=linear)
+    # the CLI way out for a truly linear parameter: --log-params without it
+    res = ts.extrapolate(
+        observations(negative_rows()), target=synthetic.TOP, log_params=["tau_epoch"],
+        n_bootstrap=0,
+    )  # fmt: skip
+    assert "base_lr" not in res.log_params
+
+
+def test_log_params_flag_fits_a_parameter_linearly(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["extrapolate", "--csv", str(files["negative"]), "--target", TARGET, "--json"]
+    assert main([*argv, "--log-params", "tau_epoch", "--n-bootstrap", "0"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"]["base_lr"] != 0
+
+
+def test_a_postgresql_password_is_never_printed(
+    postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--study 'x' is not in storage ...` and a refused connection name the URL without its
+    password (the server trusts local connections, so any password connects)."""
+    pytest.importorskip("optuna")
+    password = "s3cret-Pw"
+    url = postgres_url.replace("postgres@", f"postgres:{password}@")
+    assert main(["extrapolate", "--storage", url, "--study", "nope", "--target", TARGET]) == 2
+    err = capsys.readouterr().err
+    assert "--study 'nope' is not in storage" in err and "postgres:***@" in err
+    assert password not in err
+    refused = "postgresql://tuner:" + password + "@127.0.0.1:1/proxy"  # no server on port 1
+    assert main(["validate", "--storage", refused, "--study", "proxy"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and password not in err, err
