@@ -148,3 +148,55 @@ def test_cli_json_from_a_csv_has_no_hyperparameters(
     args = ["extrapolate", "--csv", str(path), "--target", "width=1024", "--json"]
     assert main([*args, "--n-bootstrap", "0"]) == 0
     assert json.loads(capsys.readouterr().out)["hyperparameters"] is None
+
+
+def _malformed(change: dict[str, object], drop: str | None = None) -> dict[str, object]:
+    data = {**space_to_json(SPACES["mup-adam"]), **change}
+    if drop is not None:
+        del data[drop]
+    return data
+
+
+MALFORMED = [
+    # (the stored dict, the fragment naming what is wrong)
+    (_malformed({"rule": {"type": "MuP", "wd_exponent": 1.0}}), "unknown keywords ['wd_exponent']"),
+    (_malformed({}, drop="base"), "lacks the field 'base'"),
+    (_malformed({"base": [64, 128]}), "[64, 128]"),
+    (_malformed({"coords": {"base_lr": 5}}), "must be an object with a 'type', but got 5"),
+    (_malformed({"coords": ["base_lr"]}), "['base_lr']"),
+    (_malformed({"coords": {"base_lr": {"type": "float", "low": 1e-4}}}), "'high'"),
+    (
+        _malformed({"coords": {"base_lr": {"type": "float", "low": "a", "high": 1, "log": 1}}}),
+        "'a'",
+    ),
+    (_malformed({"betas": 0.9}), "'betas' must be a pair, but got 0.9"),
+    (_malformed({"rule": {"type": "MuP", "batch": {"type": "AdamBatch", "x": 1}}}), "['x']"),
+]
+
+
+@pytest.mark.parametrize(("data", "fragment"), MALFORMED)
+def test_a_malformed_stored_space_is_one_error_naming_the_fault(
+    data: dict[str, object], fragment: str
+) -> None:
+    with pytest.raises(ts.TransferSearchError, match="the stored space") as info:
+        space_from_json(json.dumps(data))
+    assert fragment in str(info.value)
+
+
+def test_the_cli_on_a_study_with_a_malformed_space_prints_one_error_line(
+    storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI probe of issue 21: TypeError / KeyError / AttributeError tracebacks before."""
+    import optuna
+
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(Path(storage.removeprefix("sqlite:///")).read_bytes())
+    url = f"sqlite:///{copy}"
+    study = optuna.load_study(study_name="proxy", storage=url)
+    target = "width=1024,dataset_size=3.2e5"
+    for data, fragment in MALFORMED[:4]:
+        study.set_user_attr(SPACE_ATTR, data)
+        status = main(["extrapolate", "--storage", url, "--study", "proxy", "--target", target])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert status == 2 and len(err) == 1 and err[0].startswith("error: the stored space")
+        assert fragment in err[0]
