@@ -142,6 +142,21 @@ CASES: list[tuple[str, Callable[[], object], tuple[str, ...]]] = [
         ("wd_width_exponent", "4**1000", "s=4"),
     ),
     (
+        "AdamBatch(beta_form='lin')",
+        lambda: ts.rules.AdamBatch(beta_form="lin"),  # type: ignore[arg-type]
+        ("beta_form='lin'", "'auto'"),
+    ),
+    (
+        "PowerLinesTau(exponent=nan)",
+        lambda: ts.rules.PowerLinesTau(exponent=math.nan),
+        ("exponent=nan", "-0.527"),
+    ),
+    (
+        "PowerLinesTau(coefficient=-1)",
+        lambda: ts.rules.PowerLinesTau(coefficient=-1.0),
+        ("coefficient=-1.0", "1.084"),
+    ),
+    (
         "ema momentum not a number",
         lambda: ts.rules.scale_ema_momentum("x", 2.0),
         (  # type: ignore[arg-type]

@@ -139,6 +139,14 @@ class PowerLinesTau(DatasetRule):
     exponent: float = -0.527
     scale_names: ClassVar[tuple[str, ...]] = ("tokens", "dataset_size", "params")
 
+    def __post_init__(self) -> None:
+        check_positive("coefficient", self.coefficient, fix="Bergsma et al.'s fit is 1.084.")
+        if not _is_finite_number(self.exponent):
+            raise TransferSearchError(
+                f"`exponent` must be a finite number, but got exponent={self.exponent!r}. "
+                "Bergsma et al.'s fit is -0.527."
+            )
+
     def tau_opt(self, tokens_per_param: float) -> float:
         """τ_opt = coefficient · TPP^exponent."""
         tpp = check_positive("tokens_per_param", tokens_per_param)
@@ -199,6 +207,10 @@ class PowerLinesTau(DatasetRule):
 BetaForm = Literal["auto", "linear", "power"]
 #: How a batch rule moved one beta: 1 − κ(1 − β) ("linear"), β^κ ("power"), or not at all.
 AppliedBetaForm = Literal["unchanged", "linear", "power"]
+
+
+def _is_finite_number(value: object) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value))
 
 
 def _is_unit_interval(value: object) -> bool:
@@ -339,6 +351,19 @@ class AdamBatch(BatchRule):
 
     beta_form: BetaForm = "auto"
     lr_exponent: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.beta_form not in ("auto", "linear", "power"):
+            raise TransferSearchError(
+                f"`beta_form` must be 'auto', 'linear' or 'power', but got "
+                f"beta_form={self.beta_form!r}. 'auto' (default) uses 1 - kappa*(1 - beta) inside "
+                "(0, 1) and beta**kappa beyond."
+            )
+        if not _is_finite_number(self.lr_exponent):
+            raise TransferSearchError(
+                f"`lr_exponent` must be a finite number, but got lr_exponent={self.lr_exponent!r}: "
+                "0.5 is Adam's square-root rule."
+            )
 
     def transfer(
         self, lr: float, weight_decay: float, betas: tuple[float, float], eps: float, kappa: float
