@@ -505,3 +505,15 @@ def test_cli_json_gives_hyperparameters_past_the_swept_box(
     assert data["params"]["base_lr"] < 1e-3, "precondition: the prediction lies below the box"
     notes = data["hyperparameters"]["notes"]
     assert any("decades below the swept range [0.001, 0.01]" in note for note in notes)
+
+
+def test_a_linear_coordinate_past_its_range_is_measured_in_its_own_units() -> None:
+    """Decades only mean something for positive log quantities; a beta is off by a difference."""
+    space = ts.TransferSpace(
+        BASE,
+        {"lr": ts.Float(1e-4, 1e-1, log=True), "tau_epoch": 1.0, "beta1": ts.Float(0.8, 0.95)},
+    )
+    # 0.97 − 0.95 = 0.02, i.e. 0.02 / 0.15 = 13% of the range's width
+    with pytest.warns(ts.TransferSearchWarning, match=r"beta1 0\.97 lies 0\.02 \(13% of the"):
+        hp = space.concretize({"lr": 1e-3, "beta1": 0.97})
+    assert hp.betas[0] == pytest.approx(0.97)
