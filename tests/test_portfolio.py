@@ -7,6 +7,7 @@ three; the tests find them again by brute force.
 
 from __future__ import annotations
 
+import json
 import math
 import warnings
 
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import transfersearch as ts
+from transfersearch.cli import main
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.decision import MAX_P_DIVERGE, TargetLoss
 from transfersearch.fitting.portfolio import choose_candidates
@@ -107,6 +109,10 @@ def test_k_must_be_a_positive_integer(bad: object) -> None:
 # Through extrapolate(): a width ladder whose lr diverges past a cliff
 # ----------------------------------------------------------------------------------------------
 BASE = Scale(width=64, dataset_size=1e4, batch_size=32)
+TARGET = Scale(width=1024, dataset_size=1e5, batch_size=32)
+SPACE = ts.TransferSpace(
+    BASE, {"lr": ts.Float(1e-4, 0.3, log=True), "tau_epoch": ts.Float(0.05, 20.0, log=True)}
+)
 
 
 def _ladder(seed: int = 0) -> list[Observation]:
@@ -127,7 +133,7 @@ def _ladder(seed: int = 0) -> list[Observation]:
                 diverged = lr > 3.0 * lr_opt
                 obs.append(
                     Observation(
-                        {"width": width, "dataset_size": size},
+                        {"width": width, "dataset_size": size, "batch_size": 32},
                         {"lr": lr, "tau_epoch": tau},
                         math.nan if diverged else value,
                     )
@@ -139,7 +145,7 @@ def _ladder(seed: int = 0) -> list[Observation]:
 def result() -> ts.Extrapolation:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ts.extrapolate(_ladder(), target=Scale(width=1024, dataset_size=1e5), n_bootstrap=20)
+        return ts.extrapolate(_ladder(), target=TARGET, n_bootstrap=20)
 
 
 def test_candidates_of_an_extrapolation(result: ts.Extrapolation) -> None:
@@ -160,13 +166,100 @@ def test_candidates_of_an_extrapolation(result: ts.Extrapolation) -> None:
 
 
 def test_candidates_are_concretised_with_a_space(result: ts.Extrapolation) -> None:
-    space = ts.TransferSpace(
-        BASE, {"lr": ts.Float(1e-4, 0.3, log=True), "tau_epoch": ts.Float(0.05, 20.0, log=True)}
-    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        runs = result.candidates(2, space=space)
+        runs = result.candidates(2, space=SPACE)
         for run in runs:
             assert run.hyperparameters is not None
-            expected = space.concretize(run.params, result.target)
+            expected = SPACE.concretize(run.params, result.target)
             assert run.hyperparameters.to_dict() == expected.to_dict()
+
+
+# ----------------------------------------------------------------------------------------------
+# The command line: transfersearch extrapolate --candidates K
+# ----------------------------------------------------------------------------------------------
+TARGET_ARG = "width=1024,dataset_size=1e5,batch_size=32"
+
+
+@pytest.fixture(scope="module")
+def study_storage(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A SQLite Optuna study of the ladder with its space stored; diverged runs as FAIL trials."""
+    optuna = pytest.importorskip("optuna")
+    from transfersearch.stored_space import SPACE_ATTR, space_to_json
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = f"sqlite:///{tmp_path_factory.mktemp('portfolio') / 'study.db'}"
+    study = optuna.create_study(storage=storage, study_name="proxy")
+    study.set_user_attr(SPACE_ATTR, space_to_json(SPACE))
+    dists = {
+        "lr": optuna.distributions.FloatDistribution(1e-4, 0.3, log=True),
+        "tau_epoch": optuna.distributions.FloatDistribution(0.05, 20.0, log=True),
+    }
+    for obs in _ladder(1):
+        failed = not math.isfinite(obs.value)
+        study.add_trial(
+            optuna.trial.create_trial(
+                params=dict(obs.params),
+                distributions=dists,
+                value=None if failed else obs.value,
+                state=optuna.trial.TrialState.FAIL if failed else optuna.trial.TrialState.COMPLETE,
+                user_attrs={f"scale.{k}": v for k, v in obs.scale.items()},
+            )
+        )
+    return storage
+
+
+def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        status = main(argv)
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def test_cli_json_carries_the_candidates_of_a_study(
+    study_storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["extrapolate", "--storage", study_storage, "--study", "proxy", "--target", TARGET_ARG]
+    status, out, err = _cli([*argv, "--json", "--n-bootstrap", "20", "--candidates", "2"], capsys)
+    assert status == 0, err
+    data = json.loads(out)
+    block = data["candidates"]
+    assert block["k"] == 2 and len(block["runs"]) == 2
+    assert 0.0 < block["expected_best_regret"] < math.inf
+    for run in block["runs"]:
+        assert set(run["params"]) == {"lr", "tau_epoch"}
+        assert run["p_diverge"] <= MAX_P_DIVERGE + 1e-9
+        assert run["hyperparameters"]["groups"]["hidden"]["lr"] > 0  # the study's space
+    # the same study through the Python API gives the same runs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optuna = pytest.importorskip("optuna")
+        res = ts.extrapolate(
+            optuna.load_study(study_name="proxy", storage=study_storage),
+            target=TARGET,
+            n_bootstrap=20,
+        )
+    assert "lr" in res.boundary  # the FAIL trials located the cliff
+    for run, again in zip(block["runs"], res.candidates(2), strict=True):
+        assert run["params"] == pytest.approx(again.params)
+
+
+def test_cli_prints_the_candidates_as_a_table(
+    study_storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["extrapolate", "--storage", study_storage, "--study", "proxy", "--target", TARGET_ARG]
+    status, out, err = _cli([*argv, "--n-bootstrap", "20", "--candidates", "3"], capsys)
+    assert status == 0, err
+    assert "3 target run(s) minimising the expected best loss" in out
+    assert "P(diverge)" in out and "run 3 hyperparameters:" in out
+    assert "lr boundary at the target" in out  # the summary names the boundary
+
+
+def test_cli_refuses_zero_candidates(
+    study_storage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["extrapolate", "--storage", study_storage, "--study", "proxy", "--target", TARGET_ARG]
+    status, _, err = _cli([*argv, "--n-bootstrap", "0", "--candidates", "0"], capsys)
+    assert status == 2
+    assert err.count("\n") == 1 and "positive integer" in err

@@ -39,6 +39,7 @@ from typing import Any
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.extrapolate import Extrapolation, Validation, extrapolate, validate
+from transfersearch.fitting.portfolio import Portfolio
 from transfersearch.observations import (
     Observation,
     as_observations,
@@ -328,15 +329,39 @@ def _fit(args: argparse.Namespace) -> tuple[Any, list[str] | None, Extrapolation
 def _cmd_extrapolate(args: argparse.Namespace) -> int:
     source, _, result = _fit(args)
     hp = target_hyperparameters(result, source)  # the space the sampler stored, if any
+    portfolio = None if args.candidates is None else result.candidates(args.candidates)
     if args.as_json:
         data = extrapolation_to_dict(result, args.level, hp)
+        if portfolio is not None:
+            data["candidates"] = portfolio.to_dict()
         print(json.dumps(data, indent=2, allow_nan=True))
         return 0
     print(_prediction_table(result, args.level))
     print(f"\n{result.summary()}")
     if hp is not None:
         print(f"\nhyperparameters at the target (PyTorch's coupled weight decay):\n{_hp_table(hp)}")
+    if portfolio is not None:
+        print(f"\n{_candidates_text(portfolio)}")
     return 0
+
+
+def _candidates_text(portfolio: Portfolio) -> str:
+    """``--candidates K``: the runs, their expected regret and P(diverge), and their
+    hyperparameters when the source stored a space (docs/science.md §9)."""
+    names = list(portfolio[0].params)
+    rows = [
+        [str(i + 1), *(run.params[n] for n in names), run.expected_regret, run.p_diverge]
+        for i, run in enumerate(portfolio)
+    ]
+    lines = [
+        f"{len(portfolio)} target run(s) minimising the expected best loss among them "
+        f"(expected best regret {portfolio.expected_best_regret:.3g}):",
+        format_table(["run", *names, "exp. regret", "P(diverge)"], rows),
+    ]
+    for i, run in enumerate(portfolio):
+        if run.hyperparameters is not None:
+            lines.append(f"run {i + 1} hyperparameters:\n{_hp_table(run.hyperparameters)}")
+    return "\n".join(lines)
 
 
 def _prediction_table(result: Extrapolation, level: float) -> str:
@@ -524,6 +549,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the target scale, e.g. width=4096,dataset_size=1e7",
     )
     ext.add_argument("--level", type=float, default=0.9, help="interval coverage (default 0.9)")
+    ext.add_argument(
+        "--candidates",
+        type=int,
+        metavar="K",
+        help="also print the K target runs with the least expected best loss among them "
+        "(1 is the decision; each with its expected regret and P(diverge))",
+    )
     ext.set_defaults(handler=_cmd_extrapolate)
 
     val = sub.add_parser(

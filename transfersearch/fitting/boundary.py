@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -177,6 +177,27 @@ class StabilityBoundary:
     def value(self) -> float:
         """The boundary predicted at the target, natural units."""
         return self.natural(self.at_target)
+
+    def to_dict(self, level: float = 0.9) -> dict[str, Any]:
+        """JSON-ready: side, the boundary at the target and its interval (natural units), the
+        law's exponents and scatter, and each rung's censored bound (natural units)."""
+        return {
+            "side": self.side,
+            "at_target": self.value,
+            "interval": list(self.interval(level)),
+            "level": level,
+            "exponents": dict(self.exponents),
+            "scatter": self.scatter,
+            "rungs": [
+                {
+                    "scale": b.scale.to_dict(),
+                    "low": self.natural(b.low) if math.isfinite(b.low) else None,
+                    "high": self.natural(b.high) if math.isfinite(b.high) else None,
+                    "overlap": b.overlap,
+                }
+                for b in self.bounds
+            ],
+        }
 
     def interval(self, level: float = 0.9) -> tuple[float, float]:
         """Central interval of the boundary at the target, natural units.

@@ -14,7 +14,7 @@ import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -97,6 +97,26 @@ class Portfolio:
 
     def __getitem__(self, index: int) -> Candidate:
         return self.candidates[index]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the runs (params, expected regret, P(diverge), hyperparameters or None),
+        the expected best regret and the seed."""
+        return {
+            "k": len(self.candidates),
+            "expected_best_regret": self.expected_best_regret,
+            "seed": self.seed,
+            "runs": [
+                {
+                    "params": dict(c.params),
+                    "expected_regret": c.expected_regret,
+                    "p_diverge": c.p_diverge,
+                    "hyperparameters": (
+                        None if c.hyperparameters is None else c.hyperparameters.to_dict()
+                    ),
+                }
+                for c in self.candidates
+            ],
+        }
 
 
 @dataclass(frozen=True, eq=False)
