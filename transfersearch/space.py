@@ -868,9 +868,14 @@ class TransferSpace:
         8× the data as well: 20000. A target that gives ``epochs`` (and the base does not) gets
         T = epochs × N / B.
 
+        A swept coordinate past its distribution's range (an extrapolated optimum) is used as given:
+        a :class:`~transfersearch.errors.TransferSearchWarning` and a line in ``notes`` say how far
+        past (in decades for positive coordinates: ``base_lr 0.2 lies 0.30 decades above the swept
+        range [0.0001, 0.1]``).
+
         Raises:
-            TransferSearchError: a missing, unknown, out-of-range or conflicting coordinate, or a
-                scale the rule cannot use.
+            TransferSearchError: a missing, unknown, invalid (lr ≤ 0, NaN, a beta outside [0, 1), not
+                one of a Choice's options) or conflicting coordinate, or a scale the rule cannot use.
         """
         merged = self._full_coords(coords)
         outside = self._validate_values(merged)
