@@ -4,40 +4,57 @@ A new Optuna version that renames one of these breaks here and nowhere else. Wha
 for: the storage's keys of a study and a trial (:func:`storage_of`, :func:`study_id`,
 :func:`trial_id`), a live trial's system attributes (:func:`system_attrs`,
 :func:`set_system_attr`), the filtered study a base sampler sees (:class:`StudyView`), dead
-workers' trials (:func:`fail_silent_trials`, :class:`RetryOnce`, :func:`heartbeat_enabled`), and
-seeding a copied sampler (:func:`seed_sampler`).
+workers' trials (:func:`fail_silent_trials`, :class:`RetryOnce`, :func:`heartbeat_enabled`), the
+storage's trial claims and schema creation (:class:`ClaimingRDBStorage`, :func:`study_lock`,
+:func:`open_rdb_storage`), an interrupted trial (:func:`interrupted_by_user`), and seeding a copied
+sampler (:func:`seed_sampler`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import fcntl
+import hashlib
 import json
 import logging
 import os
+import random
 import socket
-from collections.abc import Callable, Container, Mapping
-from datetime import datetime, timedelta
+import sys
+import time
+import warnings
+from collections.abc import Callable, Container, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+import optuna
+import sqlalchemy
+from optuna.storages import RDBStorage
+from optuna.trial import TrialState
 
 if TYPE_CHECKING:
-    import optuna
-    from optuna.storages import BaseStorage, RDBStorage
+    from optuna.storages import BaseStorage
     from optuna.study import Study
-    from optuna.trial import FrozenTrial, Trial, TrialState
+    from optuna.trial import FrozenTrial, Trial
 
 __all__ = [
     "CLAIM_ATTR",
+    "BudgetSpent",
+    "ClaimingRDBStorage",
     "RetryOnce",
     "StudyView",
     "fail_silent_trials",
     "heartbeat_enabled",
+    "interrupted_by_user",
+    "open_rdb_storage",
     "rdb_backend",
     "seed_sampler",
     "set_system_attr",
     "storage_of",
     "study_id",
+    "study_lock",
     "system_attrs",
     "trial_id",
     "view",
@@ -146,8 +163,6 @@ def view(study: Study, select: Callable[[list[FrozenTrial]], list[FrozenTrial]])
 # ----------------------------------------------------------------------------------------------
 def rdb_backend(storage: Any) -> RDBStorage | None:
     """The RDBStorage behind ``storage`` (None for journal and in-memory storages)."""
-    from optuna.storages import RDBStorage
-
     # optuna.storages._CachedStorage (what a Study holds) keeps the RDBStorage in `_backend`.
     backend = getattr(storage, "_backend", storage)
     return backend if isinstance(backend, RDBStorage) else None
@@ -155,7 +170,6 @@ def rdb_backend(storage: Any) -> RDBStorage | None:
 
 def claim_retry(backend: RDBStorage, key: int) -> bool:
     """True in exactly one process: the first to store :data:`CLAIM_ATTR` on the trial."""
-    import sqlalchemy
     from optuna.storages._rdb import models  # private: the RDB schema (no public twin)
 
     owner = json.dumps(f"{socket.gethostname()}:{os.getpid()}")
@@ -200,7 +214,6 @@ def fail_silent_trials(study: optuna.Study, grace_period: float) -> list[int]:
     """
     from optuna.exceptions import UpdateFinishedTrialError
     from optuna.storages._rdb import models  # private: the RDB schema (no public twin)
-    from optuna.trial import TrialState
     from sqlalchemy.orm import Session
 
     storage = storage_of(study)
@@ -243,6 +256,153 @@ def fail_silent_trials(study: optuna.Study, grace_period: float) -> list[int]:
         if callback is not None:
             callback(study, trial)
     return failed
+
+
+# ----------------------------------------------------------------------------------------------
+# Claims: a WAITING trial run once, a fresh trial only within the budget, the schema made once
+# ----------------------------------------------------------------------------------------------
+class BudgetSpent(RuntimeError):
+    """Raised from ``study.ask()`` when a worker's trial gate refuses a new trial: the study
+    already holds (or is running) as many trials as it should."""
+
+
+#: How often opening a storage is retried when another process is creating the same schema at
+#: that moment (``UNIQUE constraint failed: alembic_version``, ``DuplicateTable``): a retry
+#: finds the tables made, so one or two suffice; five covers a crowd of starting processes.
+SCHEMA_ATTEMPTS = 5
+#: Words of the database errors a concurrent schema creation raises (SQLite, PostgreSQL, MySQL).
+_SCHEMA_RACE = ("already exists", "unique constraint", "duplicate", "alembic_version")
+
+
+class ClaimingRDBStorage(RDBStorage):
+    """Optuna's ``RDBStorage`` with two claims made atomic, on SQLite as on PostgreSQL.
+
+    * A WAITING trial (enqueued, or a dead worker's retry) becomes RUNNING by one conditional
+      ``UPDATE ... WHERE state = 'WAITING'``: exactly one process gets it. Optuna's own claim reads
+      the row ``FOR UPDATE``, which SQLite ignores, so two processes could both run it.
+    * A fresh trial (``study.ask()`` with nothing waiting) is created through :attr:`trial_gate`
+      when one is set: a context manager that holds a study-wide lock (:func:`study_lock`) and
+      yields whether the study still wants a trial; if not, :class:`BudgetSpent` is raised and no
+      trial is created. Counting and creating under one lock is what makes a worker pool stop at
+      exactly ``n_trials``.
+    """
+
+    trial_gate: Callable[[], contextlib.AbstractContextManager[bool]] | None = None
+
+    def set_trial_state_values(self, trial_id: int, state: TrialState, values: Any = None) -> bool:
+        if state != TrialState.RUNNING or values is not None:
+            return super().set_trial_state_values(trial_id, state, values)
+        from optuna.storages._rdb import models  # private: the RDB schema (no public twin)
+
+        table: Any = models.TrialModel.__table__
+        started = datetime.now(UTC).replace(tzinfo=None)  # the schema stores naive UTC
+        with self.engine.begin() as connection:
+            claimed = connection.execute(
+                sqlalchemy.update(table)
+                .where(table.c.trial_id == trial_id, table.c.state == TrialState.WAITING)
+                .values(state=TrialState.RUNNING, datetime_start=started)
+            ).rowcount
+        if claimed == 1:
+            return True
+        # Lost: someone else runs it (False), or it is finished (Optuna raises, as upstream).
+        self.check_trial_is_updatable(trial_id, self.get_trial(trial_id).state)
+        return False
+
+    def _create_new_trial(  # overrides the private hook _CachedStorage.create_new_trial calls
+        self, study_id: int, template_trial: FrozenTrial | None = None
+    ) -> FrozenTrial:
+        gate = self.trial_gate
+        if template_trial is not None or gate is None:
+            return super()._create_new_trial(study_id, template_trial)
+        with gate() as wanted:
+            if not wanted:
+                raise BudgetSpent("the study holds its trials; no new trial was created")
+            return super()._create_new_trial(study_id, template_trial)
+
+
+def open_rdb_storage(url: str, **kwargs: Any) -> ClaimingRDBStorage:
+    """A :class:`ClaimingRDBStorage`, retried when a concurrent process is creating the same
+    schema (two launchers started at once on a new database)."""
+    for attempt in range(1, SCHEMA_ATTEMPTS + 1):
+        try:
+            with warnings.catch_warnings():
+                # make_storage asks for the heartbeat on the user's behalf: no warning about it.
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                return ClaimingRDBStorage(url, **kwargs)
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            text = str(exc).lower()
+            if attempt == SCHEMA_ATTEMPTS or not any(word in text for word in _SCHEMA_RACE):
+                raise
+            delay = random.uniform(0.05, 0.25) * attempt
+            logger.info(
+                "another process is creating the storage's tables (%s); retrying in %.2f s",
+                text.splitlines()[0][:120],
+                delay,
+            )
+            time.sleep(delay)
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+@contextlib.contextmanager
+def study_lock(storage: RDBStorage, key: int) -> Iterator[None]:
+    """A lock shared by every process using ``storage``'s study ``key``: a PostgreSQL advisory
+    lock, MySQL's ``GET_LOCK``, or for a SQLite file an ``flock`` on ``<file>.transfersearch.lock``
+    beside it (SQLite is one machine's storage)."""
+    engine = storage.engine
+    dialect = engine.dialect.name
+    name = f"transfersearch-study-{key}"
+    if dialect == "postgresql":
+        number = int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)
+        with engine.connect() as connection:
+            connection.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": number})
+            try:
+                yield
+            finally:
+                connection.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:k)"), {"k": number})
+                connection.commit()
+        return
+    if dialect in ("mysql", "mariadb"):
+        with engine.connect() as connection:
+            connection.execute(sqlalchemy.text("SELECT GET_LOCK(:n, 600)"), {"n": name})
+            try:
+                yield
+            finally:
+                connection.execute(sqlalchemy.text("SELECT RELEASE_LOCK(:n)"), {"n": name})
+        return
+    database = engine.url.database or ""
+    if dialect != "sqlite" or database in ("", ":memory:") or database.startswith("file:"):
+        yield  # one process (in-memory) or a database this knows no lock for
+        return
+    # Not the database file itself: closing any descriptor of it drops SQLite's POSIX locks.
+    path = f"{os.path.abspath(database)}.transfersearch.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+# ----------------------------------------------------------------------------------------------
+# An interrupted trial
+# ----------------------------------------------------------------------------------------------
+def interrupted_by_user() -> bool:
+    """True inside a sampler's ``after_trial`` when the trial failed because the objective was
+    interrupted (``KeyboardInterrupt``: Ctrl-C, SIGINT), not because it raised or diverged.
+
+    Optuna tells the sampler only the state (FAIL); the exception is the local ``func_err`` of
+    ``optuna.study._optimize._run_trial``, the frame that called ``study.tell`` in this thread.
+    """
+    frame = sys._getframe(1)  # sys._getframe: the documented way to walk the caller's stack
+    while frame is not None:
+        code = frame.f_code
+        # optuna.study._optimize._run_trial (private): its local func_err holds the exception.
+        if code.co_name == "_run_trial" and frame.f_globals.get("__name__") == (
+            "optuna.study._optimize"
+        ):
+            return isinstance(frame.f_locals.get("func_err"), KeyboardInterrupt)
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
 
 
 # ----------------------------------------------------------------------------------------------

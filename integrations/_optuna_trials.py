@@ -12,9 +12,11 @@ from transfersearch.observations import Observation, numeric_params
 
 __all__ = [
     "COUNTED_STATES",
+    "INTERRUPTED_ATTR",
     "RUNG_ATTR",
     "TOLD_ATTR",
     "died",
+    "interrupted",
     "observation",
     "rung_of",
     "told_fail",
@@ -25,6 +27,9 @@ __all__ = [
 RUNG_ATTR = "transfersearch:rung"
 #: System attribute set when the objective (not the heartbeat) finished a trial as FAIL.
 TOLD_ATTR = "transfersearch:told-fail"
+#: User attribute of a trial whose objective was interrupted (Ctrl-C, SIGINT): FAIL in Optuna's
+#: terms, but neither a divergence nor a crash; it is re-enqueued with the same parameters.
+INTERRUPTED_ATTR = "transfersearch:interrupted"
 #: States of a trial that used up its rung's budget (with a FAIL the objective told).
 COUNTED_STATES = (TrialState.RUNNING, TrialState.COMPLETE, TrialState.PRUNED)
 
@@ -41,12 +46,18 @@ def told_fail(trial: FrozenTrial) -> bool:
 
 
 def died(trial: FrozenTrial) -> bool:
-    """True for a FAIL that the heartbeat (a dead worker), not the objective, decided."""
+    """True for a FAIL that the objective did not decide: the heartbeat failed it (a dead worker)
+    or it was interrupted. Such a trial is retried, uses up no budget and is no observation."""
     return (
         trial.state == TrialState.FAIL
         and RUNG_ATTR in trial.system_attrs
         and not trial.system_attrs.get(TOLD_ATTR, False)
     )
+
+
+def interrupted(trial: FrozenTrial) -> bool:
+    """True for a FAIL whose objective was interrupted (Ctrl-C), not diverged or crashed."""
+    return trial.state == TrialState.FAIL and bool(trial.user_attrs.get(INTERRUPTED_ATTR, False))
 
 
 def observation(trial: FrozenTrial, scale: Mapping[str, float]) -> Observation:

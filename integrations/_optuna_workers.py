@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import fcntl
 import importlib
 import importlib.util
@@ -51,11 +52,13 @@ import logging
 import math
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -65,6 +68,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.experimental import ExperimentalWarning, experimental
+from transfersearch.redact import redact_url
 from transfersearch.resources import trials_per_gpu as packing_by_cost
 
 if TYPE_CHECKING:
@@ -152,9 +156,17 @@ def _resolve_gpus(gpus: str | int | Sequence[int | str] | None) -> list[str]:
         if gpus < 0:
             raise TransferSearchError(f"`gpus` must be >= 0, but got gpus={gpus}.")
         return [str(i) for i in range(gpus)]
-    if isinstance(gpus, str):
-        return [g.strip() for g in gpus.split(",") if g.strip()]
-    return [str(g) for g in gpus]
+    if isinstance(gpus, str) and not gpus.strip():
+        return []
+    ids = [g.strip() for g in gpus.split(",")] if isinstance(gpus, str) else [str(g) for g in gpus]
+    bad = [g for g in ids if not (g.isdigit() or g.startswith(("GPU-", "MIG-")))]
+    if bad or (isinstance(gpus, str) and not all(ids)):
+        raise TransferSearchError(
+            f"`gpus` must be 'auto', a count, or GPU ids as CUDA_VISIBLE_DEVICES takes them "
+            f"(indices >= 0 or GPU-/MIG- UUIDs), but got gpus={gpus!r}. For CPU workers give "
+            "gpus=0 (--gpus 0)."
+        )
+    return ids
 
 
 def resolve_packing(
@@ -264,24 +276,10 @@ def _load_module(objective: str) -> tuple[ModuleType, str]:
             f"`objective` must be 'module:function' or 'path/to/file.py:function', but got "
             f"{objective!r}."
         )
-    if module_part.endswith(".py"):
-        path = Path(module_part).resolve()
-        if not path.is_file():
-            raise TransferSearchError(f"objective file {str(path)!r} does not exist.")
-        name = f"_transfersearch_objective_{path.stem}"
-        if name in sys.modules:
-            return sys.modules[name], function
-        sys.path.insert(0, str(path.parent))
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-        return module, function
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
     try:
-        return importlib.import_module(module_part), function
+        return _import(module_part, objective), function
+    except TransferSearchError:
+        raise
     except ModuleNotFoundError as exc:
         missing = exc.name or module_part
         if missing == module_part or module_part.startswith(f"{missing}."):
@@ -291,9 +289,60 @@ def _load_module(objective: str) -> tuple[ModuleType, str]:
                 "Run from its folder, or give 'path/to/file.py:function'."
             ) from None
         raise TransferSearchError(
-            f"objective module {module_part!r} imports {missing!r}, which is not installed: "
-            f"pip install it ({exc})."
-        ) from None
+            f"cannot import the objective module {module_part!r}: it imports {missing!r}, which "
+            f"is not installed (pip install it). {_VERBOSE_HINT}"
+        ) from exc
+    except (Exception, SystemExit) as exc:
+        # Its own traceback, not ours, is what the user needs: one line here, all with --verbose.
+        where = _user_frame(exc)
+        first = (str(exc).splitlines() or [""])[0]
+        raise TransferSearchError(
+            f"cannot import the objective module {module_part!r}: {type(exc).__name__}: {first}"
+            f"{where}. {_VERBOSE_HINT}"
+        ) from exc
+
+
+#: Said after an import error's one line: where its traceback is.
+_VERBOSE_HINT = "Rerun with --verbose for the traceback."
+
+
+def _user_frame(exc: BaseException) -> str:
+    """`` (at file:line)`` of the innermost traceback frame outside Python's import machinery."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        return f" (at {exc.filename}:{exc.lineno})"
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if "importlib" not in f.filename and not f.filename.endswith("_optuna_workers.py")
+    ]
+    return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+
+
+def _import(module_part: str, objective: str) -> ModuleType:
+    if module_part.endswith(".py"):
+        path = Path(module_part).resolve()
+        if not path.is_file():
+            raise TransferSearchError(
+                f"objective file {str(path)!r} (from objective={objective!r}) does not exist."
+            )
+        name = f"_transfersearch_objective_{path.stem}"
+        if name in sys.modules:
+            return sys.modules[name]
+        sys.path.insert(0, str(path.parent))
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise TransferSearchError(f"objective file {str(path)!r} is not a Python module.")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    return importlib.import_module(module_part)
 
 
 def _load(objective: str, sampler_attr: str) -> tuple[Callable[..., Any], Any, Any]:
@@ -310,25 +359,40 @@ def _load(objective: str, sampler_attr: str) -> tuple[Callable[..., Any], Any, A
 # ----------------------------------------------------------------------------------------------
 # One worker
 # ----------------------------------------------------------------------------------------------
-def _progress(study: optuna.Study) -> tuple[int, int, int]:
-    """(done, running, waiting): done = complete, pruned, or failed by the objective."""
-    from optuna.trial import TrialState
+class _Progress:
+    """A study's trials counted the way the workers' budget counts them."""
 
-    from transfersearch.integrations._optuna_trials import died
+    def __init__(self, study: optuna.Study) -> None:
+        from optuna.trial import TrialState
 
-    trials = study.get_trials(deepcopy=False)
-    retried = {n for t in trials for n in t.system_attrs.get("retry_history", ())}
-    done = running = waiting = 0
-    for trial in trials:
-        if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
-            done += 1
-        elif trial.state == TrialState.FAIL:
-            done += not (died(trial) or trial.number in retried)
-        elif trial.state == TrialState.RUNNING:
-            running += 1
-        elif trial.state == TrialState.WAITING:
-            waiting += 1
-    return done, running, waiting
+        from transfersearch.integrations._optuna_trials import died, rung_of, told_fail
+
+        trials = study.get_trials(deepcopy=False)
+        retried = {n for t in trials for n in t.system_attrs.get("retry_history", ())}
+        self.done = self.running = self.waiting = self.failed = self.interrupted = 0
+        self.per_rung: dict[int, int] = {}
+        for trial in trials:
+            counted = False
+            if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
+                counted = True
+            elif trial.state == TrialState.FAIL:
+                if told_fail(trial) or not (died(trial) or trial.number in retried):
+                    counted = True
+                    self.failed += 1
+            elif trial.state == TrialState.RUNNING:
+                self.running += 1
+            elif trial.state == TrialState.WAITING:
+                self.waiting += 1
+            if counted:
+                self.done += 1
+                rung = rung_of(trial)
+                if rung is not None:
+                    self.per_rung[rung] = self.per_rung.get(rung, 0) + 1
+
+    @property
+    def claimed(self) -> int:
+        """Trials done, running or queued: what the total is measured against."""
+        return self.done + self.running + self.waiting
 
 
 def run_worker(
@@ -348,14 +412,26 @@ def run_worker(
 ) -> int:
     """Run trials of one study in this process until the study holds ``n_trials``.
 
+    A new trial is created only while the study holds fewer than ``n_trials`` trials done,
+    running or queued, counted under a study-wide lock (:class:`ClaimingRDBStorage`), so a pool of
+    workers stops at exactly ``n_trials``; queued trials (enqueued, retries) always run.
+
     Returns:
         The number of trials this worker ran.
+
+    Raises:
+        TransferSearchError: the study does not exist in ``storage``.
     """
-    import optuna
 
     from transfersearch.integrations._optuna_shim import (
+        BudgetSpent,
+        ClaimingRDBStorage,
         fail_silent_trials,
         heartbeat_enabled,
+        rdb_backend,
+        storage_of,
+        study_id,
+        study_lock,
         system_attrs,
     )
     from transfersearch.integrations._optuna_trials import RUNG_ATTR
@@ -364,17 +440,28 @@ def run_worker(
     func, sampler, pruner = _load(objective, sampler_attr)
     if sampler is not None:
         sampler.reseed_rng()
-    study = optuna.load_study(
-        study_name=study_name,
-        storage=make_storage(
+    study = _load_study(
+        study_name,
+        make_storage(
             storage,
             heartbeat_interval=heartbeat_interval,
             grace_period=grace_period,
             max_retry=max_retry,
         ),
+        storage,
         sampler=sampler,
         pruner=pruner,
     )
+    backend = rdb_backend(storage_of(study))
+
+    @contextlib.contextmanager
+    def gate() -> Iterator[bool]:
+        assert backend is not None
+        with study_lock(backend, study_id(study)):
+            yield _Progress(study).claimed < n_trials
+
+    if isinstance(backend, ClaimingRDBStorage):
+        backend.trial_gate = gate
     lease = _GpuLease(Path(lock_dir), gpu, capacity) if gpu is not None and lock_dir else None
     host, pid = socket.gethostname(), os.getpid()
 
@@ -384,25 +471,37 @@ def run_worker(
         trial.set_user_attr("worker.host", host)
         trial.set_user_attr("worker.pid", pid)
         trial.set_user_attr("worker.cuda_visible_devices", os.environ.get("CUDA_VISIBLE_DEVICES"))
-        if lease is None:
-            return func(trial)
-        with lease.hold(need):
-            return func(trial)
+        try:
+            if lease is None:
+                return func(trial)
+            with lease.hold(need):
+                return func(trial)
+        except KeyboardInterrupt:
+            # Ctrl-C reaches the whole process group, and the launcher passes it on: a second
+            # SIGINT must not cut short Optuna's recording of this trial as interrupted.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            raise
 
     grace = float(grace_period or 2 * (heartbeat_interval or 1))
     poll = min(1.0, float(heartbeat_interval or 1))
+    # Silent trials (no heartbeat ever) can be failed only after `grace` seconds: looking once
+    # per poll interval is as prompt as looking before every trial, at a fraction of the queries.
+    next_silent_check = 0.0
     ran = errors = 0
     while True:
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-                optuna.storages.fail_stale_trials(study)
-            fail_silent_trials(study, grace)
-            done, running, waiting = _progress(study)
-            if waiting or done + running < n_trials:
-                study.optimize(leased, n_trials=1, catch=(Exception,), gc_after_trial=False)
+            if time.monotonic() >= next_silent_check:
+                fail_silent_trials(study, grace)
+                next_silent_check = time.monotonic() + poll
+            progress = _Progress(study)
+            if progress.waiting or progress.claimed < n_trials:
+                try:
+                    study.optimize(leased, n_trials=1, catch=(Exception,), gc_after_trial=False)
+                except BudgetSpent:
+                    logger.debug("worker pid %d: the study holds its trials", pid)
+                    continue
                 ran += 1
-            elif running and heartbeat_enabled(study):
+            elif progress.running and heartbeat_enabled(study):
                 # A running trial may belong to a dead worker: wait for its retry. Each wait is
                 # bounded: a live trial heartbeats, a dead one is failed after the grace period.
                 time.sleep(poll)
@@ -423,6 +522,26 @@ def run_worker(
                 type(exc).__name__,
                 exc,
             )
+
+
+def _load_study(
+    study_name: str, storage: optuna.storages.BaseStorage, url: str, **kwargs: Any
+) -> optuna.Study:
+    """``optuna.load_study``; a missing study is an error naming it (and the URL, password
+    hidden)."""
+    import optuna
+
+    try:
+        return optuna.load_study(study_name=study_name, storage=storage, **kwargs)
+    except KeyError:
+        names = [s.study_name for s in optuna.get_all_study_summaries(storage)]
+        close = difflib.get_close_matches(study_name, names, n=1)
+        also = f" Did you mean {close[0]!r}?" if close else ""
+        raise TransferSearchError(
+            f"study {study_name!r} is not in storage {redact_url(url)!r} (it holds "
+            f"{len(names)} studies).{also} The 'workers' command creates it; a lone 'worker' "
+            "needs an existing study."
+        ) from None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -447,8 +566,9 @@ def launch_workers(
     env: Mapping[str, str] | None = None,
     log_dir: str | os.PathLike[str] | None = None,
     timeout: float | None = None,
+    progress_interval: float | None = None,
 ) -> list[WorkerResult]:
-    """Run worker processes on one study until it holds ``n_trials`` finished trials.
+    """Run worker processes on one study until it holds ``n_trials`` finished trials in all.
 
     Args:
         storage: the storage URL every worker opens (see :func:`make_storage`): SQLite for one
@@ -458,8 +578,12 @@ def launch_workers(
         study_name: the study; created (with ``direction``) if it does not exist.
         objective: ``"module:function"`` or ``"path/to/file.py:function"``; the module's
             ``sampler`` (``sampler_attr``) and ``pruner`` attributes configure the study.
-        n_trials: finished trials the study should hold (complete, pruned or failed by the
-            objective; a dead worker's trial is retried, not counted).
+        n_trials: the study's total, not a number to add: finished trials the study should hold
+            (complete, pruned or failed by the objective; a dead worker's or an interrupted
+            trial is retried, not counted). A study that holds them already runs nothing; several
+            launchers on one study share the total. Exact on SQLite, PostgreSQL and MySQL
+            (trials are created under a study-wide lock); a journal file may end a trial or two
+            over.
         gpus: None or "auto" (detect: ``CUDA_VISIBLE_DEVICES``, ``nvidia-smi -L``, torch), an
             int (GPUs 0..n-1), or a list / comma-separated string of ids. No GPU: CPU workers.
         trials_per_gpu: trials of a rung that share one GPU: a dict rung -> k (missing rungs 1),
@@ -473,12 +597,17 @@ def launch_workers(
         env: extra environment variables for the workers.
         log_dir: write each worker's output to ``worker-<i>.log`` there (default: inherit).
         timeout: seconds to wait for the workers before terminating them (None: no limit).
+        progress_interval: print a progress line (trials done / total, per rung, failures, ETA)
+            to stderr every this many seconds, and once at the end (None: print nothing).
 
     Returns:
-        One :class:`WorkerResult` per worker process.
+        One :class:`WorkerResult` per worker process; none when the study already holds
+        ``n_trials`` (a second launcher that is not needed starts no worker).
 
     Raises:
-        TransferSearchError: a bad argument, or a worker did not exit cleanly.
+        TransferSearchError: a bad argument, or the log directory cannot be written.
+        KeyboardInterrupt: Ctrl-C; the workers' running trials are recorded as interrupted
+            (user attribute ``transfersearch:interrupted``) and re-enqueued for the next start.
     """
     import optuna
 
@@ -488,8 +617,18 @@ def launch_workers(
         raise TransferSearchError(
             f"`direction` must be 'minimize' or 'maximize', but got {direction=!r}."
         )
-    if isinstance(n_trials, bool) or not isinstance(n_trials, int) or n_trials < 1:
-        raise TransferSearchError(f"`n_trials` must be an int >= 1, but got {n_trials=!r}.")
+    _check_count("n_trials", n_trials, "the study's total, e.g. n_trials=400")
+    if cpu_workers is not None:
+        _check_count("cpu_workers", cpu_workers, "or None for min(4, CPU cores)")
+    _check_count("max_per_gpu", max_per_gpu, "e.g. max_per_gpu=4")
+    for name, seconds in (("timeout", timeout), ("progress_interval", progress_interval)):
+        if seconds is not None and (
+            isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0
+        ):
+            raise TransferSearchError(
+                f"`{name}` must be a number of seconds > 0 or None, but got {name}={seconds!r}."
+            )
+    gpu_ids = _resolve_gpus(gpus)
     _, sampler, _ = _load(objective, sampler_attr)
     default_packing = None
     n_rungs = 1
@@ -498,18 +637,25 @@ def launch_workers(
         default_packing = packing_by_cost(sampler.planner.costs, max_per_gpu)
     packing = resolve_packing(trials_per_gpu, n_rungs, default_packing)
     capacity, units = lease_units(packing)
-    gpu_ids = _resolve_gpus(gpus)
-    slots = plan_slots(gpu_ids, packing, cpu_workers or min(4, os.cpu_count() or 1))
-    optuna.create_study(
+    slots = plan_slots(
+        gpu_ids, packing, min(4, os.cpu_count() or 1) if cpu_workers is None else cpu_workers
+    )
+    logs = _log_folder(log_dir)
+    study = optuna.create_study(
         storage=make_storage(storage, heartbeat_interval=heartbeat_interval),
         study_name=study_name,
         direction=direction,
         load_if_exists=True,
     )
+    reporter = _Reporter(study, n_trials, sampler, progress_interval)
+    start = _Progress(study)
+    if not start.waiting and start.done >= n_trials:
+        reporter.say(
+            f"study {study_name!r} already holds {start.done} finished trials of the "
+            f"{n_trials} asked for; no worker is needed (raise the total to run more)."
+        )
+        return []
     lock_dir = _new_lock_dir() if gpu_ids else None
-    logs = Path(log_dir) if log_dir is not None else None
-    if logs is not None:
-        logs.mkdir(parents=True, exist_ok=True)
     base_env = {**os.environ, **(env or {}), STORAGE_ENV: storage}
     paths = [os.getcwd(), *filter(None, base_env.get("PYTHONPATH", "").split(os.pathsep))]
     base_env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -519,7 +665,7 @@ def launch_workers(
             command = [
                 sys.executable, "-m", "transfersearch.integrations.optuna", "worker",
                 "--study-name", study_name, "--objective", objective,
-                "--n-trials", str(n_trials), "--sampler-attr", sampler_attr,
+                "--total-trials", str(n_trials), "--sampler-attr", sampler_attr,
                 "--max-retry", "none" if max_retry is None else str(max_retry),
                 "--heartbeat-interval", "none" if heartbeat_interval is None
                 else str(heartbeat_interval),
@@ -543,15 +689,22 @@ def launch_workers(
                     out.close()
             processes.append((slot, process, log))
         deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while any(p.poll() is None for _, p, _ in processes):
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                reporter.maybe_report()
+                time.sleep(PROCESS_POLL_S)
+        except KeyboardInterrupt:
+            _stop_interrupted([p for _, p, _ in processes])
+            reporter.report(final=True)
+            raise
         results = []
         for slot, process, log in processes:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                code = process.wait(timeout=left)
-            except subprocess.TimeoutExpired:
+            if process.poll() is None:  # past the timeout
                 process.terminate()
-                code = process.wait()
-            results.append(WorkerResult(slot, code, log))
+            results.append(WorkerResult(slot, process.wait(), log))
+        reporter.report(final=True)
         return results
     finally:
         for _, process, _ in processes:
@@ -560,6 +713,143 @@ def launch_workers(
                 process.wait()
         if lock_dir is not None:
             shutil.rmtree(lock_dir, ignore_errors=True)
+
+
+#: How often the launcher looks at its workers (seconds): short, so it returns soon after they do.
+PROCESS_POLL_S = 0.1
+#: Seconds the launcher gives interrupted workers to record their trials before SIGTERM.
+INTERRUPT_GRACE_S = 30.0
+
+
+def _stop_interrupted(processes: Sequence[subprocess.Popen[bytes]]) -> None:
+    """After Ctrl-C: give each worker one SIGINT (Ctrl-C in a terminal reaches them already; a
+    SIGINT to the launcher alone does not) and time to record its trial as interrupted; SIGTERM
+    what is left after :data:`INTERRUPT_GRACE_S`."""
+    time.sleep(0.5)  # a terminal's SIGINT reached the workers too: let them act on it first
+    for process in processes:
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + INTERRUPT_GRACE_S
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            logger.warning("worker pid %d did not stop after Ctrl-C; terminating it", process.pid)
+            process.terminate()
+            process.wait()
+
+
+def _check_count(name: str, value: Any, example: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TransferSearchError(
+            f"`{name}` must be an int >= 1, but got {name}={value!r} ({example})."
+        )
+
+
+def _log_folder(log_dir: str | os.PathLike[str] | None) -> Path | None:
+    """The log folder, created and checked writable (an error naming it otherwise)."""
+    if log_dir is None:
+        return None
+    folder = Path(log_dir)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise TransferSearchError(
+            f"cannot write worker logs to --log-dir {str(folder)!r}: {exc.strerror or exc}. "
+            "Give a writable folder."
+        ) from None
+    return folder
+
+
+class _Reporter:
+    """The launcher's progress line on stderr: trials done / total, per rung (done / budget),
+    failures, running, rate and ETA; the top rung's best value (values of different rungs are
+    not comparable, so no best across rungs)."""
+
+    def __init__(self, study: optuna.Study, total: int, sampler: Any, interval: float | None):
+        from transfersearch.integrations.optuna import TransferSampler
+
+        self._study = study
+        self._total = total
+        self._interval = interval
+        self._budgets: tuple[int, ...] = ()
+        if isinstance(sampler, TransferSampler):
+            self._budgets = tuple(sampler.planner.budgets)
+        self._start = time.monotonic()
+        self._done_at_start = _Progress(study).done
+        self._next = self._start
+
+    def say(self, text: str) -> None:
+        if self._interval is not None:
+            print(f"[workers] {text}", file=sys.stderr, flush=True)
+
+    def maybe_report(self) -> None:
+        if self._interval is not None and time.monotonic() >= self._next:
+            self._next = time.monotonic() + self._interval
+            self.report()
+
+    def report(self, *, final: bool = False) -> None:
+        if self._interval is None:
+            return
+        try:
+            self.say(self.line(final=final))
+        except Exception as exc:  # a progress line never stops the workers
+            logger.info("no progress line this time (%s: %s)", type(exc).__name__, exc)
+
+    def line(self, *, final: bool = False) -> str:
+        progress = _Progress(self._study)
+        parts = [f"{self._study.study_name}: {progress.done}/{self._total} trials done"]
+        if self._budgets:
+            rungs = ", ".join(
+                f"rung {r}: {progress.per_rung.get(r, 0)}/{b}" for r, b in enumerate(self._budgets)
+            )
+            parts[0] += f" ({rungs})"
+        parts.append(f"{progress.running} running")
+        parts.append(f"{progress.failed} failed")
+        elapsed = time.monotonic() - self._start
+        new = progress.done - self._done_at_start
+        if new > 0 and elapsed > 0:
+            rate = new / elapsed
+            parts.append(f"{rate * 60:.1f} trials/min")
+            left = max(0, self._total - progress.done)
+            if left and not final:
+                parts.append(f"ETA {_duration(left / rate)}")
+        best = self._top_rung_best()
+        if best is not None:
+            parts.append(best)
+        return ", ".join(parts) + (" (finished)" if final and progress.done >= self._total else "")
+
+    def _top_rung_best(self) -> str | None:
+        from optuna.study import StudyDirection
+        from optuna.trial import TrialState
+
+        from transfersearch.integrations._optuna_trials import rung_of
+
+        if not self._budgets:
+            return None
+        top = len(self._budgets) - 1
+        values = [
+            t.values[0]
+            for t in self._study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+            if rung_of(t) == top and t.values
+        ]
+        if not values:
+            return None
+        maximize = self._study.direction == StudyDirection.MAXIMIZE
+        return f"top rung best {max(values) if maximize else min(values):.6g}"
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``7 min``, ``3 h 05 min``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    hours, minutes = divmod(round(seconds / 60), 60)
+    return f"{hours} h {minutes:02d} min"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -599,10 +889,23 @@ def _trials_per_gpu(text: str) -> int | dict[int, int]:
     return {int(rung): int(k) for rung, k in pairs}
 
 
+#: The default of ``--progress-interval``: a line every half minute is news for runs of minutes
+#: to days without flooding a log.
+PROGRESS_INTERVAL_S = 30.0
+
+_TOTAL_HELP = (
+    "the study's total: finished trials it should hold, counting those it holds already "
+    "(re-running with the same number finishes an interrupted run; several launchers on one "
+    "study share it). Not additive like study.optimize(n_trials=): use --add-trials for that"
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m transfersearch.integrations.optuna",
-        description="Run Optuna workers of a TransferSampler study (one per GPU slot).",
+        description="Run Optuna workers of a TransferSampler study (one per GPU slot). The "
+        "objective module must define the objective function and a module-level `sampler` (a "
+        "TransferSampler; optionally `pruner`).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     for name in ("workers", "worker"):
@@ -619,12 +922,31 @@ def _parser() -> argparse.ArgumentParser:
             "with a password there, not on the command line)",
         )
         sub.add_argument("--study-name", required=True)
-        sub.add_argument("--objective", required=True, help="module:function or file.py:function")
-        sub.add_argument("--n-trials", type=int, required=True)
+        sub.add_argument(
+            "--objective",
+            required=True,
+            help="module:function or file.py:function; the module defines `sampler` too",
+        )
+        total = sub.add_mutually_exclusive_group(required=True)
+        total.add_argument("--total-trials", type=int, help=_TOTAL_HELP)
+        total.add_argument(
+            "--n-trials", type=int, dest="total_trials", help="the same as --total-trials"
+        )
+        if name == "workers":
+            total.add_argument(
+                "--add-trials",
+                type=int,
+                help="run this many trials more than the study holds when the launcher starts",
+            )
         sub.add_argument("--sampler-attr", default="sampler")
         sub.add_argument("--heartbeat-interval", type=_optional_int, default=10)
         sub.add_argument("--grace-period", type=int, default=None)
         sub.add_argument("--max-retry", type=_optional_int, default=3)
+        sub.add_argument(
+            "--verbose",
+            action="store_true",
+            help="print the full traceback of an error (e.g. the objective module's)",
+        )
         if name == "workers":
             sub.add_argument("--gpus", default="auto", help="auto, a count, or ids '0,1'")
             sub.add_argument(
@@ -637,6 +959,12 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument("--cpu-workers", type=int, default=None)
             sub.add_argument("--direction", default="minimize")
             sub.add_argument("--log-dir", default=None)
+            sub.add_argument(
+                "--progress-interval",
+                type=float,
+                default=PROGRESS_INTERVAL_S,
+                help="seconds between progress lines on stderr (0: none)",
+            )
         else:
             sub.add_argument("--gpu", default=None)
             sub.add_argument("--capacity", type=int, default=1)
@@ -647,13 +975,30 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m transfersearch.integrations.optuna``: bad input is one
-    ``error:`` line on stderr and exit status 2."""
+    ``error:`` line on stderr and exit status 2 (with ``--verbose`` also the traceback of its
+    cause); Ctrl-C exits 130 after the running trials are recorded as interrupted."""
     args = _parser().parse_args(argv)
     try:
-        return _run(args)
+        with warnings.catch_warnings():  # the command is the documented way in: no warnings
+            warnings.simplefilter("ignore", ExperimentalWarning)
+            with contextlib.suppress(ImportError):
+                import optuna
+
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return _run(args)
     except TransferSearchError as exc:
+        if args.verbose and exc.__cause__ is not None:
+            traceback.print_exception(exc.__cause__, file=sys.stderr)
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        who = "launcher" if args.command == "workers" else f"worker pid {os.getpid()}"
+        print(
+            f"{who}: interrupted; running trials are recorded as interrupted (not failed) and "
+            "re-enqueued: run the same command again to finish the study.",
+            file=sys.stderr,
+        )
+        return 130
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -671,25 +1016,54 @@ def _run(args: argparse.Namespace) -> int:
         "sampler_attr": args.sampler_attr,
     }
     if args.command == "worker":
-        units = (
-            None if args.units is None else {int(k): v for k, v in json.loads(args.units).items()}
-        )
         run_worker(
-            args.storage, args.study_name, args.objective, args.n_trials,
-            gpu=args.gpu, units=units, capacity=args.capacity, lock_dir=args.lock_dir, **common,
+            args.storage, args.study_name, args.objective, args.total_trials,
+            gpu=args.gpu, units=_units(args.units), capacity=args.capacity,
+            lock_dir=args.lock_dir, **common,
         )  # fmt: skip
         return 0
     gpus: str | int = args.gpus
     if isinstance(gpus, str) and gpus.isdigit():
         gpus = int(gpus)
-    with warnings.catch_warnings():  # the command is the documented way in; no warning there
-        warnings.simplefilter("ignore", ExperimentalWarning)
-        results = launch_workers(
-            args.storage, args.study_name, args.objective, args.n_trials,
-            gpus=gpus, trials_per_gpu=args.trials_per_gpu, max_per_gpu=args.max_per_gpu,
-            cpu_workers=args.cpu_workers, direction=args.direction, log_dir=args.log_dir, **common,
-        )  # fmt: skip
+    total = args.total_trials
+    if total is None:
+        total = _held(args.storage, args.study_name) + args.add_trials
+        _check_count("--add-trials", args.add_trials, "e.g. --add-trials 100")
+    interval = args.progress_interval if args.progress_interval > 0 else None
+    results = launch_workers(
+        args.storage, args.study_name, args.objective, total,
+        gpus=gpus, trials_per_gpu=args.trials_per_gpu, max_per_gpu=args.max_per_gpu,
+        cpu_workers=args.cpu_workers, direction=args.direction, log_dir=args.log_dir,
+        progress_interval=interval, **common,
+    )  # fmt: skip
     for result in results:
         device = result.slot.gpu if result.slot.gpu is not None else "cpu"
         print(f"worker {result.slot.index} ({device}): exit {result.returncode}")
     return max((abs(r.returncode) for r in results), default=0)
+
+
+def _units(text: str | None) -> dict[int, int] | None:
+    """``--units`` (JSON rung -> units), or an error naming it."""
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+        return {int(k): int(v) for k, v in data.items()}
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise TransferSearchError(
+            f'--units must be a JSON object rung -> units, e.g. \'{{"0": 1, "1": 2}}\', but '
+            f"got {text!r} ({exc})."
+        ) from None
+
+
+def _held(storage: str, study_name: str) -> int:
+    """Finished trials the study holds now (0 for a study not yet created)."""
+    import optuna
+
+    from transfersearch.integrations.optuna import make_storage
+
+    try:
+        study = optuna.load_study(study_name=study_name, storage=make_storage(storage))
+    except KeyError:
+        return 0
+    return _Progress(study).done

@@ -30,6 +30,7 @@ import inspect
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -59,6 +60,7 @@ from transfersearch.integrations._optuna_shim import RetryOnce, seed_sampler
 from transfersearch.integrations._optuna_space import record_space
 from transfersearch.integrations._optuna_trials import (
     COUNTED_STATES,
+    INTERRUPTED_ATTR,
     RUNG_ATTR,
     TOLD_ATTR,
     died,
@@ -70,6 +72,7 @@ from transfersearch.integrations._optuna_trials import (
 from transfersearch.ladder import Proposal, TransferPlanner
 from transfersearch.ledger import TrialLedger
 from transfersearch.observations import Observation, register_reader
+from transfersearch.redact import redact_url
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Distribution, Float, Hyperparameters, Int, TransferSpace
 
@@ -168,7 +171,8 @@ def observations_from_study(study: Study) -> list[Observation]:
     parameters (the coordinates). States: COMPLETE → ``"complete"`` (its value), FAIL →
     ``"failed"`` (value NaN: it crashed or returned NaN, i.e. diverged), PRUNED → ``"pruned"``
     (its last intermediate value); RUNNING and WAITING trials are skipped, and so are trials the
-    storage heartbeat failed because their worker died (their retry stands for them). Values are
+    storage heartbeat failed because their worker died and trials interrupted by Ctrl-C (user
+    attribute ``transfersearch:interrupted``): neither diverged, and a retry stands for each. Values are
     as stored: for a ``maximize`` study pass ``direction="maximize"`` to the fit.
 
     Raises:
@@ -602,6 +606,12 @@ class TransferSampler(BaseSampler):
         values: Sequence[float] | None,
     ) -> None:
         proposal = self._proposal(study, trial)
+        if state == TrialState.FAIL and shim.interrupted_by_user():
+            # Ctrl-C: no verdict on these hyperparameters. Not told to the base sampler, no
+            # budget used, no observation; run again with the same parameters on the next start.
+            self._requeue_interrupted(study, trial)
+            self._proposals.pop(shim.trial_id(trial), None)
+            return
         if state == TrialState.FAIL:
             shim.set_system_attr(study, trial, TOLD_ATTR, True)
         try:
@@ -609,6 +619,32 @@ class TransferSampler(BaseSampler):
             self.rung_sampler(proposal.rung).after_trial(view, trial, state, values)
         finally:
             self._proposals.pop(shim.trial_id(trial), None)
+
+    def _requeue_interrupted(self, study: Study, trial: FrozenTrial) -> None:
+        """Mark ``trial`` interrupted (user attribute :data:`INTERRUPTED_ATTR`) and enqueue its
+        rerun: same parameters, rung and user attributes, Optuna's retry bookkeeping
+        (``failed_trial``, ``retry_history``), so the next ``optimize`` (or worker) runs it first."""
+        storage = shim.storage_of(study)
+        storage.set_trial_user_attr(shim.trial_id(trial), INTERRUPTED_ATTR, True)
+        system_attrs = {
+            k: v for k, v in trial.system_attrs.items() if k not in (TOLD_ATTR, shim.CLAIM_ATTR)
+        }
+        system_attrs["failed_trial"] = system_attrs.get("failed_trial", trial.number)
+        system_attrs["retry_history"] = [*system_attrs.get("retry_history", ()), trial.number]
+        study.add_trial(
+            optuna.trial.create_trial(
+                state=TrialState.WAITING,
+                params=trial.params,
+                distributions=trial.distributions,
+                user_attrs={k: v for k, v in trial.user_attrs.items() if k != INTERRUPTED_ATTR},
+                system_attrs=system_attrs,
+            )
+        )
+        logger.info(
+            "trial %d was interrupted (rung %s); re-enqueued with the same parameters",
+            trial.number,
+            system_attrs.get(RUNG_ATTR),
+        )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -681,19 +717,23 @@ def make_storage(
         raise TransferSearchError(
             f"`storage` must be a URL such as 'sqlite:///proxy.db', but got {url!r}."
         )
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise TransferSearchError(
+            f"`timeout` must be a number of seconds > 0, but got {timeout=!r}."
+        )
     if url.startswith("journal://") or url.endswith(".log"):
         path = url[len("journal://") :] if url.startswith("journal://") else url
-        _check_file(url, path, must_exist=must_exist, sqlite=False)
+        _check_file(redact_url(url), path, must_exist=must_exist, sqlite=False)
         from optuna.storages.journal import JournalFileBackend
 
         backend = JournalFileBackend(path)
         return optuna.storages.JournalStorage(backend)
-    if heartbeat_interval is not None and heartbeat_interval < 1:
-        raise TransferSearchError(
-            f"`heartbeat_interval` must be >= 1 second, but got {heartbeat_interval=}."
-        )
-    if grace_period is not None and grace_period < 1:
-        raise TransferSearchError(f"`grace_period` must be >= 1 second, but got {grace_period=}.")
+    for name, value in (
+        ("heartbeat_interval", heartbeat_interval),
+        ("grace_period", grace_period),
+        ("max_retry", max_retry),
+    ):
+        _check_optional_int(name, value, low=0 if name == "max_retry" else 1)
     shown, is_file_sqlite = _check_database_url(url, must_exist=must_exist)
     engine_kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
@@ -705,7 +745,10 @@ def make_storage(
             "RetryHeartbeatStaleTrialCallback",
             optuna.storages.RetryFailedTrialCallback,
         )
-        retry: Callable[[Study, FrozenTrial], None] = RetryOnce(retry_class(max_retry=max_retry))
+        with warnings.catch_warnings():  # asked for on the user's behalf: no warning about it
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            stale = retry_class(max_retry=max_retry)
+        retry: Callable[[Study, FrozenTrial], None] = RetryOnce(stale)
         parameters = inspect.signature(optuna.storages.RDBStorage).parameters
         key = (
             "heartbeat_stale_trial_callback"
@@ -720,7 +763,9 @@ def make_storage(
     import sqlalchemy
 
     try:
-        storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, **kwargs)
+        storage: optuna.storages.RDBStorage = shim.open_rdb_storage(
+            url, engine_kwargs=engine_kwargs, **kwargs
+        )
     except ImportError as exc:
         raise TransferSearchError(
             f"cannot open storage {shown!r}: its database driver is not installed ({exc}). For a "
@@ -729,6 +774,9 @@ def make_storage(
         ) from exc
     except (sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        password = sqlalchemy.engine.make_url(url).password
+        if password:
+            reason = reason.replace(str(password), "***")
         raise TransferSearchError(
             f"cannot open storage {shown!r}: {reason}. Check the URL, that the database server "
             "runs, and the credentials."
@@ -737,6 +785,19 @@ def make_storage(
         sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
         storage.engine.dispose()  # connections opened before the listener get closed
     return storage
+
+
+def _check_optional_int(name: str, value: Any, *, low: int) -> None:
+    """``value`` is None or an int >= ``low`` (not a bool, not a string)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TransferSearchError(
+            f"`{name}` must be an int (seconds or a count) or None, but got {name}={value!r} "
+            f"({type(value).__name__}). Pass e.g. {name}=10."
+        )
+    if value < low:
+        raise TransferSearchError(f"`{name}` must be >= {low}, but got {name}={value!r}.")
 
 
 def _check_file(url: str, path: str, *, must_exist: bool, sqlite: bool) -> None:
@@ -792,7 +853,9 @@ def _check_database_url(url: str, *, must_exist: bool) -> tuple[str, bool]:
     try:
         parsed = make_url(url)
     except sqlalchemy.exc.ArgumentError:
-        raise TransferSearchError(f"storage {url!r} is not a database URL. {hint}") from None
+        raise TransferSearchError(
+            f"storage {redact_url(url)!r} is not a database URL. {hint}"
+        ) from None
     shown = parsed.render_as_string(hide_password=True)
     try:
         parsed.get_dialect()
