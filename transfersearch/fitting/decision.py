@@ -172,6 +172,10 @@ class TargetLoss:
         columns: the column of each boundary.
         worst_excess: the loss charged to a run that diverges: the largest excess over its
             rung's best that a finite trial reached in the sweep (metric units).
+        span: (d,) how far the sweep reached around each rung's trials, the median over rungs of
+            half the range of the stable trials (fitted coordinates): the valley's shape is
+            measured that far, so no candidate run lies further from the law's point (None: no
+            such limit).
     """
 
     names: tuple[str, ...]
@@ -187,6 +191,7 @@ class TargetLoss:
     boundaries: tuple[StabilityBoundary, ...]
     columns: tuple[int, ...]
     worst_excess: float
+    span: FloatArray | None = None
 
     @property
     def swept(self) -> FloatArray:
@@ -287,6 +292,7 @@ def with_stability(
         boundaries=fits,
         columns=columns,
         worst_excess=_worst_excess(ladder),
+        span=_span(ladder),
     )
     return replace(
         result,
@@ -303,6 +309,16 @@ def with_stability(
 
 def _coord(value: float, log_space: bool) -> float:
     return math.log(value) if log_space else float(value)
+
+
+def _span(ladder: Ladder) -> FloatArray:
+    """Per coordinate, the median over rungs of half the range of the stable trials."""
+    halves = [
+        np.ptp(t.coords[np.isfinite(t.values)], axis=0) / 2.0
+        for t in ladder.trials
+        if np.isfinite(t.values).any()
+    ]
+    return np.asarray(np.median(np.array(halves), axis=0), dtype=np.float64)
 
 
 def _worst_excess(ladder: Ladder) -> float:

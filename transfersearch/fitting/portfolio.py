@@ -152,19 +152,30 @@ def _losses(loss: TargetLoss, swept: FloatArray, points: FloatArray, draws: _Dra
     return np.asarray(excess, dtype=np.float64)
 
 
+def _box(loss: TargetLoss, j: int) -> tuple[float, float]:
+    """Where coordinate ``j``'s runs may lie: the law's point ± min(3σ, the sweep's span), within
+    the stability limits (from the limit down, when the limit cuts the whole box off)."""
+    width = GRID_SD * loss.sd[j]
+    if loss.span is not None and np.isfinite(loss.span[j]):
+        width = min(width, float(loss.span[j]))
+    low = max(loss.mean[j] - width, loss.lower[j])
+    high = min(loss.mean[j] + width, loss.upper[j])
+    if high < low:  # the allowed region lies past the box: span it from its edge
+        if loss.upper[j] < loss.mean[j]:
+            low, high = loss.upper[j] - 2.0 * width, loss.upper[j]
+        else:
+            low, high = loss.lower[j], loss.lower[j] + 2.0 * width
+    return float(low), float(high)
+
+
 def _grid(loss: TargetLoss, swept: FloatArray) -> FloatArray:
-    """Candidate points: a product grid over the swept coordinates within the allowed region."""
+    """Candidate points: a product grid over the swept coordinates within :func:`_box`, and the
+    decision itself."""
     columns = np.flatnonzero(swept)
     per_axis = max(3, math.floor(GRID_POINTS ** (1.0 / max(len(columns), 1)) + 1e-9))
     axes = []
     for j in columns:
-        low = max(loss.mean[j] - GRID_SD * loss.sd[j], loss.lower[j])
-        high = min(loss.mean[j] + GRID_SD * loss.sd[j], loss.upper[j])
-        if high < low:  # the allowed region lies past the grid: span it from its edge
-            edge = loss.upper[j] if loss.upper[j] < loss.mean[j] else loss.lower[j]
-            low, high = sorted(
-                (edge, edge - np.sign(loss.mean[j] - edge) * 2 * GRID_SD * loss.sd[j])
-            )
+        low, high = _box(loss, int(j))
         axes.append(np.linspace(low, high, per_axis) if high > low else np.array([low]))
     mesh = np.meshgrid(*axes, indexing="ij")
     points = np.tile(loss.decision, (mesh[0].size, 1))
@@ -250,8 +261,11 @@ def _polish(loss: TargetLoss, swept: FloatArray, members: FloatArray, draws: _Dr
     """Nelder-Mead on each member's swept coordinates, the others held, within the limits."""
     members = members.copy()
     columns = np.flatnonzero(swept)
-    bounds = [(loss.lower[j], loss.upper[j]) for j in columns]
-    scale = np.where(loss.sd[columns] > 0, loss.sd[columns], 1.0)
+    bounds = [_box(loss, int(j)) for j in columns]
+    low, high = np.array([b[0] for b in bounds]), np.array([b[1] for b in bounds])
+    if np.any(high <= low):  # a coordinate pinned to one value: the grid's answer stands
+        return members
+    scale = np.minimum(np.where(loss.sd[columns] > 0, loss.sd[columns], 1.0), high - low)
     for _ in range(2):
         for i in range(len(members)):
             rest = [m for position, m in enumerate(members) if position != i]
@@ -264,9 +278,10 @@ def _polish(loss: TargetLoss, swept: FloatArray, members: FloatArray, draws: _Dr
                     np.minimum(_losses(loss, swept, point[None, :], draws)[0], others).mean()
                 )
 
-            start = members[i][columns]
-            simplex = np.vstack([start, start + 0.25 * np.diag(scale)])
-            simplex = np.clip(simplex, [b[0] for b in bounds], [b[1] for b in bounds])
+            start = np.clip(members[i][columns], low, high)
+            step = 0.25 * scale
+            step = np.where(start + step > high, -step, step)  # every vertex inside the box
+            simplex = np.vstack([start, start + np.diag(step)])
             found = minimize(
                 objective,
                 start,
