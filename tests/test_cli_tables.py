@@ -1,0 +1,144 @@
+"""CSV and observation tables read as written, never silently misread (issue 21).
+
+A byte-order mark changes nothing; exact duplicate rows are one measurement (a copy is not a
+replicate: a true replicate has its own noise), so repeating every trial gives the identical
+prediction; plain parameter columns and a categorical column are read as documented.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _tables import TARGET, observations, sweep_rows, write_csv
+
+import transfersearch as ts
+from transfersearch import synthetic
+from transfersearch.cli import main
+
+#: Bootstrap resamples: enough that the interval depends on every observation's weight.
+BOOT = 20
+
+
+def _json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    status = main([*argv, "--json", "--n-bootstrap", str(BOOT)])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    data: dict[str, Any] = json.loads(captured.out)
+    return data
+
+
+def _extrapolate(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
+    return _json(["extrapolate", "--csv", str(path), "--target", TARGET, *extra], capsys)
+
+
+def test_a_byte_order_mark_reads_exactly_like_without(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 21: base_lr 0.002966 with a BOM vs 0.001137 without (the first column was lost)."""
+    plain = write_csv(tmp_path / "plain.csv", sweep_rows())
+    marked = write_csv(tmp_path / "bom.csv", sweep_rows(), encoding="utf-8-sig")
+    assert marked.read_bytes()[:3] == b"\xef\xbb\xbf"
+    with_mark, without = _extrapolate(marked, capsys), _extrapolate(plain, capsys)
+    assert with_mark["params"] == without["params"]
+    assert with_mark["interval"] == without["interval"]
+    assert with_mark["target"] == without["target"]
+
+
+def test_exact_duplicates_are_one_measurement_python(caplog: pytest.LogCaptureFixture) -> None:
+    """Every observation five times: the identical prediction and interval (it moved 2.6x)."""
+    obs = observations(sweep_rows())
+    once = ts.extrapolate(obs, target=synthetic.TOP.replace(width=1024), n_bootstrap=BOOT)
+    with caplog.at_level("INFO", logger="transfersearch.observations"):
+        five = ts.extrapolate(
+            [o for o in obs for _ in range(5)],
+            target=synthetic.TOP.replace(width=1024),
+            n_bootstrap=BOOT,
+        )
+    assert five.params == once.params and five.interval() == once.interval()
+    assert five.duplicates_collapsed == 4 * len(obs) and once.duplicates_collapsed == 0
+    assert f"{4 * len(obs)} exact duplicate observation(s)" in five.summary()
+    assert "192 of 240 observations are exact copies" in caplog.text
+    # a replicate with its own noise is not a copy: it counts
+    replicate = [*obs, ts.Observation(obs[0].scale, obs[0].params, obs[0].value + 1e-9)]
+    assert ts.extrapolate(replicate, target=synthetic.TOP, n_bootstrap=0).duplicates_collapsed == 0
+    # validate collapses them as well
+    assert (
+        ts.validate(obs * 5, n_bootstrap=0).predicted == ts.validate(obs, n_bootstrap=0).predicted
+    )
+
+
+def test_the_same_48_trials_repeated_to_many_rows_give_the_same_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """48 trials repeated 500 times (24,000 rows; the issue's million rows moved base_lr x0.1)."""
+    rows = sweep_rows()
+    once = _extrapolate(write_csv(tmp_path / "once.csv", rows), capsys)
+    many = _extrapolate(write_csv(tmp_path / "many.csv", rows * 500), capsys)
+    assert many["params"] == once["params"] and many["interval"] == once["interval"]
+    assert many["duplicates_collapsed"] == 48 * 499 and once["duplicates_collapsed"] == 0
+
+
+def test_plain_parameter_columns_are_read_with_params(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`params.<name>` or `<name>`, as documented, also on the command line."""
+    rows = sweep_rows()
+    prefixed = _extrapolate(write_csv(tmp_path / "prefixed.csv", rows), capsys)
+    plain_rows = [{k.removeprefix("params."): v for k, v in r.items()} for r in rows]
+    plain = write_csv(tmp_path / "plain.csv", plain_rows)
+    assert (
+        _extrapolate(plain, capsys, "--params", "base_lr,tau_epoch")["params"]
+        == (prefixed["params"])
+    )
+    # plain scale columns too, named with --scale-columns
+    bare = [{k.removeprefix("scale."): v for k, v in r.items()} for r in plain_rows]
+    bare_csv = write_csv(tmp_path / "bare.csv", bare)
+    data = _extrapolate(
+        bare_csv, capsys, "--params", "base_lr,tau_epoch",
+        "--scale-columns", "width,dataset_size,batch_size",
+    )  # fmt: skip
+    assert data["params"] == prefixed["params"]
+
+
+def test_a_categorical_column_is_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """`params.optimizer` (text) beside numeric coordinates: read when --params names the
+    numeric ones, and left out (logged) without --params; a column mixing numbers and text is
+    an error naming its rows."""
+    rows = sweep_rows()
+    reference = _extrapolate(write_csv(tmp_path / "ref.csv", rows), capsys)
+    with_text = [{**r, "params.optimizer": "adamw"} for r in rows]
+    path = write_csv(tmp_path / "optimizer.csv", with_text)
+    named = _extrapolate(path, capsys, "--params", "base_lr,tau_epoch")
+    assert named["params"] == reference["params"]
+    with caplog.at_level("INFO", logger="transfersearch.observations"):
+        assert _extrapolate(path, capsys)["params"] == reference["params"]
+    assert "'params.optimizer' holds text ('adamw' in row 0)" in caplog.text
+    mixed = [{**r, "params.tau_epoch": "long" if i in (3, 9) else r["params.tau_epoch"]}
+             for i, r in enumerate(rows)]  # fmt: skip
+    status = main(["extrapolate", "--csv", str(write_csv(tmp_path / "m.csv", mixed)),
+                   "--target", TARGET])  # fmt: skip
+    err = capsys.readouterr().err
+    assert status == 2 and "'params.tau_epoch' mixes numbers and text" in err
+    assert "rows 3, 9" in err and "--params base_lr,tau_epoch" in err
+
+
+def test_states_in_any_case_and_unfinished_rows(tmp_path: Path) -> None:
+    """Optuna's spellings: COMPLETE / FAIL / PRUNED / RUNNING / WAITING, and TrialState.X."""
+    pd = pytest.importorskip("pandas")
+    rows = sweep_rows()[:24] + sweep_rows()[36:]  # three rungs
+    states = ["COMPLETE", "complete", "TrialState.COMPLETE", "", "FAIL", "PRUNED", "RUNNING"]
+    frame = pd.DataFrame([{**r, "state": states[i % len(states)]} for i, r in enumerate(rows)])
+    obs = ts.observations.as_observations(frame)
+    expected = [s for i in range(len(rows)) if (s := states[i % len(states)]) != "RUNNING"]
+    assert len(obs) == len(expected)
+    names = {"COMPLETE": "complete", "complete": "complete", "TrialState.COMPLETE": "complete",
+             "": "complete", "FAIL": "failed", "PRUNED": "pruned"}  # fmt: skip
+    assert [o.state for o in obs] == [names[s] for s in expected]
+    frame.loc[5, "state"] = "DONE"
+    with pytest.raises(ts.TransferSearchError, match="row 5 has state 'DONE'"):
+        ts.observations.as_observations(frame)
