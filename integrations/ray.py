@@ -19,9 +19,11 @@
     results = tuner.fit()
     res = ts.extrapolate(results, target=ts.Scale(width=4096, dataset_size=1e7, batch_size=256))
 
-Each trial config carries ``"scale"``, ``"rung"``, the swept coordinates, ``"hparams"``
-(:meth:`Hyperparameters.to_dict` at the rung) and ``"transfersearch"`` (metric, mode, source).
-Law gating under Tune (``suggest`` returns None while a rung's law is pending) is described in
+Each trial config carries ``"rung"``, ``"scale"``, the swept coordinates and ``"transfersearch"``
+(metric, mode, source and the space as one JSON string), so Tune's console shows a few lines per
+trial; :func:`hyperparameters` recomputes the concrete values from the stored space and the rung's
+scale. A space whose rule cannot be stored (a custom rule class) puts ``"hparams"``
+(:meth:`Hyperparameters.to_dict`) in the config instead, as configs did before. Law gating under Tune (``suggest`` returns None while a rung's law is pending) is described in
 ``docs/design.md``; Ray's privates are used in ``_ray_shim.py`` only.
 """
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import json
 import logging
 import os
@@ -52,7 +55,7 @@ from transfersearch.ledger import TrialLedger
 from transfersearch.observations import Observation, register_reader
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
-from transfersearch.stored_space import storable_space
+from transfersearch.stored_space import space_from_json, storable_space
 
 from . import _ray_shim as shim
 from ._ray_resources import RungResources
@@ -82,7 +85,10 @@ _META = "transfersearch"
 def hyperparameters(config: Mapping[str, Any]) -> tuple[Scale, Hyperparameters]:
     """The rung's scale and the concrete hyperparameters of a trial, from its config alone.
 
-    Usable inside the trainable (a separate process) without the searcher.
+    Usable inside the trainable (a separate process) without the searcher: the values are
+    recomputed, ``space.concretize(coordinates, scale)``, from the space stored in the config's
+    ``"transfersearch"`` entry — the searcher's own computation, so the numbers are identical. A
+    config holding ``"hparams"`` (older versions, or a space with a custom rule) is read from it.
 
     Args:
         config: the trial config made by :class:`TransferSearch`.
@@ -92,15 +98,48 @@ def hyperparameters(config: Mapping[str, Any]) -> tuple[Scale, Hyperparameters]:
         PyTorch's coupled weight-decay convention; see :class:`Hyperparameters`).
 
     Raises:
-        TransferSearchError: the config lacks ``"scale"`` or ``"hparams"``.
+        TransferSearchError: the config was not made by TransferSearch (no ``"scale"``, or neither
+            a stored space nor ``"hparams"``), or lacks a swept coordinate.
     """
-    if not isinstance(config, Mapping) or "scale" not in config or "hparams" not in config:
+    scale, space = _scale_and_space(config)
+    if space is None:
+        return scale, Hyperparameters.from_dict(config["hparams"])
+    return scale, space.concretize(_coordinates(config, space), scale)
+
+
+def _scale_and_space(config: Mapping[str, Any]) -> tuple[Scale, TransferSpace | None]:
+    """The rung's scale and the stored space of a config (None: it carries ``"hparams"``)."""
+    meta = config.get(_META) if isinstance(config, Mapping) else None
+    stored = meta.get("space") if isinstance(meta, Mapping) else None
+    if (
+        not isinstance(config, Mapping)
+        or not isinstance(config.get("scale"), Mapping)
+        or (stored is None and not isinstance(config.get("hparams"), Mapping))
+    ):
         keys = sorted(config) if isinstance(config, Mapping) else type(config).__name__
         raise TransferSearchError(
-            f"the trial config lacks 'scale' and/or 'hparams' (it has {keys}). Run the trainable "
-            "with search_alg=TransferSearch(...) so each config carries them."
+            f"the trial config lacks 'scale' and the stored space ('{_META}') or 'hparams' (it "
+            f"has {keys}). Run the trainable with search_alg=TransferSearch(...) so each config "
+            "carries them."
         )
-    return Scale(config["scale"]), Hyperparameters.from_dict(config["hparams"])
+    return Scale(config["scale"]), None if stored is None else _space_of(stored)
+
+
+@functools.lru_cache(maxsize=8)
+def _space_of(stored: str) -> TransferSpace:
+    """The space a config stores (parsed once per distinct string: a reader sees one per trial)."""
+    return space_from_json(stored)
+
+
+def _coordinates(config: Mapping[str, Any], space: TransferSpace) -> dict[str, Any]:
+    """The swept coordinates of a config made with ``space``."""
+    missing = [name for name in space.distributions if name not in config]
+    if missing:
+        raise TransferSearchError(
+            f"the trial config lacks the swept coordinates {missing} (it has {sorted(config)}); "
+            "a TransferSearch config holds every coordinate of its space at the top level."
+        )
+    return {name: config[name] for name in space.distributions}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -217,6 +256,12 @@ class TransferSearch(Searcher):
         # by_base. Ended records stay: they are the observations, and a restarted trial reuses its id.
         self._trials: dict[str, dict[str, Any]] = {}
         self._ledger: TrialLedger | None = None  # the ended trials as observations; None: stale
+        stored = storable_space(space)
+        # The space travels in each config as one compact JSON string: one console line (Tune
+        # flattens dicts into a line per key), from which hyperparameters() recomputes the values.
+        self._space_json = None if stored is None else json.dumps(stored, separators=(",", ":"))
+        if stored is None:
+            logger.info("configs carry 'hparams': the space's rule cannot be stored as JSON")
 
     # Properties and Tune plumbing -------------------------------------------------------------
     @staticmethod
@@ -354,7 +399,6 @@ class TransferSearch(Searcher):
             coords[name] = dist.snap(coords[name]) if name in coords else dist.sample(self._rng)
         coords = {n: coords[n] for n in self.space.distributions}
         scale = self.ladder[rung]
-        hp = self.space.concretize(coords, scale)
         self._trials[trial_id] = {
             "rung": rung,
             "params": coords,
@@ -365,13 +409,13 @@ class TransferSearch(Searcher):
             "errored": False,
             "by_base": by_base,
         }
-        return {
-            "rung": rung,
-            "scale": scale.to_dict(),
-            **coords,
-            "hparams": hp.to_dict(),
-            _META: {"metric": self._metric, "mode": self._mode, "source": proposal.source},
-        }
+        meta = {"metric": self._metric, "mode": self._mode, "source": proposal.source}
+        config: dict[str, Any] = {"rung": rung, "scale": scale.to_dict(), **coords, _META: meta}
+        if self._space_json is None:
+            config["hparams"] = self.space.concretize(coords, scale).to_dict()
+        else:
+            meta["space"] = self._space_json
+        return config
 
     # Results ----------------------------------------------------------------------------------
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
@@ -499,6 +543,11 @@ class TransferSearch(Searcher):
         Raises:
             TransferSearchError: another format or version, or a state saved for another ladder.
         """
+        if not isinstance(state, Mapping):
+            raise TransferSearchError(
+                f"a TransferSearch state is a mapping from get_state(), but got "
+                f"{type(state).__name__}."
+            )
         if state.get("format") != _STATE_FORMAT or state.get("version") != STATE_VERSION:
             raise TransferSearchError(
                 f"cannot restore TransferSearch from state format={state.get('format')!r} "
@@ -548,16 +597,28 @@ class TransferSearch(Searcher):
         anyway.
 
         Raises:
-            TransferSearchError: the file is not a TransferSearch state, or is for another ladder.
+            TransferSearchError: the file is missing or unreadable (naming the path), is not a
+                TransferSearch state, or is for another ladder.
         """
         try:
-            with open(checkpoint_path) as handle:
+            with open(checkpoint_path, encoding="utf-8") as handle:
                 state = json.load(handle)
+        except OSError as exc:
+            raise TransferSearchError(
+                f"cannot read the TransferSearch state {os.fspath(checkpoint_path)!r}: "
+                f"{exc.strerror or exc}. Pass the file save() wrote (Tune writes it as "
+                "searcher-state-*.pkl in the experiment folder)."
+            ) from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise TransferSearchError(
                 f"{checkpoint_path!r} is not a TransferSearch state (JSON written by save()): "
                 f"{exc}."
             ) from exc
+        if not isinstance(state, Mapping):
+            raise TransferSearchError(
+                f"{checkpoint_path!r} is not a TransferSearch state: it holds a JSON "
+                f"{type(state).__name__}, not the object save() writes."
+            )
         self.set_state(state)
 
 
@@ -667,17 +728,26 @@ def observations_from_result_grid(
     Raises:
         TransferSearchError: a path that is not a Tune experiment directory, a trial's config
             that was not made by TransferSearch, or no metric known.
+
+    Configs of both forms are read: the current one (coordinates at the top level, the space in
+    ``"transfersearch"``) and the one with ``"hparams"`` (older versions, custom rules).
     """
     outcomes: list[TrialOutcome] = []
     for trial in _trials(source):
         config = trial.config
-        if "scale" not in config or "hparams" not in config:
+        try:
+            scale, space = _scale_and_space(config)
+        except TransferSearchError:
             raise TransferSearchError(
-                f"trial {trial.trial_id} at {trial.path!r} has no 'scale'/'hparams' in its config: it was not "
-                "suggested by TransferSearch. Read only experiments run with search_alg="
-                "TransferSearch(...)."
-            )
+                f"trial {trial.trial_id} at {trial.path!r} has no 'scale' and stored space or "
+                "'hparams' in its config: it was not suggested by TransferSearch. Read only "
+                "experiments run with search_alg=TransferSearch(...)."
+            ) from None
         meta = config.get(_META) or {}
+        if space is None:  # configs before the space was stored, or a custom rule
+            params = dict(config["hparams"].get("coordinates", {}))
+        else:
+            params = _coordinates(config, space)
         name = metric or meta.get("metric")
         if not name:
             raise TransferSearchError(
@@ -689,8 +759,8 @@ def observations_from_result_grid(
         progress = metrics.get(time_attr)
         outcomes.append(
             TrialOutcome(
-                scale=Scale(config["scale"]),
-                params=dict(config["hparams"].get("coordinates", {})),
+                scale=scale,
+                params=params,
                 value=value,
                 errored=trial.errored,
                 progress=None if progress is None else float(progress),

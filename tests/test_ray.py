@@ -7,10 +7,12 @@ The cluster declares two GPUs (``num_gpus=2``) without hardware: Ray still assig
 from __future__ import annotations
 
 import base64
+import dataclasses
 import glob
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -90,19 +92,57 @@ def cluster():
 # ----------------------------------------------------------------------------------------------
 # Without a cluster
 # ----------------------------------------------------------------------------------------------
-def test_config_carries_scale_coordinates_and_hparams_readable_without_searcher():
+def leaves(config: dict) -> list[str]:
+    """The flattened keys Tune's console prints, one line each (nested dicts joined by '/')."""
+    out = []
+    for key, value in config.items():
+        if isinstance(value, dict):
+            out += [f"{key}/{inner}" for inner in leaves(value)]
+        else:
+            out.append(key)
+    return out
+
+
+def test_config_holds_rung_scale_and_coordinates_and_hp_is_recomputed_without_searcher():
     space = make_space()
     search = TransferSearch(space, make_ladder(), metric="loss", mode="min")
     config = search.suggest("t0")
+    # Tune prints a config line per leaf: was ~40 with the flattened 'hparams', now 10
+    assert set(config) == {"rung", "scale", "base_lr", "tau_epoch", "transfersearch"}
+    assert set(config["transfersearch"]) == {"metric", "mode", "source", "space"}
+    assert isinstance(config["transfersearch"]["space"], str)  # one line, not a nested table
+    assert len(leaves(config)) == 1 + 3 + 2 + 4
     scale, hp = hyperparameters(json.loads(json.dumps(config)))  # as a trial process sees it
     assert scale == search.ladder[config["rung"]]
     coords = {n: config[n] for n in space.names}
     expected = space.concretize(coords, scale)
-    assert hp.groups == expected.groups
+    assert hp.to_dict() == expected.to_dict()  # the same computation, so the same numbers
     assert hp.coordinates == coords
     assert TransferSearch.hyperparameters(config)[1].lr == expected.lr
     with pytest.raises(ts.TransferSearchError, match="hparams"):
         hyperparameters({"lr": 1e-3})
+    with pytest.raises(
+        ts.TransferSearchError, match=r"lacks the swept coordinates \['tau_epoch'\]"
+    ):
+        hyperparameters({k: v for k, v in config.items() if k != "tau_epoch"})
+    # a config written before the space was stored ('hparams' in it) reads as it did
+    old = {**config, "hparams": expected.to_dict(), "transfersearch": {"metric": "loss"}}
+    assert hyperparameters(old)[1].to_dict() == expected.to_dict()
+
+
+@dataclasses.dataclass(frozen=True)
+class HalfWidthMuP(ts.rules.MuP):
+    """A custom rule class: it cannot be stored as JSON (only built-in rules are)."""
+
+
+def test_a_space_that_cannot_be_stored_puts_hparams_in_the_config():
+    space = ts.TransferSpace(BASE, dict(make_space().distributions), rule=HalfWidthMuP())
+    search = TransferSearch(space, make_ladder(), metric="loss", mode="min")
+    config = search.suggest("t0")
+    assert "hparams" in config and "space" not in config["transfersearch"]
+    scale, hp = hyperparameters(json.loads(json.dumps(config)))
+    coords = {n: config[n] for n in space.names}
+    assert hp.to_dict() == space.concretize(coords, scale).to_dict()
 
 
 def test_rungs_follow_the_planner_policy():
@@ -162,6 +202,16 @@ def test_state_round_trip_continues_identically(tmp_path):
     other = TransferSearch(make_space(), make_ladder((32, 64)), **kwargs)
     original.save(str(path))
     with pytest.raises(ts.TransferSearchError, match="ladder"):
+        other.restore(str(path))
+    missing = str(tmp_path / "nonexistent")
+    with pytest.raises(
+        ts.TransferSearchError, match=rf"cannot read .*{re.escape(repr(missing))}.*No such file"
+    ):
+        other.restore(missing)
+    with pytest.raises(ts.TransferSearchError, match="Is a directory"):
+        other.restore(str(tmp_path))
+    path.write_text("[1, 2]")
+    with pytest.raises(ts.TransferSearchError, match="JSON list"):
         other.restore(str(path))
 
 
@@ -439,6 +489,51 @@ def test_extrapolate_reads_an_experiment_directory(cluster, tmp_path):
     empty.mkdir()
     with pytest.raises(ts.TransferSearchError, match="not a Ray Tune experiment directory"):
         ts.extrapolate(str(empty), target=BASE.replace(width=128))
+    # an experiment written before the space moved into the config ('hparams' in params.json)
+    # reads the same
+    params_files = glob.glob(os.path.join(experiment, "*", "params.json"))
+    assert len(params_files) == 16
+    for params_file in params_files:
+        with open(params_file) as handle:
+            config = json.load(handle)
+        config["hparams"] = hyperparameters(config)[1].to_dict()
+        del config["transfersearch"]["space"]
+        with open(params_file, "w") as handle:
+            json.dump(config, handle)
+    from_old = observations_from_result_grid(experiment)
+    assert sorted(map(_key, from_old)) == sorted(map(_key, from_reader))
+
+
+def test_console_prints_a_few_config_lines_per_trial(cluster, tmp_path, monkeypatch, capfd):
+    """Tune's default console prints each trial's config as a table, a row per flattened key:
+    the rung, its scale, the coordinates and the searcher's entry, not the ~30 hparams rows."""
+    monkeypatch.setenv("RAY_AIR_NEW_OUTPUT", "1")  # the console users see by default
+    search = TransferSearch(make_space(), make_ladder((32, 64)), metric="loss", mode="min")
+    tuner = tune.Tuner(
+        tune.with_resources(quick_trainable, resources={"CPU": 1}),
+        tune_config=tune.TuneConfig(search_alg=search, num_samples=2),
+        run_config=tune.RunConfig(storage_path=str(tmp_path / "ray"), name="console", verbose=2),
+    )
+    assert not tuner.fit().errors
+    lines = capfd.readouterr().out.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.endswith("started with configuration:")]
+    assert len(starts) == 2, "\n".join(lines[-40:])
+    for start in starts:
+        end = next(i for i in range(start + 1, len(lines)) if not lines[i].strip())
+        rows = [line for line in lines[start + 1 : end] if line[:1] in "│|"]
+        keys = [row.strip("│| ").split()[0] for row in rows[1:]]  # rows[0]: the table's title
+        assert keys == [
+            "base_lr",
+            "rung",
+            "scale/batch_size",
+            "scale/dataset_size",
+            "scale/width",
+            "tau_epoch",
+            "transfersearch/metric",
+            "transfersearch/mode",
+            "transfersearch/source",
+            "transfersearch/space",
+        ]
 
 
 class _MarkerPayload:
