@@ -1,5 +1,5 @@
-"""optuna-dashboard: `transfersearch report --storage ... --study ...` puts the report on the study,
-and the real optuna-dashboard server serves it back over HTTP (localhost only)."""
+"""optuna-dashboard: `transfersearch report --storage ... --study ... --publish` puts the report on
+the study, and the real optuna-dashboard server serves it back over HTTP (localhost only)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     target = ",".join(f"{k}={v:g}" for k, v in TARGET.items())
     args = ["report", "--storage", storage, "--study", "proxy", "--target", target]
     args += ["--out", str(directory / "report.png"), "--html", str(directory / "report.html")]
-    assert main([*args, "--n-bootstrap", "20"]) == 0
+    assert main([*args, "--n-bootstrap", "20", "--publish"]) == 0  # report alone only reads
     return {"storage": storage, "directory": directory, "artifacts": directory / "proxy-artifacts"}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import transfersearch as ts
 from transfersearch.errors import TransferSearchError
 from transfersearch.extrapolate import extrapolate
 from transfersearch.observations import Observation
-from transfersearch.report import format_table, plot_report
+from transfersearch.report import TITLE_WIDTH, format_table, plot_report
 
 
 def test_format_table_aligns_columns_and_formats_floats() -> None:
@@ -109,3 +110,73 @@ def test_importing_report_does_not_import_matplotlib() -> None:
     code = "import sys, transfersearch.report; print('matplotlib' in sys.modules)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "False"
+
+
+def svg_texts(path: Path) -> list[str]:
+    """The text lines of an SVG drawn with svg.fonttype='none' (text kept as text)."""
+    return [html_unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", path.read_text())]
+
+
+def html_unescape(text: str) -> str:
+    import html
+
+    return html.unescape(text)
+
+
+def draw_svg(obs: list[Observation], result: ts.Extrapolation, path: Path) -> list[str]:
+    matplotlib = pytest.importorskip("matplotlib")
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        plot_report(obs, result, path)
+    return svg_texts(path)
+
+
+def readme_ladder_observations() -> list[Observation]:
+    """The README's ladder shape: batch_size 64 on every rung, width and dataset_size varied."""
+    rng = np.random.default_rng(1)
+    obs = []
+    for width in (64, 128, 256):
+        for n in (2e4, 8e4):
+            best = 3e-3 * (64 / width) ** 0.6 * (n / 2e4) ** 0.25
+            for _ in range(16):
+                lr = float(np.exp(rng.uniform(np.log(1e-4), np.log(1e-1))))
+                value = 2.0 + 0.3 * np.log(lr / best) ** 2 + float(rng.normal(0, 0.01))
+                scale = {"width": width, "dataset_size": n, "batch_size": 64}
+                obs.append(Observation(scale, {"base_lr": lr}, value))
+    return obs
+
+
+def test_trials_above_the_metric_axis_are_marked_and_counted(tmp_path: Path) -> None:
+    # was: clipped trials drawn as ordinary points at the top edge, nothing said
+    obs = ladder_observations()
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=0, seed=0)
+    finite = sorted(o.value for o in obs if o.usable)
+    top = finite[0] + 2.5 * (finite[len(finite) // 2] - finite[0])  # the axis' end, by hand
+    above = [o.value for o in obs if o.usable and o.value > top]
+    diverged = sum(o.diverged for o in obs)
+    assert above and diverged  # the data exercise both marks
+    texts = draw_svg(obs, result, tmp_path / "report.svg")
+    note = f"▲ {len(above)} above {top:.4g} (worst {max(above):.4g}); × {diverged} diverged: on"
+    assert note in " ".join(texts)  # the title's lines
+
+
+def test_titles_fit_and_leave_out_a_scale_variable_never_varied(tmp_path: Path) -> None:
+    obs = readme_ladder_observations()
+    target = ts.Scale(width=512, dataset_size=1.6e5, batch_size=64)
+    result = extrapolate(obs, target=target, params=["base_lr"], n_bootstrap=0, seed=0)
+    assert result.laws["base_lr"].exponents.get("batch_size", 0.0) == 0.0
+    texts = draw_svg(obs, result, tmp_path / "report.svg")
+    law_titles = [t for t in texts if t.startswith("optimal base_lr ∝")]
+    assert len(law_titles) == 1 and "batch_size" not in law_titles[0]
+    assert "dataset_size^" in law_titles[0] and "width^" in law_titles[0]
+    assert "every rung: batch_size=64" in texts  # said once, not in each rung's label
+    assert "dataset_size=20000, width=64" in texts
+    titles = [t for t in texts if "per rung" in t or t.startswith(("optimal", "▲", "×"))]
+    assert titles and all(len(t) <= TITLE_WIDTH for t in titles)  # wrapped, never cut
+
+
+def test_the_band_and_the_interval_are_named_for_what_they_are(tmp_path: Path) -> None:
+    obs = ladder_observations()
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=20, seed=0)
+    texts = draw_svg(obs, result, tmp_path / "report.svg")
+    assert "law's own 90% band" in texts
+    assert "target: decision, 90% prediction interval" in texts

@@ -61,6 +61,18 @@ def test_optimum_vs_scale_draws_the_law_through_the_target(
     (lower,) = [t for t in panel if (t.name or "").endswith("band")]
     assert all(lo < mid < hi for lo, mid, hi in zip(lower.y, law.y, upper.y))
     assert figure.layout.yaxis.type == "log"
+    # two different 80% quantities, each named for what it is, and the note says how they differ
+    assert lower.name == "law's own 80% band"
+    assert target.name == "target: decision, 80% prediction interval"
+    (note,) = figure.layout.annotations[-1:]
+    assert "prediction interval of<br>" in note.text or "prediction interval" in note.text
+    assert "never narrower than the band's end" in note.text.replace("<br>", " ")
+    # and it is so: at the target the interval holds the band's end
+    assert interval[0] <= lower.y[-1] and upper.y[-1] <= interval[1]
+    # the ladder's batch_size is 64 on every rung: said once, not in every rung's name
+    names = [t.name for t in figure.data if t.name and t.name.startswith("dataset_size=")]
+    assert names and not any("batch_size" in n for n in names)
+    assert "(every rung: batch_size=64)" in figure.layout.title.text
 
 
 def test_walk_forward_plots_each_fold_prediction_against_the_rung_optimum(
@@ -98,6 +110,27 @@ def test_the_html_report_holds_the_figures(
     assert out.name == "transfer.html"
     text = out.read_text()
     assert text.count('class="plotly-graph-div"') == 3 and "Walk-forward validation" in text
+
+
+def test_the_html_report_can_leave_plotlyjs_out(
+    fitted: tuple[object, ts.Extrapolation], tmp_path: Path
+) -> None:
+    study, res = fitted
+    inline = tsv.write_html_report(study, res, tmp_path / "inline.html")
+    cdn = tsv.write_html_report(study, res, tmp_path / "cdn.html", plotlyjs="cdn")
+    folder = tmp_path / "shared"
+    local = tsv.write_html_report(study, res, folder / "a.html", plotlyjs="directory")
+    tsv.write_html_report(study, res, folder / "b.html", plotlyjs="directory")
+    assert inline.stat().st_size > 3_000_000  # plotly.js embedded: about 4.8 MB
+    for small in (cdn, local):
+        assert small.stat().st_size < 300_000
+        assert small.read_text().count('class="plotly-graph-div"') == 3
+    assert 'src="https://cdn.plot.ly/plotly-' in cdn.read_text()
+    assert 'src="plotly.min.js"' in local.read_text()
+    assert sorted(p.name for p in folder.iterdir()) == ["a.html", "b.html", "plotly.min.js"]
+    assert (folder / "plotly.min.js").stat().st_size > 3_000_000
+    with pytest.raises(ts.TransferSearchError, match=r"`plotlyjs` must be one of .*'cdn'"):
+        tsv.write_html_report(study, res, tmp_path / "x.html", plotlyjs="CDN")
 
 
 def test_the_core_does_not_import_plotly() -> None:

@@ -7,16 +7,23 @@ never switches the user's backend. :func:`format_table` is plain text and needs 
 The picture has two rows and one column per swept parameter:
 
 - top: the metric against the parameter, one colour per rung (proxy scale), each rung's estimated
-  optimum as a dashed vertical line; diverged trials as crosses at the top edge;
+  optimum as a dashed vertical line. The metric axis stops at 2.5× the median trial's distance above
+  the best (so the valley fills the panel); trials above it are open triangles on the top edge and
+  diverged trials crosses there, each counted in the panel's title;
 - bottom: the estimated optimum against relative compute (width² × dataset_size × epochs, see
   :func:`transfersearch.cost.default_cost`), with error bars, the fitted law drawn along the
-  geometric path from the smallest rung to the target, and the target's prediction with its interval.
+  geometric path from the smallest rung to the target with the law's own band, and the target's
+  decision with its prediction interval (:data:`BAND_NOTE` says how the two differ).
+
+Scale variables the ladder never varied are named once (in the figure's title) instead of in every
+rung's label, and left out of the laws' titles when their exponent is 0.
 """
 
 from __future__ import annotations
 
 import importlib
 import math
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from statistics import NormalDist
@@ -30,10 +37,30 @@ from transfersearch.scale import Scale
 if TYPE_CHECKING:
     from transfersearch.extrapolate import Extrapolation
 
-__all__ = ["format_table", "new_figure", "plot_report"]
+__all__ = [
+    "BAND_NOTE",
+    "constant_names",
+    "format_table",
+    "law_terms",
+    "new_figure",
+    "plot_report",
+    "rung_label",
+]
 
 MAX_LOG_BAR = (
     5.0  # widest error bar drawn on a log axis, in log units (a factor e^5 ~ 150 each way)
+)
+#: The metric axis of the landscapes ends this many times the median trial's distance above the
+#: best trial: the valley around the optimum fills the panel, the far slopes are marked as clipped.
+CLIP_SPREADS = 2.5
+#: Longest line of a panel title, in characters (a 5.2-inch panel at font size 9 holds about 60).
+TITLE_WIDTH = 52
+#: How the law's band and the target's interval differ (both pictures say it).
+BAND_NOTE = (
+    "band: the law's own uncertainty (its fitted coefficients and the rungs' scatter about it); "
+    "target bar: the prediction interval of the target's optimum, Extrapolation.interval(), which "
+    "also carries the rung-resampling spread, the misfit every rung shares and the scale "
+    "directions no rung measured, so it is never narrower than the band's end"
 )
 
 
@@ -108,6 +135,35 @@ def _output_path(path: str | Path) -> Path:
     return out
 
 
+def constant_names(scales: Iterable[Scale]) -> dict[str, float]:
+    """The scale variables that take one value on every one of ``scales`` (name -> value)."""
+    listed = list(scales)
+    if len(listed) < 2:
+        return {}
+    first = listed[0]
+    return {
+        name: value
+        for name, value in first.items()
+        if all(name in s and s[name] == value for s in listed[1:])
+    }
+
+
+def rung_label(scale: Scale, constant: Mapping[str, float]) -> str:
+    """``scale``'s varying names and values, ``width=64, dataset_size=2e+04`` (the constant ones
+    are named once elsewhere)."""
+    shown = [f"{k}={_short(v)}" for k, v in scale.items() if k not in constant]
+    return ", ".join(shown) or ", ".join(f"{k}={_short(v)}" for k, v in scale.items())
+
+
+def law_terms(extrapolation: Extrapolation, name: str) -> str:
+    """``dataset_size^+0.25 · width^-0.60``: the law's exponents, without a variable the ladder
+    never varied whose exponent is 0 (it says nothing); ``const`` when none is left."""
+    constant = constant_names(o.scale for o in extrapolation.optima)
+    exponents = sorted(extrapolation.laws[name].exponents.items())
+    terms = [f"{k}^{v:+.2f}" for k, v in exponents if not (k in constant and v == 0.0)]
+    return " · ".join(terms) or "const"
+
+
 def path_scales(start: Scale, end: Scale, names: Sequence[str], points: int) -> list[Scale]:
     """Scales on the geometric path from ``start`` to ``end`` over ``names``."""
     path = []
@@ -161,6 +217,7 @@ def plot_report(
     colormaps = importlib.import_module("matplotlib").colormaps
     out = _output_path(path)
     scales = by_cost({o.scale for o in obs})
+    constant = constant_names(scales)
     colors = colormaps["viridis"]
     color_of = {s: colors(i / max(1, len(scales) - 1)) for i, s in enumerate(scales)}
     axes = figure.subplots(2, len(params), squeeze=False)
@@ -168,21 +225,33 @@ def plot_report(
     finite = [o.value for o in obs if o.usable]
     low = min(finite) if finite else 0.0
     spread = (sorted(finite)[len(finite) // 2] - low) if finite else 1.0
-    top = low + 2.5 * max(spread, 1e-12)
+    top = low + CLIP_SPREADS * max(spread, 1e-12 * max(1.0, abs(low)))
     for column, name in enumerate(params):
         ax = axes[0][column]
+        clipped: list[float] = []
+        diverged = 0
         for scale in scales:
             here = [o for o in obs if o.scale == scale and name in o.params]
-            good = [o for o in here if o.usable]
+            inside = [o for o in here if o.usable and o.value <= top]
+            above = [o for o in here if o.usable and o.value > top]
             bad = [o for o in here if o.diverged]
-            label = ", ".join(f"{k}={_short(v)}" for k, v in scale.items())
             ax.scatter(
-                [o.params[name] for o in good],
-                [min(o.value, top) for o in good],
+                [o.params[name] for o in inside],
+                [o.value for o in inside],
                 s=14,
                 color=color_of[scale],
-                label=label,
+                label=rung_label(scale, constant),
             )
+            if above:  # beyond the axis: an open triangle on the edge, never a point at a value
+                ax.scatter(
+                    [o.params[name] for o in above],
+                    [top] * len(above),
+                    marker="^",
+                    s=22,
+                    facecolors="none",
+                    edgecolors=color_of[scale],
+                )
+                clipped += [o.value for o in above]
             if bad:
                 ax.scatter(
                     [o.params[name] for o in bad],
@@ -191,6 +260,7 @@ def plot_report(
                     s=18,
                     color=color_of[scale],
                 )
+                diverged += len(bad)
             if scale in optimum_of:
                 ax.axvline(optimum_of[scale].params[name], color=color_of[scale], ls="--", lw=1)
         if name in extrapolation.log_params:
@@ -198,16 +268,51 @@ def plot_report(
         ax.set_ylim(low - 0.05 * (top - low), top + 0.05 * (top - low))
         ax.set_xlabel(name)
         ax.set_ylabel("metric" if column else "metric (proxy trials)")
-        ax.set_title(f"{name} per rung (dashed: estimated optimum)", fontsize=9)
-        if column == 0:
-            ax.legend(fontsize=6, loc="upper right")
+        ax.set_title(
+            _fit(f"{name} per rung (dashed: estimated optimum)")
+            + _edge_note(clipped, diverged, top),
+            fontsize=9,
+        )
         _law_panel(axes[1][column], name, extrapolation, scales, color_of, level, marks or {})
-    if title:
-        figure.suptitle(title)
-    figure.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    heading = [title] if title else []
+    if constant:
+        heading.append("every rung: " + ", ".join(f"{k}={_short(v)}" for k, v in constant.items()))
+    columns = min(3, max(1, len(labels)))
+    rows = -(-len(labels) // columns)
+    # the legend's rows (0.16" each at font size 7) as a figure fraction; tight_layout already
+    # keeps clear of the suptitle
+    head = 0.16 * rows / 8.4
+    if heading:
+        figure.suptitle("\n".join(heading), fontsize=10, y=0.995)
+    figure.legend(
+        handles,
+        labels,
+        loc="upper center",
+        ncol=columns,
+        fontsize=7,
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.0 - 0.22 * len(heading) / 8.4),
+    )
+    figure.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - head))
     out.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(out, dpi=110, format=out.suffix[1:].lower())
     return out
+
+
+def _fit(text: str, width: int = TITLE_WIDTH) -> str:
+    """``text`` broken into lines a panel's title holds (matplotlib cuts, it does not wrap)."""
+    return "\n".join(textwrap.wrap(text, width=width, break_long_words=False))
+
+
+def _edge_note(clipped: Sequence[float], diverged: int, top: float) -> str:
+    """A title line counting what sits on the top edge: clipped trials (▲) and diverged (×)."""
+    parts = []
+    if clipped:
+        parts.append(f"▲ {len(clipped)} above {top:.4g} (worst {max(clipped):.4g})")
+    if diverged:
+        parts.append(f"× {diverged} diverged")
+    return "\n" + _fit("; ".join(parts) + ": on the top edge") if parts else ""
 
 
 def _short(value: float) -> str:
@@ -258,6 +363,21 @@ def _law_panel(
         path = path_scales(start, target, shared, 40)
         xs = [default_cost(s) / base_cost for s in path]
         ax.plot(xs, [law.predict(s) for s in path], color="tab:red", lw=1.5, label="fitted law")
+        lower, upper = [], []
+        for scale in path:
+            coord, stderr = law.predict_coord(scale)
+            ends = (coord - z * stderr, coord + z * stderr)
+            lower.append(math.exp(ends[0]) if log_space else ends[0])
+            upper.append(math.exp(ends[1]) if log_space else ends[1])
+        ax.fill_between(
+            xs,
+            lower,
+            upper,
+            color="tab:red",
+            alpha=0.12,
+            lw=0,
+            label=f"law's own {int(level * 100)}% band",
+        )
         for optimum in extrapolation.optima:
             if all(n in optimum.scale for n in names):
                 ax.scatter(
@@ -278,7 +398,7 @@ def _law_panel(
         ms=12,
         color="tab:red",
         capsize=4,
-        label=f"target {int(level * 100)}% interval",
+        label=f"target: decision, {int(level * 100)}% prediction interval",
     )
     ax.axvline(target_x, color="grey", ls=":", lw=1)
     for index, (label, values) in enumerate(marks.items()):
@@ -301,8 +421,7 @@ def _law_panel(
     else:
         span = (max(shown) - min(shown)) or 1.0
         ax.set_ylim(min(shown) - 0.5 * span, max(shown) + 0.5 * span)
-    exponents = ", ".join(f"{k}^{v:+.2f}" for k, v in sorted(law.exponents.items()))
-    ax.set_title(f"optimal {name} ∝ {exponents or 'const'}", fontsize=9)
+    ax.set_title(_fit(f"optimal {name} ∝ {law_terms(extrapolation, name)}"), fontsize=9)
     ax.set_xlabel("relative compute (width² × dataset_size × epochs)")
     ax.set_ylabel(f"optimal {name}")
     ax.legend(fontsize=7, loc="best")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import html
 import importlib
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import NormalDist
@@ -30,13 +31,14 @@ from transfersearch import default_cost
 from transfersearch.cost import by_cost
 from transfersearch.errors import TransferSearchError
 from transfersearch.observations import Observation, as_observations
-from transfersearch.report import MAX_LOG_BAR, path_scales
+from transfersearch.report import BAND_NOTE, MAX_LOG_BAR, constant_names, path_scales, rung_label
 from transfersearch.scale import Scale
 
 if TYPE_CHECKING:
     from transfersearch.extrapolate import Extrapolation
 
 __all__ = [
+    "PLOTLYJS",
     "plot_optimum_vs_scale",
     "plot_rung_landscapes",
     "plot_walk_forward",
@@ -45,6 +47,11 @@ __all__ = [
 
 #: Points on the law's path from the cheapest rung to the target (smooth at plotting resolution).
 _PATH_POINTS = 40
+#: ``write_html_report(plotlyjs=...)``: where the page gets plotly.js from. "inline" embeds it
+#: (about 4.8 MB, works offline); "cdn" loads it from plotly's CDN (a page of a few hundred kB that
+#: needs the network to show); "directory" writes ``plotly.min.js`` once beside the page (small
+#: pages that share it, offline).
+PLOTLYJS = ("inline", "cdn", "directory")
 
 
 def _plotly() -> tuple[Any, Any]:
@@ -61,6 +68,13 @@ def _plotly() -> tuple[Any, Any]:
 
 def _label(scale: Scale) -> str:
     return ", ".join(f"{k}={v:g}" for k, v in scale.items())
+
+
+def _every_rung(constant: dict[str, float]) -> str:
+    """`` (every rung: batch_size=64)`` for the names the rung labels leave out, or ""."""
+    if not constant:
+        return ""
+    return " (every rung: " + ", ".join(f"{k}={v:g}" for k, v in constant.items()) + ")"
 
 
 def _colors(count: int) -> list[str]:
@@ -109,12 +123,13 @@ def plot_rung_landscapes(
             else sorted({n for o in obs for n in o.params})
         )
     scales = by_cost({o.scale for o in obs})
+    constant = constant_names(scales)
     finite = sorted(o.value for o in obs if o.usable)
     top = finite[-1] if finite else 1.0
     figure = make_subplots(rows=1, cols=len(params), subplot_titles=list(params))
     optima = {o.scale: o for o in extrapolation.optima} if extrapolation else {}
     for scale, color in zip(scales, _colors(len(scales))):
-        label = _label(scale)
+        label = rung_label(scale, constant)
         for column, name in enumerate(params, start=1):
             here = [o for o in obs if o.scale == scale and name in o.params]
             good = [o for o in here if o.usable]
@@ -159,7 +174,10 @@ def plot_rung_landscapes(
             title_text=name, type="log" if log_axis else "linear", row=1, col=column
         )
     figure.update_yaxes(title_text="metric", row=1, col=1)
-    figure.update_layout(title="Proxy trials per rung (dashed: each rung's estimated optimum)")
+    figure.update_layout(
+        title="Proxy trials per rung (dashed: each rung's estimated optimum)"
+        + _every_rung(constant)
+    )
     return figure
 
 
@@ -168,9 +186,11 @@ def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -
 
     The x axis is compute relative to the cheapest rung (:func:`~transfersearch.default_cost`:
     width² × dataset_size × epochs); the law is drawn along the geometric path from the cheapest
-    rung to the target, with its ``level`` band (the law's predictive standard error, which
-    includes the optima's scatter about it); the target shows the decision and
-    :meth:`~transfersearch.Extrapolation.interval`.
+    rung to the target, with the law's own ``level`` band (its fitted coefficients and the optima's
+    scatter about it, ``PowerLaw.predict_coord``); the target shows the decision and the
+    prediction interval of the target's optimum, :meth:`~transfersearch.Extrapolation.interval`,
+    which also carries the rung-resampling spread, the misfit every rung shares and the directions
+    no rung measured, so it is wider than the band's end. A note under the figure says so.
 
     Raises:
         TransferSearchError: ``level`` is not in (0, 1). ImportError: plotly is not installed.
@@ -186,6 +206,7 @@ def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -
         rows=1, cols=len(params), subplot_titles=[f"optimal {n}" for n in params]
     )
     colors = _colors(len(optima)) if optima else []
+    constant = constant_names(o.scale for o in optima)
     percent = f"{round(level * 100)}%"
     for column, name in enumerate(params, start=1):
         log_space = name in extrapolation.log_params
@@ -217,8 +238,8 @@ def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -
                         "size": 9,
                         "symbol": "circle" if located else "circle-open",
                     },
-                    name=_label(optimum.scale),
-                    legendgroup=_label(optimum.scale),
+                    name=rung_label(optimum.scale, constant),
+                    legendgroup=rung_label(optimum.scale, constant),
                     showlegend=column == 1,
                 ),
                 row=1,
@@ -251,7 +272,7 @@ def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -
             figure.add_trace(
                 go.Scatter(
                     x=xs, y=lower, mode="lines", line=band, fill="tonexty",
-                    fillcolor="rgba(214,39,40,0.15)", name=f"law {percent} band",
+                    fillcolor="rgba(214,39,40,0.15)", name=f"law's own {percent} band",
                     legendgroup="band", showlegend=column == 1,
                 ),
                 row=1,
@@ -279,7 +300,7 @@ def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -
                 },
                 mode="markers",
                 marker={"symbol": "star", "size": 14, "color": "rgb(214,39,40)"},
-                name=f"target (decision, {percent} interval)",
+                name=f"target: decision, {percent} prediction interval",
                 legendgroup="target",
                 showlegend=column == 1,
             ),
@@ -289,7 +310,22 @@ def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -
         figure.update_xaxes(title_text="relative compute", type="log", row=1, col=column)
         figure.update_yaxes(type="log" if log_space else "linear", row=1, col=column)
     figure.update_layout(
-        title=f"Optimum vs scale: law ({extrapolation.model}) and target {_label(extrapolation.target)}"
+        title=f"Optimum vs scale: law ({extrapolation.model}) and target "
+        f"{_label(extrapolation.target)}{_every_rung(constant)}",
+        margin={"b": 150},
+        height=560,
+    )
+    figure.add_annotation(
+        text="<br>".join(textwrap.wrap(BAND_NOTE[0].upper() + BAND_NOTE[1:] + ".", width=130)),
+        xref="paper",
+        yref="paper",
+        x=0.0,
+        y=-0.32,
+        xanchor="left",
+        yanchor="top",
+        align="left",
+        showarrow=False,
+        font={"size": 11},
     )
     return figure
 
@@ -358,18 +394,39 @@ def plot_walk_forward(extrapolation: Extrapolation) -> Any:
 
 
 def write_html_report(
-    source: Any, extrapolation: Extrapolation, path: str | Path, *, level: float = 0.9
+    source: Any,
+    extrapolation: Extrapolation,
+    path: str | Path,
+    *,
+    level: float = 0.9,
+    plotlyjs: str = "inline",
 ) -> Path:
-    """Write the three figures (those that apply) into one self-contained HTML file.
+    """Write the three figures (those that apply) into one HTML file.
 
     The walk-forward figure is left out, with a line saying why, when the fit has no fold.
 
+    Args:
+        source, extrapolation: as for :func:`plot_rung_landscapes`.
+        path: the file (``.html`` added to a name without an extension; ``report.html`` inside a
+            folder).
+        level: coverage of the band and the interval.
+        plotlyjs: where the page gets plotly.js (:data:`PLOTLYJS`): ``"inline"`` (default, one
+            self-contained file of about 4.8 MB), ``"cdn"`` (a small file that loads plotly.js
+            from the network when opened), ``"directory"`` (a small file and ``plotly.min.js``
+            beside it, shared by the pages of that folder; works offline).
+
     Returns:
-        The path written (``.html`` added to a name without an extension).
+        The path written.
 
     Raises:
-        TransferSearchError: no trials. ImportError: plotly is not installed.
+        TransferSearchError: no trials, or an unknown ``plotlyjs``. ImportError: plotly is not
+            installed.
     """
+    if plotlyjs not in PLOTLYJS:
+        raise TransferSearchError(
+            f"`plotlyjs` must be one of {PLOTLYJS} (where the page gets plotly.js: embedded, "
+            f"from the CDN, or a plotly.min.js beside the file), but got plotlyjs={plotlyjs!r}."
+        )
     out = Path(path)
     if out.is_dir():
         out = out / "report.html"
@@ -384,8 +441,9 @@ def write_html_report(
         figures.append(plot_walk_forward(extrapolation))
     except TransferSearchError as exc:
         notes.append(str(exc))
+    include: Any = True if plotlyjs == "inline" else plotlyjs
     parts = [
-        figure.to_html(full_html=False, include_plotlyjs="inline" if i == 0 else False)
+        figure.to_html(full_html=False, include_plotlyjs=include if i == 0 else False)
         for i, figure in enumerate(figures)
     ]
     summary = html.escape(extrapolation.summary())
@@ -394,6 +452,11 @@ def write_html_report(
     )
     title = f"transfersearch: target {html.escape(_label(extrapolation.target))}"
     out.parent.mkdir(parents=True, exist_ok=True)
+    if plotlyjs == "directory":  # the page's <script src="plotly.min.js"> beside it, written once
+        bundle = out.parent / "plotly.min.js"
+        if not bundle.exists():
+            get_plotlyjs = importlib.import_module("plotly.offline").get_plotlyjs
+            bundle.write_text(get_plotlyjs(), encoding="utf-8")
     out.write_text(
         f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{title}</title></head>\n'
         f"<body>\n<h1>{title}</h1>\n{body}\n</body></html>\n",
