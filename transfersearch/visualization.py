@@ -48,9 +48,9 @@ __all__ = [
 #: Points on the law's path from the cheapest rung to the target (smooth at plotting resolution).
 _PATH_POINTS = 40
 #: ``write_html_report(plotlyjs=...)``: where the page gets plotly.js from. "inline" embeds it
-#: (about 4.8 MB, works offline); "cdn" loads it from plotly's CDN (a page of a few hundred kB that
-#: needs the network to show); "directory" writes ``plotly.min.js`` once beside the page (small
-#: pages that share it, offline).
+#: (about 4.8 MB, works offline); "cdn" loads it from plotly's CDN (a page of tens of kB, 61 kB
+#: for 120 trials, that needs the network to show); "directory" writes ``plotly.min.js`` once
+#: beside the page (small pages that share it, offline).
 PLOTLYJS = ("inline", "cdn", "directory")
 
 
@@ -411,7 +411,7 @@ def write_html_report(
             folder).
         level: coverage of the band and the interval.
         plotlyjs: where the page gets plotly.js (:data:`PLOTLYJS`): ``"inline"`` (default, one
-            self-contained file of about 4.8 MB), ``"cdn"`` (a small file that loads plotly.js
+            self-contained file of about 4.8 MB), ``"cdn"`` (a file of tens of kB that loads plotly.js
             from the network when opened), ``"directory"`` (a small file and ``plotly.min.js``
             beside it, shared by the pages of that folder; works offline).
 
