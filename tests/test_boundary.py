@@ -268,3 +268,21 @@ def test_a_lower_boundary_floors_the_decision() -> None:
     assert boundary.side == "lower"
     assert math.log(res.params["tau"]) >= boundary.limit(MAX_P_DIVERGE) - 1e-12
     assert res.params["tau"] > 0.6 * 64**0.3  # the true floor at the target
+
+
+def test_divergences_that_bound_nothing_give_no_boundary() -> None:
+    """At every rung one run diverged in the middle of stable ones (a stable run above it): the
+    diverged trials lie above most stable ones (4 of 5 pairs), yet no rung bounds the boundary from
+    above, so none is fitted and the decision is the valley's."""
+    obs = []
+    for width in (64, 128, 256):
+        for lr in (1e-3, 2e-3, 4e-3, 8e-3, 16e-3, 32e-3):
+            value = 2.0 + 0.05 * math.log(lr / 4e-3) ** 2
+            obs.append(
+                Observation({"width": width}, {"lr": lr}, math.nan if lr == 16e-3 else value)
+            )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = ts.extrapolate(obs, target=Scale(width=1024), params=["lr"], n_bootstrap=0)
+    assert res.boundary == {} and res.p_diverge == 0.0
+    assert res.boundary_shift == {"lr": 0.0}

@@ -520,6 +520,14 @@ def fit_boundaries(
         bounds = tuple(
             censored_bound(r.coords[:, column], r.diverged, side, r.scale) for r in rungs
         )
+        if not _bounded(bounds, side):
+            logger.info(
+                "%s: diverged trials lie %s the stable ones, yet no rung bounds the boundary on "
+                "both sides (stable trials above every divergence there): no boundary fitted",
+                name,
+                "above" if side == "upper" else "below",
+            )
+            continue
         out[name] = _fit_one(
             name,
             side,
@@ -541,6 +549,13 @@ def fit_boundaries(
             len(rungs),
         )
     return out
+
+
+def _bounded(bounds: Sequence[CensoredBound], side: Side) -> bool:
+    """Some rung bounds the boundary from the safe side and some from the diverged side."""
+    lows = [b.low if side == "upper" else -b.high for b in bounds]
+    highs = [b.high if side == "upper" else -b.low for b in bounds]
+    return any(math.isfinite(v) for v in lows) and any(math.isfinite(v) for v in highs)
 
 
 def _fit_one(
