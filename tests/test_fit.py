@@ -492,13 +492,24 @@ def test_pooled_valley_finds_the_steeper_upper_wall() -> None:
 
 
 def test_valley_declines_a_rung_too_small_to_place_its_centre() -> None:
-    trials, _ = valley_rungs(0, rungs=3)
-    trials[1] = RungTrials(trials[1].coords[:3], trials[1].values[:3])  # d + 2 = 4 needed
+    """With the curvature shared a rung places its depth and centre, 1 + d numbers: 3 trials
+    spanning both coordinates do (docs/science.md §7.1), 2 trials in 2-D do not."""
+    trials, centres = valley_rungs(0, rungs=3, noise=0.0)
+    trials[1] = RungTrials(trials[1].coords[:2], trials[1].values[:2])  # d + 1 = 3 needed
     valley = fit_valley(trials)
     assert valley is not None
     assert valley.pooled.tolist() == [True, False, True]
     assert np.isnan(valley.centers[1]).all()
     assert fit_valley(trials[:2]) is None  # a single poolable rung is no valley
+    three, _ = valley_rungs(0, rungs=3, noise=0.0)
+    three[1] = RungTrials(three[1].coords[:3], three[1].values[:3])
+    placed = fit_valley(three)
+    assert placed is not None and placed.pooled.all()
+    located = placed.censored[1] == 0
+    assert np.allclose(placed.centers[1, located], centres[1, located], atol=1e-6)
+    # a centre more than a range past the three trials is only a bound, and a true one
+    side = placed.censored[1, ~located]
+    assert len(side) and np.all(side * (centres[1, ~located] - placed.edges[1, ~located]) > 0)
 
 
 def test_valley_on_an_exact_quadratic_is_exact_and_sure_of_it() -> None:

@@ -4,6 +4,7 @@ the box, rungs with few finite trials, censored law fits and honest intervals (d
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -14,6 +15,8 @@ import transfersearch as ts
 from transfersearch import synthetic
 from transfersearch.cost import by_cost, default_cost
 from transfersearch.extrapolate import extrapolate, validate
+from transfersearch.fitting.laws import UNSEEN_PRIOR_SD, LawData, gls, truncated_normal_moments
+from transfersearch.fitting.predict import unseen_variance
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
@@ -101,3 +104,160 @@ def test_wall_fixed_point_converges_on_a_3x_steeper_upper_wall() -> None:
     for optimum in res.optima:
         error = math.log(optimum.params["lr"] / optima[int(optimum.scale["width"])])
         assert abs(error) <= 1e-3
+
+
+# ------------------------------------------------------------------------------------------------
+# Every trial is evidence (item 1)
+# ------------------------------------------------------------------------------------------------
+def test_truncated_normal_moments_match_the_closed_forms() -> None:
+    from scipy.stats import truncnorm
+
+    cases = [(0.0, 1.0, 0.5, math.inf), (0.0, 1.0, -math.inf, -3.0), (2.0, 0.5, -1.0, 1.0)]
+    cases += [(0.0, 1.0, 30.0, math.inf), (1.0, 2.0, -1.0, 3.0)]
+    for mean, sd, low, high in cases:
+        got_mean, got_var = truncated_normal_moments(
+            np.array([mean]), np.array([sd]), np.array([low]), np.array([high])
+        )
+        want_mean, want_var = truncnorm.stats((low - mean) / sd, (high - mean) / sd, mean, sd)
+        assert got_mean[0] == pytest.approx(float(want_mean), rel=1e-9, abs=1e-12)
+        assert got_var[0] == pytest.approx(float(want_var), rel=1e-7, abs=1e-12)
+
+
+def test_censored_law_fit_is_the_tobit_maximum_with_its_observed_information() -> None:
+    """Three rungs: two located optima and one known only as z > 1.6. The EM fit equals the
+    direct maximum of the Tobit likelihood, and its covariance the inverse of that likelihood's
+    Hessian (Louis' identity), both computed here by brute force (docs/science.md §7.3)."""
+    from scipy.optimize import minimize
+    from scipy.stats import norm
+
+    logs = np.array([[0.0], [1.0], [2.0]])
+    z = np.array([0.0, 0.5, 1.0])
+    variance = np.array([0.01, 0.01, 0.04])
+    data = LawData(
+        "lr", True, z, variance, logs, ("width",), np.zeros(1), {},
+        lower=np.array([-np.inf, -np.inf, 1.6]), upper=np.full(3, np.inf),
+    )  # fmt: skip
+    fit = gls(data, 1e6, 0.0)  # a flat prior: the maximum likelihood
+
+    def nll(theta: np.ndarray) -> float:
+        mu = theta[0] + theta[1] * logs[:, 0]
+        located = norm.logpdf(z[:2], mu[:2], np.sqrt(variance[:2])).sum()
+        return -float(located + norm.logsf(1.6, mu[2], math.sqrt(variance[2])))
+
+    best = minimize(nll, [0.0, 0.5], method="Nelder-Mead", options={"xatol": 1e-11, "fatol": 1e-15})
+    assert fit.intercept == pytest.approx(best.x[0], abs=1e-6)
+    assert fit.exponents[0] == pytest.approx(best.x[1], abs=1e-6)
+    assert fit.exponents[0] > 0.6  # the bound pulls the slope up from the located rungs' 0.5
+    step = 1e-4
+    hessian = np.zeros((2, 2))
+    point = np.array([fit.intercept, fit.exponents[0]])
+    for i in range(2):
+        for j in range(2):
+            a, b = np.eye(2)[i] * step, np.eye(2)[j] * step
+            hessian[i, j] = (
+                nll(point + a + b) - nll(point + a - b) - nll(point - a + b) + nll(point - a - b)
+            ) / (4 * step * step)
+    assert np.allclose(fit.covariance, np.linalg.inv(hessian), rtol=1e-4)
+    # a bound the law already satisfies by far says nothing more
+    loose = dataclasses.replace(data, lower=np.array([-np.inf, -np.inf, -5.0]))
+    ordinary = gls(dataclasses.replace(data, variance=np.array([0.01, 0.01, np.inf])), 1e6, 0.0)
+    assert gls(loose, 1e6, 0.0).exponents[0] == pytest.approx(ordinary.exponents[0], abs=1e-6)
+
+
+def test_two_trials_place_a_rung_with_the_shared_curvature() -> None:
+    """1-D exact bowls: three full rungs fix the curvature; a top rung with only two finite trials
+    (the next one up diverged) is placed exactly, not set aside (docs/science.md §7.1)."""
+    optima = {64: 2e-2, 128: 1.4e-2, 256: 1e-2, 512: 7e-3}
+    obs = [o for w in (64, 128, 256) for o in bowl_rung(Scale(width=w), optima[w])]
+    top = Scale(width=512)
+    for lr in (4e-3, 8e-3):
+        obs.append(Observation(top, {"lr": lr}, 1.0 + 0.5 * math.log(lr / optima[512]) ** 2))
+    obs.append(Observation(top, {"lr": 1.6e-2}, math.nan))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = extrapolate(obs, target=Scale(width=2048), params=["lr"], n_bootstrap=0)
+    placed = res.optima[-1]
+    assert placed.method == "pooled" and not placed.bounds
+    assert placed.params["lr"] == pytest.approx(optima[512], rel=1e-6)
+
+
+def test_one_trial_bounded_by_a_diverged_neighbour_is_a_censored_observation() -> None:
+    obs = [o for w in (64, 128, 256) for o in bowl_rung(Scale(width=w), 2e-2 * (w / 64) ** -0.5)]
+    top = Scale(width=512)
+    obs.append(Observation(top, {"lr": 4e-3}, 1.2))
+    obs.append(Observation(top, {"lr": 8e-3}, math.nan))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = extrapolate(obs, target=Scale(width=1024), params=["lr"], n_bootstrap=0)
+    low, high = res.optima[-1].bounds["lr"]
+    assert low == -math.inf and high == pytest.approx(math.log(8e-3))
+    assert "only bounded, below 0.008" in res.summary()
+
+
+def test_an_optimum_past_the_box_is_extrapolated_not_clipped() -> None:
+    """A bowl whose centre lies 0.5 log units above the top trial: the pooled centre is read off
+    the valley's shape there (it was clipped to the edge before), and summary() says so."""
+    grid = np.exp(np.linspace(math.log(1e-3), math.log(1e-2), 8))
+    obs = [o for w in (64, 128, 256) for o in bowl_rung(Scale(width=w), 4e-3)]
+    obs += bowl_rung(Scale(width=512), 1e-2 * math.exp(0.5), grid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = extrapolate(obs, target=Scale(width=1024), params=["lr"], n_bootstrap=0)
+    top = res.optima[-1]
+    assert top.params["lr"] == pytest.approx(1e-2 * math.exp(0.5), rel=1e-6)
+    assert top.past_edge["lr"] == pytest.approx(0.5, abs=1e-6)
+    assert top.stderr["lr"] > 0.0
+    assert "lies 0.5 log units above the trials' edge" in res.summary()
+
+
+def test_box_drift_earns_drift_and_covers() -> None:
+    """The optimum drifts as width^-0.5 out of a box swept the same at every width (the issue's
+    case: clipped centres made walk-forward keep 'nearest' and the interval miss). Seeds 0-5."""
+    kept, covered = [], 0
+    for seed in range(6):
+        scenario = synthetic.make_scenario("box_drift", seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = extrapolate(
+                scenario.observations, target=scenario.target, params=["lr", "tau"],
+                n_bootstrap=50, seed=seed,
+            )  # fmt: skip
+        kept.append(res.model)
+        low, high = res.interval(0.9)["lr"]
+        covered += low <= scenario.surface.optimum(scenario.target)["lr"] <= high
+    assert sum(m in ("shrunk", "free") for m in kept) >= 5, kept
+    assert covered >= 5
+
+
+# ------------------------------------------------------------------------------------------------
+# Honest intervals (item 3)
+# ------------------------------------------------------------------------------------------------
+def test_one_informative_rung_gives_the_prior_width_not_zero() -> None:
+    """Only the cheapest rung locates its optimum; the others have one finite trial each and no
+    bound: the drift is not identified, so the interval's half-width is at least the prior's,
+    1.645 · 0.5 · Δlog(width) (docs/science.md §7.4)."""
+    obs = bowl_rung(Scale(width=64), 1e-2)
+    for width in (128, 256):
+        obs.append(Observation(Scale(width=width), {"lr": 1e-2}, 1.0))
+    target = Scale(width=4096)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = extrapolate(obs, target=target, params=["lr"], n_bootstrap=0)
+    low, high = res.interval(0.9)["lr"]
+    prior_half = 1.6448536 * UNSEEN_PRIOR_SD * math.log(4096 / 64)
+    assert math.log(high / low) / 2.0 >= prior_half * 0.999
+
+
+def test_unseen_variance_is_the_prior_on_the_direction_no_rung_measured() -> None:
+    """Hand-computed: rungs on the line log N = log D (collinear); the target steps off it by
+    (Δ, −Δ)/2 per variable... the component outside the span is (1, −1)·Δ/2, so a no-drift model
+    adds 0.5²·Δ²/2 and a ridge with s = 0.3 adds (0.5² − 0.3²)·Δ²/2."""
+    logs = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]])
+    data = LawData("lr", True, np.zeros(3), np.full(3, 0.01), logs, ("N", "D"), np.zeros(2), {})
+    target = np.array([3.0, 1.0])  # mean (1, 1); step (2, 0); outside the span: (1, −1)
+    held = gls(data, 0.0, 0.0)
+    assert unseen_variance(data, held, target) == pytest.approx(0.25 * 2.0)
+    ridge = gls(data, 0.3, 0.0)
+    assert unseen_variance(data, ridge, target) == pytest.approx((0.25 - 0.09) * 2.0)
+    along = np.array([5.0, 5.0])  # on the ladder's line: nothing unseen
+    assert unseen_variance(data, held, along) == pytest.approx(0.0, abs=1e-12)

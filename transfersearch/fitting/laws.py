@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+from numpy.typing import NDArray
+from scipy.special import log_ndtr
 
 from transfersearch.fitting.coords import FloatArray
 from transfersearch.scale import Scale
@@ -29,12 +31,15 @@ __all__ = [
     "LawData",
     "LawFit",
     "PowerLaw",
+    "censored_gls",
     "empirical_bayes",
+    "gaussian_gls",
     "gls",
     "reml_fit",
     "restricted_loglik",
     "restricted_logliks",
     "to_power_law",
+    "truncated_normal_moments",
 ]
 
 #: Prior standard deviation of a "free" exponent: far wider than any published optimum-vs-scale
@@ -56,6 +61,17 @@ UNSEEN_SPAN = 1e-9
 UNSEEN_PRIOR_SD = 0.5
 #: Empirical-Bayes grid of the scatter τ, in units of the optima's median standard error.
 SCATTER_GRID = (0.0, 0.3, 1.0, 3.0, 10.0)
+#: EM for censored rows stops once no imputed value moves by more than this fraction of its sd.
+EM_TOLERANCE = 1e-6
+#: At most this many EM steps. EM converges linearly, slowest when a bound carries most of the
+#: information; a one-sided bound backed by little else (its maximum far away) is stopped here,
+#: at a point the ridge prior still holds.
+EM_MAX_STEPS = 200
+#: A censored row whose observed information is below this fraction of an ordinary row's counts
+#: as saying nothing (its effective variance is infinite).
+EM_INFORMATION_FLOOR = 1e-9
+#: Rounds of (empirical Bayes on the EM-completed data, EM) with censored rows.
+EB_ROUNDS = 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -151,6 +167,10 @@ class LawData:
         variables: the K names.
         prior: (K,) the prior's exponents ``e₀``.
         fixed: the fixed exponents, already taken out of ``z``.
+        lower, upper: (S,) for a rung whose optimum is known only as an interval (a censored
+            observation, docs/science.md §7.3), its bounds (±inf for an open side; both infinite
+            for an ordinary observation); ``z`` then holds the interval's nearest supported
+            point and ``variance`` the bound's resolution. None: no censored rung.
     """
 
     param: str
@@ -161,6 +181,15 @@ class LawData:
     variables: tuple[str, ...]
     prior: FloatArray
     fixed: Mapping[str, float]
+    lower: FloatArray | None = None
+    upper: FloatArray | None = None
+
+    def censored(self) -> NDArray[np.bool_]:
+        """(S,) rows known only as an interval (finite resolution, a finite bound)."""
+        if self.lower is None or self.upper is None:
+            return np.zeros(len(self.z), dtype=bool)
+        bounded = np.isfinite(self.lower) | np.isfinite(self.upper)
+        return np.asarray(bounded & np.isfinite(self.variance), dtype=bool)
 
 
 @dataclass(frozen=True, eq=False)
@@ -198,6 +227,103 @@ def _weights(variance: FloatArray, scatter_var: float) -> FloatArray:
 
 
 def gls(data: LawData, prior_sd: float, scatter_var: float) -> LawFit:
+    """The posterior mode and covariance of the law for given ``s`` and ``τ²``, censored rows
+    included (:func:`censored_gls`; without them, :func:`gaussian_gls`)."""
+    censored = data.censored()
+    if not censored.any():
+        return gaussian_gls(data, prior_sd, scatter_var)
+    return censored_gls(data, prior_sd, scatter_var)[0]
+
+
+def truncated_normal_moments(
+    mean: FloatArray, sd: FloatArray, low: FloatArray, high: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Mean and variance of ``y ~ N(mean, sd²)`` given ``low < y < high`` (docs/science.md §7.3).
+
+    With ``a = (low − mean)/sd``, ``b = (high − mean)/sd``, ``Z = Φ(b) − Φ(a)``:
+    ``E = mean + sd·(φ(a) − φ(b))/Z`` and
+    ``Var = sd²·[1 + (aφ(a) − bφ(b))/Z − ((φ(a) − φ(b))/Z)²]`` (Johnson, Kotz & Balakrishnan,
+    *Continuous Univariate Distributions* vol. 1, §13.10). ``Z`` is taken in logs on the side of
+    the nearer tail, so a bound many sds away neither underflows nor cancels.
+    """
+    mean = np.asarray(mean, dtype=np.float64)
+    flip = (low - mean) / sd > 0.0  # the interval lies above the mean: mirror it below
+    centre = np.where(flip, -mean, mean)
+    lo = np.where(flip, -high, low)
+    hi = np.where(flip, -low, high)
+    a = (lo - centre) / sd
+    b = (hi - centre) / sd
+    log_b = log_ndtr(b)
+    log_z = log_b + np.log1p(-np.exp(np.minimum(log_ndtr(a) - log_b, 0.0)))
+    log_z = np.maximum(log_z, -700.0)  # a degenerate interval: Z is 0 to the precision used
+
+    def ratio(x: FloatArray) -> FloatArray:  # φ(x)/Z, 0 at ±inf
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.exp(-0.5 * x * x - 0.5 * math.log(2.0 * math.pi) - log_z)
+        return np.where(np.isfinite(x), out, 0.0)
+
+    pa, pb = ratio(a), ratio(b)
+    shift = pa - pb
+    spread = np.where(np.isfinite(a), a, 0.0) * pa - np.where(np.isfinite(b), b, 0.0) * pb
+    moment = centre + sd * shift
+    variance = np.clip(sd**2 * (1.0 + spread - shift**2), 0.0, sd**2)
+    return np.where(flip, -moment, moment), variance
+
+
+def censored_gls(
+    data: LawData, prior_sd: float, scatter_var: float
+) -> tuple[LawFit, FloatArray, FloatArray]:
+    """The law with censored rows, by EM (docs/science.md §7.3): (fit, imputed z, their variance).
+
+    A censored rung's optimum ``y_s ~ N(μ_s, v_s + τ²)`` (``μ_s`` the law's prediction, ``v_s``
+    the bound's resolution) is known to lie in ``(L_s, U_s)``. E-step: replace it by the truncated
+    normal mean ``E[y_s | L_s < y_s < U_s]`` (:func:`truncated_normal_moments`); M-step: the
+    ridge GLS of :func:`gaussian_gls` on the completed data. EM climbs the Tobit posterior
+    (Dempster, Laird & Rubin 1977) to its mode, stopping once no imputed value moves by
+    :data:`EM_TOLERANCE` of its sd. The covariance is the observed information by Louis' (1982)
+    identity: a censored row informs as an ordinary one with total variance
+    ``σ⁴/(σ² − Var_trunc)`` (``σ² = v_s + τ²``), which is infinite when the bound is far from the
+    law (it then says nothing) and ``σ²`` when the law sits far outside it.
+
+    Without any ordinary row nothing anchors the level (a one-sided bound has no finite
+    maximum): the censored rows count as their nearest supported points.
+    """
+    censored = data.censored()
+    ordinary = np.isfinite(data.variance) & ~censored
+    plain = replace(data, lower=None, upper=None)
+    if not ordinary.any():
+        return gaussian_gls(plain, prior_sd, scatter_var), data.z, data.variance
+    assert data.lower is not None and data.upper is not None  # censored rows exist
+    low, high = data.lower[censored], data.upper[censored]
+    sd = np.sqrt(data.variance[censored] + scatter_var)
+    z = data.z.copy()
+    fit = gaussian_gls(replace(plain, z=z), prior_sd, scatter_var)
+    variance_t = sd**2
+    for _ in range(EM_MAX_STEPS):
+        mean = fit.intercept + (
+            data.log_scales[censored] @ fit.exponents
+            if len(data.variables)
+            else np.zeros(int(censored.sum()))
+        )
+        imputed, variance_t = truncated_normal_moments(mean, sd, low, high)
+        step = float(np.max(np.abs(imputed - z[censored]) / sd))
+        z[censored] = imputed
+        fit = gaussian_gls(replace(plain, z=z), prior_sd, scatter_var)
+        if step < EM_TOLERANCE:
+            break
+    information = (sd**2 - variance_t) / sd**4
+    effective = data.variance.copy()
+    informative = information > EM_INFORMATION_FLOOR / sd**2
+    effective[censored] = np.where(
+        informative, 1.0 / np.where(informative, information, 1.0) - scatter_var, np.inf
+    )
+    curvature = gaussian_gls(replace(plain, z=z, variance=effective), prior_sd, scatter_var)
+    if curvature.fitted == fit.fitted:
+        fit = replace(fit, covariance=curvature.covariance)
+    return fit, z, effective
+
+
+def gaussian_gls(data: LawData, prior_sd: float, scatter_var: float) -> LawFit:
     """The posterior mean and covariance of the law for given ``s`` (prior sd) and ``τ²``.
 
     ``s = 0`` holds the exponents at the prior and fits the intercept only (the weighted mean of
@@ -313,8 +439,22 @@ def empirical_bayes(data: LawData, prior_sds: tuple[float, ...]) -> tuple[float,
 
 
 def reml_fit(data: LawData, prior_sds: tuple[float, ...]) -> LawFit:
-    """:func:`gls` at the empirical-Bayes ``(s, τ²)`` from ``prior_sds``."""
-    prior_sd, scatter_var = empirical_bayes(data, prior_sds)
+    """:func:`gls` at the empirical-Bayes ``(s, τ²)`` from ``prior_sds``.
+
+    With censored rows the marginal likelihood has no closed form; it is evaluated on the data
+    EM completes (imputed values, Louis' effective variances), starting from the ordinary rows
+    alone, for :data:`EB_ROUNDS` rounds (docs/science.md §7.3).
+    """
+    censored = data.censored()
+    if not censored.any():
+        prior_sd, scatter_var = empirical_bayes(data, prior_sds)
+        return gls(data, prior_sd, scatter_var)
+    ordinary = replace(data, variance=np.where(censored, np.inf, data.variance))
+    prior_sd, scatter_var = empirical_bayes(ordinary, prior_sds)
+    for _ in range(EB_ROUNDS):
+        _, z, effective = censored_gls(data, prior_sd, scatter_var)
+        completed = replace(data, z=z, variance=effective, lower=None, upper=None)
+        prior_sd, scatter_var = empirical_bayes(completed, prior_sds)
     return gls(data, prior_sd, scatter_var)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -45,6 +45,7 @@ __all__ = [
     "LocalFit",
     "Method",
     "ScaleOptimum",
+    "edge_notes",
     "estimate_optimum",
     "fit_local",
     "implausible_message",
@@ -120,6 +121,14 @@ class ScaleOptimum:
         at_boundary: the optimum was pulled onto the edge of the region the trials cover.
         wall: extra curvature above the optimum per coordinate (fitted coordinates, minimisation
             sign): the valley is ``½δᵀHδ + ½Σ_j wall_j·max(δ_j, 0)²``; zeros when symmetric.
+        past_edge: per parameter, how far the optimum lies past the box of the rung's finite
+            trials (fitted units, + above the upper edge, − below the lower; absent inside): an
+            extrapolation of the valley's shape (docs/science.md §7.1).
+        bounds: per parameter whose optimum the rung only bounds, the interval ``(low, high)``
+            it lies in (fitted units; ±inf for an open side): an optimum far past the trials'
+            edge, past a diverged trial, or a rung with one finite trial. The laws use it as a
+            censored observation (docs/science.md §7.1, §7.3); ``coords`` then holds the nearest
+            point the rung supports and the variance there is the bound's resolution.
     """
 
     scale: Scale
@@ -137,6 +146,8 @@ class ScaleOptimum:
     method: Method
     at_boundary: bool
     wall: FloatArray | None = None
+    past_edge: dict[str, float] = field(default_factory=dict)
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def regret(self, params: Mapping[str, float]) -> float | None:
         """The model's metric excess at ``params`` over its optimum, ``½δᵀHδ`` (+ the wall term), ≥ 0.
@@ -747,6 +758,38 @@ def to_optimum(
         method=local.method,
         at_boundary=local.at_boundary,
     )
+
+
+def edge_notes(optima: Sequence[ScaleOptimum]) -> list[str]:
+    """Lines for ``summary()``: rungs whose optimum lay past the edge of their trials (read off
+    the valley's extrapolated shape) or is known only as a bound (a censored observation in the
+    laws); docs/science.md §7.1."""
+    lines: list[str] = []
+    for optimum in optima:
+        for name, (low, high) in optimum.bounds.items():
+            log = name in optimum.log_params
+            ends = [math.exp(v) if log and math.isfinite(v) else v for v in (low, high)]
+            if math.isfinite(low) and math.isfinite(high):
+                where = f"between {ends[0]:.4g} and {ends[1]:.4g}"
+            elif math.isfinite(low):
+                where = f"above {ends[0]:.4g}"
+            else:
+                where = f"below {ends[1]:.4g}"
+            lines.append(
+                f"  at {optimum.scale!r} the {name} optimum is only bounded, {where}: the laws "
+                "use it as a censored observation."
+            )
+        for name, distance in optimum.past_edge.items():
+            if name in optimum.bounds:
+                continue
+            units = "log units" if name in optimum.log_params else "units"
+            lines.append(
+                f"  at {optimum.scale!r} the {name} optimum ({optimum.params[name]:.4g}) lies "
+                f"{abs(distance):.2g} {units} {'above' if distance > 0 else 'below'} the trials' "
+                "edge: extrapolated by the valley's shape, its stderr grows with the distance. "
+                f"Sweep further {'up' if distance > 0 else 'down'} there to bracket it."
+            )
+    return lines
 
 
 def implausible_message(

@@ -90,6 +90,8 @@ class NearestRung:
             data.variables,
             np.zeros_like(data.prior),
             data.fixed,
+            None if data.lower is None else data.lower[nearest],
+            None if data.upper is None else data.upper[nearest],
         )
         fit = gls(subset, 0.0, 0.0)
         return replace(fit, scatter_var=scatter_var)

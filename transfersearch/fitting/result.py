@@ -14,7 +14,7 @@ from transfersearch.fitting.boundary import StabilityBoundary
 from transfersearch.fitting.coords import Direction, FloatArray
 from transfersearch.fitting.decision import TargetLoss
 from transfersearch.fitting.laws import PowerLaw
-from transfersearch.fitting.local import ScaleOptimum
+from transfersearch.fitting.local import ScaleOptimum, edge_notes
 from transfersearch.fitting.portfolio import DEFAULT_SEED, N_DRAWS, Portfolio, choose_candidates
 from transfersearch.fitting.selection import Fold
 from transfersearch.scale import Scale
@@ -307,6 +307,7 @@ class Extrapolation:
                 f"from the prior. A rung at {self.collinearity.suggested_scale!r} would separate "
                 "them."
             )
+        lines.extend(edge_notes(self.optima))
         lines.extend(self._stability_lines())
         return "\n".join(lines)
 

@@ -27,7 +27,13 @@ from transfersearch.fitting.coords import (
     resolve_log_params,
 )
 from transfersearch.fitting.laws import UNSEEN_PRIOR_SD, LawData
-from transfersearch.fitting.local import ScaleOptimum, fit_local, implausible_message, to_optimum
+from transfersearch.fitting.local import (
+    FALLBACK_SPACING_FRACTION,
+    ScaleOptimum,
+    fit_local,
+    implausible_message,
+    to_optimum,
+)
 from transfersearch.fitting.quadratic import min_quadratic_trials
 from transfersearch.fitting.surface import RungTrials, Valley, fit_valley
 from transfersearch.observations import Observation, TransferSearchWarning
@@ -36,6 +42,10 @@ from transfersearch.scale import Scale
 __all__ = ["Ladder", "law_data", "prepare", "read_optima"]
 
 Exponents = Mapping[str, Mapping[str, float]]
+
+#: Trials lie on one line along a coordinate when their other coordinates agree to this relative
+#: tolerance (a one-at-a-time sweep moves one parameter away from the best configuration).
+LINE_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True, eq=False)
@@ -243,7 +253,110 @@ def _fallback_optimum(
     if valley is not None:
         # regret at this rung is measured with the pooled curvature: its own trials are too few
         optimum = replace(optimum, hessian=valley.hessian, wall=valley.wall)
-    return optimum
+    return _censor_alone(ladder, optimum, trials, local.method == "quadratic" and local.at_boundary)
+
+
+def _spacing(trials: RungTrials) -> FloatArray:
+    """Typical spacing of the finite trials per coordinate, ``range / n^{1/d}`` (0 if unswept)."""
+    good = trials.coords[np.isfinite(trials.values)]
+    extent = np.ptp(good, axis=0)
+    swept = max(int((extent > 0).sum()), 1)
+    return np.asarray(extent / max(len(good), 1) ** (1.0 / swept), dtype=np.float64)
+
+
+def diverged_bracket(trials: RungTrials) -> tuple[FloatArray, FloatArray]:
+    """Per coordinate ``j``, the interval ``(L_j, U_j)`` the rung's optimum lies in by what diverged.
+
+    Along the line through the best finite trial that moves coordinate ``j`` only (a one-at-a-time
+    sweep's line), a diverged trial above the best one has an infinite loss: a valley unimodal
+    along that line has its minimum below it, ``x*_j < U_j``, the nearest such trial; likewise
+    ``x*_j > L_j`` for one below (docs/science.md §7.1). ±inf where no diverged trial lies on the
+    line. Trials lie on the line when their other coordinates equal the best's to
+    :data:`LINE_TOLERANCE` (relative).
+    """
+    values = trials.values
+    finite = np.isfinite(values)
+    dims = trials.coords.shape[1]
+    low = np.full(dims, -np.inf)
+    high = np.full(dims, np.inf)
+    if not finite.any() or finite.all():
+        return low, high
+    best = trials.coords[np.flatnonzero(finite)[int(np.argmin(values[finite]))]]
+    diverged = trials.coords[~finite]
+    close = np.abs(diverged - best) <= LINE_TOLERANCE * np.maximum(1.0, np.abs(best))
+    for j in range(dims):
+        others = np.delete(close, j, axis=1).all(axis=1)
+        line = diverged[others, j]
+        above, below = line[line > best[j]], line[line < best[j]]
+        if len(above):
+            high[j] = float(above.min())
+        if len(below):
+            low[j] = float(below.max())
+    return low, high
+
+
+def _with_bounds(
+    optimum: ScaleOptimum,
+    ladder: Ladder,
+    bounds: Mapping[int, tuple[float, float]],
+    resolution: FloatArray,
+) -> ScaleOptimum:
+    """``optimum`` with coordinates ``bounds`` known only as intervals: each held at the nearest
+    point of its interval, with the bound's resolution as its variance and no correlation (the
+    laws use it as a censored observation, docs/science.md §7.3)."""
+    if not bounds:
+        return optimum
+    coords = np.array([optimum.coords[n] for n in ladder.names])
+    cov = np.array(optimum.covariance, dtype=np.float64, copy=True)
+    named: dict[str, tuple[float, float]] = {}
+    for j, (low, high) in bounds.items():
+        coords[j] = float(np.clip(coords[j], low, high))
+        cov[j, :] = 0.0
+        cov[:, j] = 0.0
+        cov[j, j] = float(resolution[j]) ** 2 if resolution[j] > 0 else np.inf
+        named[ladder.names[j]] = (float(low), float(high))
+    return replace(
+        optimum,
+        params={
+            p: (math.exp(c) if p in ladder.logs else float(c))
+            for p, c in zip(ladder.names, coords, strict=True)
+        },
+        coords={p: float(c) for p, c in zip(ladder.names, coords, strict=True)},
+        stderr={p: float(s) for p, s in zip(ladder.names, np.sqrt(np.diag(cov)), strict=True)},
+        covariance=cov,
+        bounds=named,
+    )
+
+
+def _censor_alone(
+    ladder: Ladder, optimum: ScaleOptimum, trials: RungTrials, on_edge: bool
+) -> ScaleOptimum:
+    """A rung fitted alone: what it bounds. One finite trial places nothing (its depth is
+    unknown): only diverged neighbours bound it. A local quadratic minimised on its box's edge
+    says "past this edge" in the coordinates that sit on it."""
+    low, high = diverged_bracket(trials)
+    finite = np.isfinite(trials.values)
+    good = trials.coords[finite]
+    point = np.array([optimum.coords[n] for n in ladder.names])
+    bounds: dict[int, tuple[float, float]] = {}
+    resolution = FALLBACK_SPACING_FRACTION * _spacing(trials)
+    if int(finite.sum()) == 1:
+        for j in range(len(ladder.names)):
+            if math.isfinite(low[j]) or math.isfinite(high[j]):
+                bounds[j] = (low[j], high[j])
+                side = high[j] if math.isfinite(high[j]) else low[j]
+                resolution[j] = FALLBACK_SPACING_FRACTION * abs(side - point[j])
+    elif on_edge:
+        box_low, box_high = good.min(axis=0), good.max(axis=0)
+        tolerance = 1e-9 * np.maximum(1.0, np.abs(box_high - box_low))
+        for j in range(len(ladder.names)):
+            if box_high[j] - box_low[j] <= 0.0:
+                continue
+            if point[j] >= box_high[j] - tolerance[j]:
+                bounds[j] = (float(box_high[j]), high[j])
+            elif point[j] <= box_low[j] + tolerance[j]:
+                bounds[j] = (low[j], float(box_low[j]))
+    return _with_bounds(optimum, ladder, bounds, resolution)
 
 
 def read_optima(
@@ -288,7 +401,8 @@ def _pooled_optimum(
     centre = valley.centers[position]
     cov = valley.center_cov[position]
     finite = np.isfinite(trials.values)
-    return ScaleOptimum(
+    past = valley.past_edge[position]
+    optimum = ScaleOptimum(
         scale=scale,
         params={
             p: (math.exp(c) if p in ladder.logs else float(c))
@@ -307,7 +421,40 @@ def _pooled_optimum(
         method="pooled",
         at_boundary=bool(valley.at_boundary[position]),
         wall=valley.wall,
+        past_edge={n: float(e) for n, e in zip(ladder.names, past, strict=True) if e != 0.0},
     )
+    return _censor_pooled(ladder, optimum, trials, valley, position)
+
+
+def _censor_pooled(
+    ladder: Ladder, optimum: ScaleOptimum, trials: RungTrials, valley: Valley, position: int
+) -> ScaleOptimum:
+    """A pooled centre is a bound where the valley's extrapolation went past
+    :data:`~transfersearch.fitting.surface.EXTRAPOLATION_LIMIT` (the rung says "past this edge")
+    or past a diverged trial (the valley's slope says "above the best trial", the divergence
+    "below it"): docs/science.md §7.1. A centre inside its trials' box counts as bracketed."""
+    if not valley.at_boundary[position]:
+        return optimum
+    low, high = diverged_bracket(trials)
+    centre = valley.centers[position]
+    good = trials.coords[np.isfinite(trials.values)]
+    best = good[int(np.argmin(trials.values[np.isfinite(trials.values)]))]
+    bounds: dict[int, tuple[float, float]] = {}
+    for j in range(len(ladder.names)):
+        side = int(valley.censored[position, j])
+        edge = float(valley.edges[position, j])
+        if side > 0:
+            bounds[j] = (edge, max(high[j], edge))
+        elif side < 0:
+            bounds[j] = (min(low[j], edge), edge)
+        elif centre[j] > high[j]:
+            bounds[j] = (float(best[j]), high[j])
+        elif centre[j] < low[j]:
+            bounds[j] = (low[j], float(best[j]))
+    if not bounds:
+        return optimum
+    resolution = FALLBACK_SPACING_FRACTION * _spacing(trials)
+    return _with_bounds(optimum, ladder, bounds, resolution)
 
 
 def law_data(
@@ -323,6 +470,9 @@ def law_data(
         if variable in fixed:
             z = z - fixed[variable] * logs[:, k]
     variance = np.array([o.covariance[column, column] for o in optima])
+    lower = np.array([o.bounds.get(name, (-np.inf, np.inf))[0] for o in optima])
+    upper = np.array([o.bounds.get(name, (-np.inf, np.inf))[1] for o in optima])
+    drift = z - np.array([o.coords[name] for o in optima])  # minus the fixed exponents' drift
     prior = ladder.prior.get(name, {})
     return LawData(
         param=name,
@@ -333,4 +483,6 @@ def law_data(
         variables=tuple(ladder.variables[k] for k in free),
         prior=np.array([prior.get(ladder.variables[k], 0.0) for k in free]),
         fixed=dict(fixed),
+        lower=lower + drift if np.isfinite(lower).any() or np.isfinite(upper).any() else None,
+        upper=upper + drift if np.isfinite(lower).any() or np.isfinite(upper).any() else None,
     )

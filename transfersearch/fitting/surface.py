@@ -39,9 +39,10 @@ __all__ = ["RungTrials", "Valley", "fit_valley", "pooled_region_size"]
 
 #: The wall's fixed-point iteration (centres → wall columns → refit) stops once no centre moves by
 #: more than this, in standardised coordinates (the pooled trials span 1): far below any trial
-#: spacing. It converges linearly; a 3× steeper upper wall needs ~10 passes (3 passes left the
-#: centres biased by 3 standard errors, docs/science.md §7.2).
-WALL_TOLERANCE = 1e-6
+#: spacing. It converges linearly (a 3× steeper upper wall needed ~10 plain passes; 3 passes left
+#: the centres biased by 3 standard errors), so every third pass takes Aitken's Δ² step
+#: (docs/science.md §7.2).
+WALL_TOLERANCE = 1e-5
 #: At most this many passes (the iteration is a contraction on every valley measured; the cap only
 #: bounds a pathological one, whose last pass is kept).
 WALL_MAX_PASSES = 100
@@ -60,6 +61,12 @@ MISFIT_GROWTH = 2.0
 #: delta method and the misfit contrast carry the real uncertainty; the floor only keeps an exactly
 #: quadratic surface (standard errors ~1e-14) from making the law's likelihood singular.
 POOLED_FLOOR = 1e-3
+#: How far past the edge of its trials a rung's centre is still read off the valley, in units of
+#: the rung's own swept range: the quadratic's shape is measured over about one range (the best
+#: region), and an extrapolation by more than that is a guess of the wall's form. Beyond it the
+#: rung says only "past this edge" (a censored observation, docs/science.md §7.1). The same
+#: one-range bound as :data:`transfersearch.fitting.local.RANGE_CAP`.
+EXTRAPOLATION_LIMIT = 1.0
 #: Newton steps for a rung's minimiser of the piecewise-quadratic valley (exact after the active
 #: set settles; two or three steps in practice).
 NEWTON_STEPS = 20
@@ -78,14 +85,24 @@ class Valley:
     """The pooled valley, in fitted coordinates and the minimisation sign.
 
     Attributes:
-        pooled: which rungs the valley holds (a rung with fewer than ``d + 2`` finite trials
-            cannot place its own centre and is left out).
-        centers: (S, d) each rung's optimum (NaN rows for rungs not pooled).
+        pooled: which rungs the valley holds (a rung needs ``d + 1`` finite trials that span
+            every coordinate: with the curvature shared, its depth and centre are ``1 + d``
+            numbers; two trials place a 1-D centre).
+        centers: (S, d) each rung's optimum (NaN rows for rungs not pooled). Never clipped to
+            the trials' box: a centre past the edge is the valley's extrapolation, its variance
+            at least the squared distance past the edge (docs/science.md §7.1); past
+            :data:`EXTRAPOLATION_LIMIT` ranges it is held at that limit and ``censored``.
         center_cov: (S, d, d) covariance of each centre.
         depths: (S,) the valley's value at each centre.
         hessian: (d, d) the shared curvature.
         wall: (d,) extra curvature above the optimum, per coordinate.
-        at_boundary: (S,) the centre was pulled into the box the rung's finite trials span.
+        at_boundary: (S,) the centre lies outside the box the rung's finite trials span.
+        past_edge: (S, d) how far each centre lies past its rung's box, signed (+ above the
+            upper edge, − below the lower one, 0 inside), fitted units.
+        censored: (S, d) +1 where the rung only says "above its upper edge" (the centre lay
+            more than :data:`EXTRAPOLATION_LIMIT` ranges past it), −1 "below its lower edge",
+            0 otherwise.
+        edges: (S, d) the edge a censored coordinate is bounded by (NaN elsewhere).
         n_used: (S,) trials of each rung inside its best region.
         residual: the fit's residual standard deviation (metric units).
         reach: (d,) how far each rung's best region extends from its centre, the median over
@@ -107,6 +124,24 @@ class Valley:
     residual: float
     reach: FloatArray
     shared_bias_var: FloatArray
+    past_edge: FloatArray
+    censored: NDArray[np.int8]
+    edges: FloatArray
+
+
+def _placeable(rung: RungTrials) -> bool:
+    """Whether the valley can place this rung's centre: ``d + 1`` finite trials whose coordinates
+    span every direction (``[1, x]`` of full column rank), since with the curvature shared the
+    rung's own unknowns are its depth and its ``d`` linear terms."""
+    finite = np.isfinite(rung.values)
+    dims = rung.coords.shape[1]
+    if int(finite.sum()) < dims + 1:
+        return False
+    if int(finite.sum()) >= 2 * dims + 3:  # a full best region: the fit's own rank decides
+        return True
+    good = rung.coords[finite]
+    centred = good - good.mean(axis=0)
+    return bool(np.linalg.matrix_rank(centred.T @ centred) == dims)
 
 
 def pooled_region_size(n_finite: int, dims: int) -> int:
@@ -314,8 +349,7 @@ def fit_valley(
         The :class:`Valley`, or None when fewer than two rungs can be pooled, a coordinate is not
         swept, or the shared curvature has no minimum (the caller falls back to per-rung fits).
     """
-    dims = rungs[0].coords.shape[1]
-    pooled = np.array([int(np.isfinite(r.values).sum()) >= dims + 2 for r in rungs])
+    pooled = np.array([_placeable(r) for r in rungs])
     if pooled.sum() < 2:
         return None
     fitted = _fit_region(rungs, pooled, 1.0, walls)
@@ -391,14 +425,27 @@ def _with_walls(symmetric: _Solved, rows: _Rows, n_rungs: int, walls: NDArray[np
     """
     beyond = rows.u.max(axis=0) + 1.0
     solved = symmetric
+    anchors = symmetric.centers
+    history: list[FloatArray] = []
     for _ in range(WALL_MAX_PASSES):
-        refit = _solve(rows, n_rungs, np.where(walls, solved.centers, beyond))
+        refit = _solve(rows, n_rungs, np.where(walls, anchors, beyond))
         if refit is None:
             break
-        moved = float(np.max(np.abs(refit.centers - solved.centers)))
         solved = refit
-        if moved < WALL_TOLERANCE:
+        if float(np.max(np.abs(refit.centers - anchors))) < WALL_TOLERANCE:
             break
+        history.append(anchors)
+        if len(history) == 2:
+            # Aitken's Δ² on each centre (Steffensen's method): the iteration converges
+            # linearly, and the extrapolated anchors land near the fixed point in one step
+            first, second, third = history[0], history[1], refit.centers
+            curve = third - 2.0 * second + first
+            usable = np.abs(curve) > 1e-12
+            jump = (third - second) ** 2 / np.where(usable, curve, 1.0)
+            anchors = np.where(usable, third - jump, third)
+            history = []
+        else:
+            anchors = refit.centers
     return solved
 
 
@@ -432,13 +479,19 @@ def _valley(
     else:
         cov_u = np.full((n_rungs, dims, dims), np.nan)
     inside = np.clip(solved.centers, rows.low, rows.high)
-    boundary = np.any(np.abs(inside - solved.centers) > 1e-12, axis=1)
+    past = solved.centers - inside  # signed distance past the box, standardised
+    boundary = np.any(np.abs(past) > 1e-12, axis=1)
+    limit = EXTRAPOLATION_LIMIT * (rows.high - rows.low)
+    censored = np.where(past > limit, 1, np.where(past < -limit, -1, 0)).astype(np.int8)
+    # an extrapolation past the limit is held there: the rung then says only "past this edge"
+    placed = np.clip(solved.centers, rows.low - limit, rows.high + limit)
     floor = (POOLED_FLOOR * rows.spacing) ** 2
-    beyond = (solved.centers - inside) ** 2
     for s in range(n_rungs):
-        # on the edge the valley only says "beyond here": at least a trial spacing of doubt, and
-        # as much as the unclipped centre lies past the trials (which the box cannot confirm)
-        least = np.maximum(rows.spacing[s] ** 2, beyond[s]) if boundary[s] else floor[s]
+        # past the edge the delta method's variance grows with the distance (the centre is an
+        # extrapolation of the fitted slope and curvature); at least a trial spacing of doubt
+        # there, as no trial brackets it (§7.1). Measured on the box_drift scenarios (20 seeds):
+        # centres past the edge have rms z 0.4, those inside 1.5.
+        least = np.where(np.abs(past[s]) > 1e-12, rows.spacing[s] ** 2, floor[s])
         diag = np.diag(cov_u[s])
         fix = np.sqrt(np.maximum(diag, least) / np.maximum(diag, 1e-300))
         cov_u[s] = cov_u[s] * np.outer(fix, fix)
@@ -448,9 +501,16 @@ def _valley(
     depths = np.full(total, np.nan)
     at_boundary = np.zeros(total, dtype=bool)
     n_used = np.zeros(total, dtype=np.int64)
+    past_edge = np.zeros((total, dims))
+    censored_all = np.zeros((total, dims), dtype=np.int8)
+    edges = np.full((total, dims), np.nan)
     where = np.flatnonzero(pooled)
     for s, index in enumerate(where):
-        u = inside[s]
+        u = placed[s]
+        past_edge[index] = past[s] * width
+        censored_all[index] = censored[s]
+        edge = np.where(censored[s] > 0, rows.high[s], rows.low[s])
+        edges[index] = np.where(censored[s] != 0, center + width * edge, np.nan)
         centers[index] = center + width * u
         covs[index] = cov_u[s] * np.outer(width, width)
         depths[index] = rows.best[s] + _value(solved, s, u)
@@ -471,6 +531,9 @@ def _valley(
         residual=math.sqrt(float(residual @ residual) / dof),
         reach=_reach(rows, n_rungs) * width if with_covariance else np.full(dims, np.nan),
         shared_bias_var=(misfit[1] if misfit is not None else np.zeros(dims)) * width**2,
+        past_edge=past_edge,
+        censored=censored_all,
+        edges=edges,
     )
 
 
