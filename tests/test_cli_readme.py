@@ -130,6 +130,10 @@ def test_the_cli_shows_what_summary_says(
     assert data["extrapolation_decades"] == res.extrapolation_decades
     assert data["model"] == res.model and data["selection_reason"] == res.selection_reason
     assert data["law_params"] == res.law_params
+    # the divergences above base_lr 0.3: the boundary and P(diverge), in the text and the JSON
+    assert set(data["boundary"]) == set(res.boundary) == {"base_lr"}
+    assert data["p_diverge"] == res.p_diverge and "P(diverge) at the decision" in summary
+    assert data["boundary"]["base_lr"]["side"] == "upper"
 
 
 def test_optunas_export_round_trips(

@@ -3,7 +3,7 @@ JSON: what ``--json`` prints and the dashboard stores. The facts are those of
 :meth:`Extrapolation.summary`, whose text comes along as ``"summary"``: the target and how far it
 lies beyond the ladder, what the target kept from the ladder, duplicates counted once, the decision,
 its interval and how it differs from the law, the model and why, the walk-forward scores, the
-unstable parameters and collinear scale variables."""
+unstable parameters and collinear scale variables, the stability boundaries and P(diverge)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,11 @@ def extrapolation_to_dict(
             "suggested_scale": collinear.suggested_scale.to_dict(),
         },
         "duplicates_collapsed": result.duplicates_collapsed,
+        "boundary": {name: fit.to_dict(level) for name, fit in result.boundary.items()},
+        "boundary_shift": dict(result.boundary_shift),
+        "p_diverge": result.p_diverge,
+        "p_diverge_law": result.p_diverge_law,
+        "stable_up_to": dict(result.stable_up_to),
         "laws": {
             name: {
                 "coefficient": law.coefficient,
