@@ -142,3 +142,26 @@ def test_states_in_any_case_and_unfinished_rows(tmp_path: Path) -> None:
     frame.loc[5, "state"] = "DONE"
     with pytest.raises(ts.TransferSearchError, match="row 5 has state 'DONE'"):
         ts.observations.as_observations(frame)
+
+
+def test_plain_parameter_columns_without_params_name_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plain = [{k.removeprefix("params."): v for k, v in r.items()} for r in sweep_rows()]
+    path = write_csv(tmp_path / "plain.csv", plain)
+    assert main(["extrapolate", "--csv", str(path), "--target", TARGET]) == 2
+    err = capsys.readouterr().err
+    assert "no parameter columns" in err and "--params base_lr,tau_epoch" in err
+
+
+def test_a_trial_failed_by_the_heartbeat_is_skipped_as_the_study_reader_does() -> None:
+    """TransferSampler's trials carry the rung as a system attribute; a FAIL the objective did
+    not report (its worker died; the retry stands for it) is not a divergence."""
+    pd = pytest.importorskip("pandas")
+    rows = [{**r, "state": "COMPLETE", "system_attrs_transfersearch:rung": 0} for r in sweep_rows()]
+    rows[3] = {**rows[3], "state": "FAIL", "value": float("nan")}  # died: no told-fail
+    rows[4] = {**rows[4], "state": "FAIL", "value": float("nan"),
+               "system_attrs_transfersearch:told-fail": True}  # fmt: skip
+    obs = ts.observations.as_observations(pd.DataFrame(rows))
+    assert len(obs) == len(rows) - 1
+    assert [o.state for o in obs].count("failed") == 1

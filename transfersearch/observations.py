@@ -426,6 +426,12 @@ def _param_map(
         if c.startswith(prefix) and c != prefix
     }
     if params is None:
+        if not prefixed:
+            raise TransferSearchError(
+                f"the table has no parameter columns (columns: {columns}): name them "
+                "'params.<name>' (Optuna's 'params_<name>' are read too) or name the plain ones: "
+                f"{hint.params}."
+            )
         chosen: dict[str, str] = {}
         for name, column in prefixed.items():
             text = [i for i, row in enumerate(records) if _is_text(row[column])]
