@@ -146,3 +146,19 @@ def test_frame_with_an_empty_scale_cell_names_the_column_and_rows() -> None:
     )
     with pytest.raises(TransferSearchError, match=r"'scale.width' is empty in 2 of 4 rows \(1, 3;"):
         as_observations(frame)
+
+
+def test_complete_target_fills_only_what_never_varied() -> None:
+    """batch_size=64 on every trial: kept at the target; width varies: left for the fit to ask."""
+    from transfersearch.observations import complete_target
+
+    trials = [
+        Observation({"width": w, "batch_size": 64}, {"lr": 1e-3}, 2.0) for w in (64, 128, 256)
+    ]
+    target, added = complete_target(trials, {"dataset_size": 1e6})
+    assert added == {"batch_size": 64.0}
+    assert target == Scale(dataset_size=1e6, batch_size=64)  # width varied: not invented
+    given, none = complete_target(trials, Scale(width=1024, batch_size=256))
+    assert given == Scale(width=1024, batch_size=256) and none == {}
+    mixed = [*trials, Observation({"width": 64}, {"lr": 1e-3}, 2.0)]
+    assert complete_target(mixed, {"width": 1024})[1] == {}  # not recorded by every trial
