@@ -9,9 +9,13 @@ its GPU from a file-lock semaphore shared by the processes on that GPU, so k sma
 share a GPU while a top-rung trial waits until it has the GPU to itself. Without GPUs the
 launcher starts ``cpu_workers`` plain processes.
 
-All workers share the study through its storage: each counts finished and running trials there
-and stops when the study holds ``n_trials`` (complete, pruned, or failed by the objective), after
-waiting for running trials whose worker might have died so their retries are run. Many workers
+All workers share the study through its storage: each counts finished, running and queued
+trials there and stops when the study holds ``n_trials`` (complete, pruned, or failed by the
+objective), after waiting for running trials whose worker might have died so their retries are run.
+``n_trials`` is the study's total, not a number to add (``--total-trials``; ``--add-trials`` adds):
+a new trial is created only under a study-wide lock while the count is short of it, so the pool
+stops at exactly ``n_trials``, and a queued trial is claimed by one conditional update, so no two
+workers run it (see :class:`~transfersearch.integrations._optuna_shim.ClaimingRDBStorage`). Many workers
 are where the sampler's law gating matters: a worker about to start a law-using rung while the
 trials that would open its law still run elsewhere gets a cheaper rung instead (user attribute
 ``detoured_from``; see :mod:`transfersearch.integrations.optuna`). ``n_trials`` counts those
@@ -20,7 +24,7 @@ running the launcher against the same PostgreSQL URL, e.g. on every node::
 
     export TRANSFERSEARCH_STORAGE=postgresql://tuner:secret@db-host:5432/proxy
     python -m transfersearch.integrations.optuna workers --study-name proxy \\
-        --objective train_proxy:objective --n-trials 400 --gpus auto
+        --objective train_proxy:objective --total-trials 400 --gpus auto
 
 The storage URL (with its password) travels to the workers in the environment variable
 ``TRANSFERSEARCH_STORAGE``, never on a command line that ``ps`` shows; ``--storage`` is read from
@@ -30,7 +34,9 @@ Dead workers: a trial whose worker died is failed once its heartbeat is older th
 period, or, if it never sent one (the worker died between creating the trial and its first
 heartbeat), once it has been RUNNING without one for the grace period; exactly one worker retries
 it. A worker that loses a race on the storage (another worker failed its trial meanwhile) logs it
-and goes on with the next trial.
+and goes on with the next trial. Ctrl-C (SIGINT to the process group, or to the launcher, which
+passes it on) interrupts the running objectives: each trial is recorded as interrupted and
+re-enqueued (:class:`TransferSampler` ``after_trial``), so the next start runs it first.
 
 The objective module (``module:function`` or ``path/to/file.py:function``) must be importable
 without side effects; the launcher and every worker import it. Its module-level ``sampler``
@@ -460,7 +466,8 @@ def run_worker(
         with study_lock(backend, study_id(study)):
             yield _Progress(study).claimed < n_trials
 
-    if isinstance(backend, ClaimingRDBStorage):
+    gated = isinstance(backend, ClaimingRDBStorage)
+    if gated:
         backend.trial_gate = gate
     lease = _GpuLease(Path(lock_dir), gpu, capacity) if gpu is not None and lock_dir else None
     host, pid = socket.gethostname(), os.getpid()
@@ -480,6 +487,9 @@ def run_worker(
             # Ctrl-C reaches the whole process group, and the launcher passes it on: a second
             # SIGINT must not cut short Optuna's recording of this trial as interrupted.
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            # Optuna logs an interrupted trial as failed, with a traceback: not news to the user
+            # who pressed Ctrl-C (the trial is recorded as interrupted and re-enqueued).
+            logging.getLogger("optuna.study._optimize").addFilter(lambda r: r.levelno < 30)
             raise
 
     grace = float(grace_period or 2 * (heartbeat_interval or 1))
@@ -493,20 +503,25 @@ def run_worker(
             if time.monotonic() >= next_silent_check:
                 fail_silent_trials(study, grace)
                 next_silent_check = time.monotonic() + poll
-            progress = _Progress(study)
-            if progress.waiting or progress.claimed < n_trials:
-                try:
-                    study.optimize(leased, n_trials=1, catch=(Exception,), gc_after_trial=False)
-                except BudgetSpent:
-                    logger.debug("worker pid %d: the study holds its trials", pid)
-                    continue
+            try:
+                # A queued trial first; else a new one if the gate finds the study short of
+                # n_trials (counted under the study lock: the only count a trial costs). A
+                # journal storage has no gate: count first (a race may overshoot by a trial).
+                if not gated:
+                    progress = _Progress(study)
+                    if not (progress.waiting or progress.claimed < n_trials):
+                        raise BudgetSpent("the study holds its trials")
+                study.optimize(leased, n_trials=1, catch=(Exception,), gc_after_trial=False)
                 ran += 1
-            elif progress.running and heartbeat_enabled(study):
+            except BudgetSpent:
+                progress = _Progress(study)
+                if progress.waiting:
+                    continue  # queued meanwhile (a retry): run it
+                if not (progress.running and heartbeat_enabled(study)):
+                    return ran
                 # A running trial may belong to a dead worker: wait for its retry. Each wait is
                 # bounded: a live trial heartbeats, a dead one is failed after the grace period.
                 time.sleep(poll)
-            else:
-                return ran
             errors = 0
         except Exception as exc:
             # Optuna's optimize raises when the storage refuses this worker's update: another

@@ -188,12 +188,14 @@ def observations_from_study(study: Study) -> list[Observation]:
         deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
     )
     result: list[Observation] = []
+    scaled = 0
     for trial in trials:
         scale = {k[6:]: v for k, v in trial.user_attrs.items() if k.startswith("scale.")}
+        scaled += bool(scale)
         if not scale or died(trial):
-            continue
+            continue  # a dead worker's or an interrupted trial: its retry stands for it
         result.append(observation(trial, scale))
-    if trials and not result:
+    if trials and not scaled:
         raise TransferSearchError(
             f"none of the {len(trials)} finished trials of study {study.study_name!r} records a "
             "scale (user attributes 'scale.<name>'). Run the study with TransferSampler, or set "

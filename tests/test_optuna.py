@@ -324,6 +324,40 @@ def test_nan_exceptions_and_pruned_trials_map_to_observation_states() -> None:
     assert sampler.rung(study.ask()) == 1
 
 
+def test_a_trial_interrupted_by_ctrl_c_is_no_divergence_and_runs_again_next_time() -> None:
+    """Issue 21: KeyboardInterrupt in the objective (Ctrl-C) is recorded as interrupted: no
+    budget used, not fitted, not told to the base sampler; the next optimize reruns it."""
+    recording = Recording(optuna.samplers.RandomSampler(seed=0))
+    sampler = TransferSampler(SPACE, LADDER, base_sampler=recording, trials_per_rung=3)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(make_objective(sampler), n_trials=2)
+    interrupt = True
+
+    def objective(trial: optuna.Trial) -> float:
+        scale, _ = sampler.suggest(trial)
+        if interrupt:
+            raise KeyboardInterrupt
+        return 1.0 + regret(scale, trial.params)
+
+    with pytest.raises(KeyboardInterrupt):
+        study.optimize(objective, n_trials=1)
+    cut = study.trials[2]
+    assert cut.state == optuna.trial.TrialState.FAIL
+    assert cut.user_attrs["transfersearch:interrupted"] is True
+    assert "transfersearch:told-fail" not in cut.system_attrs
+    assert [o.state for o in observations_from_study(study)] == ["complete", "complete"]
+    rerun = study.trials[3]
+    assert rerun.state == optuna.trial.TrialState.WAITING
+    assert rerun.params == cut.params and rerun.system_attrs["failed_trial"] == 2
+    interrupt = False
+    study.optimize(objective, n_trials=2)
+    assert study.trials[3].state == optuna.trial.TrialState.COMPLETE  # the rerun ran first
+    assert study.trials[3].params == cut.params
+    assert study.trials[3].user_attrs["transfer"] == "retry"
+    # Rung 0's budget of 3: two complete, the rerun; the interrupted one used none of it.
+    assert [sampler.rung(t) for t in study.trials] == [0, 0, 0, 0, 1]
+
+
 #: The issue's landscape: six rungs of the known law; past a cliff 5x above a rung's optimal
 #: base_lr the run diverges and the objective returns NaN (as the README tells users to do).
 CLIFF_LADDER = [BASE.replace(width=w) for w in (64, 96, 128, 192, 256, 384)]
