@@ -140,6 +140,8 @@ def walk_forward(
         train = [i for i in range(len(ladder.scales)) if costs[i] < costs[k] - 1e-9]
         if len(train) < MIN_TRAIN or _unseen(ladder, k, train) > UNSEEN_FRACTION:
             continue
+        if surfaces[k].bounds:  # only bounded there: no located optimum to charge regret at
+            continue
         fold = _fold(ladder, k, train, models, surfaces[k])
         if fold is not None:
             folds.append(fold)
