@@ -375,8 +375,12 @@ def overlaps(a, b) -> bool:
     return a["start"] < b["end"] and b["start"] < a["end"]
 
 
-def test_rungs_and_fractional_gpu_packing(cluster, tmp_path):
+def test_rungs_and_fractional_gpu_packing(cluster, tmp_path, monkeypatch):
     """Small rungs share a GPU (two trials on one id at once); the large rung holds a whole GPU."""
+    # Tune keeps one trial pending at a time for a searcher: on a loaded machine a trial's actor
+    # took longer to start than the previous trial ran, so no two ever overlapped. Let it queue
+    # the small rungs' four trials at once; the packing is what this test checks.
+    monkeypatch.setenv("TUNE_MAX_PENDING_TRIALS_PG", "4")
     search = TransferSearch(
         make_space(), make_ladder(), metric="loss", mode="min", trials_per_rung=2
     )
