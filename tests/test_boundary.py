@@ -116,29 +116,53 @@ def test_the_censored_law_is_the_brute_force_maximum_of_its_posterior() -> None:
     assert cov == pytest.approx(np.linalg.inv(hess), rel=1e-3, abs=1e-6)
 
 
-def test_the_prediction_carries_the_law_and_the_scatter() -> None:
-    """b̂ = a + e·ℓ_t and sd² = gᵀCg + E[σ²] (log σ ~ N(ω̂, C_ωω)), g = (1, ℓ_t)."""
-    xs = np.log(np.array([0.005, 0.01, 0.02, 0.04]))
+def test_the_predictive_is_the_posterior_integrated_by_brute_force() -> None:
+    """P(b < x) at the target = ∫ post(θ)·Φ((x − a − e·ℓ_t)/σ) dθ / ∫ post(θ), here by quadrature on
+    a grid. Two of the three rungs never diverged: they cut the posterior off from below, a wall
+    that the Gaussian at the MAP (Laplace) does not see, so the predictive is one-sided."""
+    stable_top = [math.log(0.008), math.log(0.005)]
     rungs = [
-        BoundaryRung(Scale(width=64), np.log([64.0]), xs[:, None], np.array([0, 0, 0, 1], bool)),
-        BoundaryRung(Scale(width=256), np.log([256.0]), xs[:, None], np.array([0, 0, 1, 1], bool)),
+        BoundaryRung(
+            Scale(width=64),
+            np.log([64.0]),
+            np.log([[0.005], [0.01], [0.02], [0.04]]),
+            np.array([False, False, True, True]),
+        ),
+        BoundaryRung(
+            Scale(width=256), np.log([256.0]), np.array([[stable_top[0]]]), np.array([False])
+        ),
+        BoundaryRung(
+            Scale(width=1024), np.log([1024.0]), np.array([[stable_top[1]]]), np.array([False])
+        ),
     ]
-    target = np.log([4096.0])
+    target = np.log([8192.0])
     fitted = fit_boundaries(rungs, ("lr",), ("lr",), ("width",), target, prior={}, fixed={})["lr"]
-    theta, cov = fit_boundary_law(
-        np.array([xs[2], xs[1]]),
-        np.array([xs[3], xs[2]]),
-        np.log([[64.0], [256.0]]),
-        prior_mean=np.zeros(1),
-    )
+    # the same posterior on a grid, in (c = boundary at width 64, e, log σ): a linear change of
+    # variables with unit Jacobian
+    ell = np.log([64.0, 256.0, 1024.0])
+    low = np.array([math.log(0.01), *stable_top])
+    high = np.array([math.log(0.02), math.inf, math.inf])
+    c = np.linspace(math.log(0.01) - 1.5, math.log(0.02) + 1.5, 121)[:, None, None]
+    e = np.linspace(-2.5, 2.5, 121)[None, :, None]
+    w = np.linspace(-5.0, 1.5, 81)[None, None, :]
+    with np.errstate(divide="ignore"):
+        log_post = _log_posterior(c - e * ell[0], e, w, low, high, ell)
+    dens = np.exp(log_post - log_post.max())
+    centre = c + e * (target[0] - ell[0])
+
+    def brute(x: float) -> float:
+        return float((dens * norm.cdf((x - centre) / np.exp(w))).sum() / dens.sum())
+
+    for x in (fitted.limit(0.05), fitted.at_target - fitted.sd, fitted.at_target, math.log(0.01)):
+        assert fitted.p_diverge(x) == pytest.approx(brute(x), abs=0.02)  # 4096 weighted draws
+    assert brute(fitted.limit(0.05)) == pytest.approx(0.05, abs=0.005)
+    # the wall: below the top rung's stable trial the boundary is rare, which Laplace misses
+    theta, cov = fit_boundary_law(low, high, ell[:, None], prior_mean=np.zeros(1))
     g = np.array([1.0, target[0]])
-    assert fitted.side == "upper"
-    assert fitted.at_target == pytest.approx(theta[0] + theta[1] * target[0])
-    expected_var = g @ cov[:2, :2] @ g + math.exp(2 * theta[2] + 2 * cov[2, 2])
-    assert fitted.sd == pytest.approx(math.sqrt(expected_var))
-    assert fitted.exponents["width"] == pytest.approx(theta[1])
-    assert fitted.p_diverge(fitted.limit(0.05)) == pytest.approx(0.05)
-    assert fitted.p_diverge(fitted.at_target) == pytest.approx(0.5)
+    laplace_sd = math.sqrt(g @ cov[:2, :2] @ g + math.exp(2 * theta[2]))
+    laplace_limit = theta[0] + theta[1] * target[0] - 1.6449 * laplace_sd
+    assert brute(laplace_limit) < 0.03  # Laplace's limit: needlessly far below the 5% point
+    assert fitted.p_diverge(fitted.limit(0.05)) == pytest.approx(0.05, abs=1e-6)
 
 
 def test_a_parameter_unrelated_to_divergence_gets_no_boundary() -> None:

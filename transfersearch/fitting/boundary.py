@@ -14,8 +14,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from statistics import NormalDist
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -65,6 +64,19 @@ SCATTER_PRIOR_LOG_SD = 0.7
 #: analytic, so the Hessian is accurate to about this squared).
 _HESSIAN_STEP = 1e-5
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+#: Draws per round of the adaptive importance sampler of the law's posterior. Laplace's Gaussian is
+#: the first proposal; where rungs that never diverged cut the posterior off on one side (a wall the
+#: Gaussian at the MAP cannot see) the sampler refits the proposal to the weighted draws.
+POSTERIOR_DRAWS = 4096
+#: At most this many rounds; it stops once the effective sample size reaches a quarter of the draws.
+POSTERIOR_ROUNDS = 4
+#: Each refitted proposal's covariance is inflated by this factor (its sd by 1.5): a proposal wider
+#: than the posterior keeps the importance weights bounded.
+PROPOSAL_INFLATION = 2.25
+#: Seed of that sampler: the same trials give the same boundary.
+POSTERIOR_SEED = 0
+#: Bisection steps for a quantile of the predictive mixture (an 80-sd bracket halved 50 times).
+_BISECTIONS = 50
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,11 +140,17 @@ class StabilityBoundary:
         variables: the scale variables of ``exponents``.
         intercept: ``a`` (fitted coordinates).
         exponents: ``e`` per scale variable (fixed ones included).
-        covariance: Laplace covariance of ``(a, free exponents)``, in the order of ``free``.
+        covariance: posterior covariance of ``(a, free exponents)`` (the weighted draws), in the
+            order of ``free``.
         free: the exponents the fit estimated (the others were fixed by the caller).
         scatter: MAP of the rungs' scatter ``σ`` about the law (fitted coordinates).
-        at_target: ``b̂``, the boundary predicted at the target (fitted coordinates).
-        sd: its predictive standard deviation: the law's (Laplace) and the scatter ``E[σ²]``.
+        at_target: ``b̂``, the posterior predictive mean of the boundary at the target (fitted
+            coordinates).
+        sd: its predictive standard deviation (the law's uncertainty and the scatter).
+        draw_means, draw_sds, draw_weights: the predictive distribution at the target as a
+            weighted mixture ``Σ_i w_i·N(m_i, σ_i²)`` over posterior draws of ``(a, e, σ)``
+            (importance sampling, :func:`posterior_draws`); :meth:`p_diverge`, :meth:`limit`
+            and :meth:`interval` use it.
     """
 
     param: str
@@ -147,6 +165,9 @@ class StabilityBoundary:
     scatter: float
     at_target: float
     sd: float
+    draw_means: FloatArray = field(repr=False)
+    draw_sds: FloatArray = field(repr=False)
+    draw_weights: FloatArray = field(repr=False)
 
     @property
     def sign(self) -> float:
@@ -154,16 +175,25 @@ class StabilityBoundary:
         return 1.0 if self.side == "upper" else -1.0
 
     def p_diverge(self, coord: float) -> float:
-        """Probability that a run at ``coord`` (fitted coordinates) diverges at the target."""
-        if self.sd <= 0.0:
-            return float(self.sign * (coord - self.at_target) > 0.0)
-        return float(ndtr(self.sign * (coord - self.at_target) / self.sd))
+        """Probability that a run at ``coord`` (fitted coordinates) diverges at the target:
+        ``Σ_i w_i·Φ((coord − m_i)/σ_i)`` on an upper boundary."""
+        return float(
+            self.draw_weights @ ndtr(self.sign * (coord - self.draw_means) / self.draw_sds)
+        )
+
+    def _below(self, level: float) -> float:
+        """The coordinate with predictive ``P(b < x) = level`` (bisection on the mixture)."""
+        low, high = self.at_target - 40.0 * self.sd, self.at_target + 40.0 * self.sd
+        for _ in range(_BISECTIONS):
+            middle = 0.5 * (low + high)
+            below = float(self.draw_weights @ ndtr((middle - self.draw_means) / self.draw_sds))
+            low, high = (middle, high) if below < level else (low, middle)
+        return 0.5 * (low + high)
 
     def limit(self, p_max: float) -> float:
         """The furthest coordinate (fitted) toward the boundary whose :meth:`p_diverge` is
-        ``p_max``: ``b̂ − z·sd`` on an upper boundary, ``z = Φ⁻¹(1 − p_max)``."""
-        z = NormalDist().inv_cdf(1.0 - p_max)
-        return self.at_target - self.sign * z * self.sd
+        ``p_max``: the ``p_max`` quantile of the predictive boundary (upper side)."""
+        return self._below(p_max) if self.side == "upper" else self._below(1.0 - p_max)
 
     def natural(self, coord: float) -> float:
         """A fitted coordinate in the parameter's natural units."""
@@ -209,10 +239,8 @@ class StabilityBoundary:
             raise TransferSearchError(
                 f"`level` must be in (0, 1), e.g. 0.9, but got level={level!r}."
             )
-        z = NormalDist().inv_cdf(0.5 + level / 2.0)
-        return self.natural(self.at_target - z * self.sd), self.natural(
-            self.at_target + z * self.sd
-        )
+        tail = 0.5 - level / 2.0
+        return self.natural(self._below(tail)), self.natural(self._below(1.0 - tail))
 
 
 def _exp(value: float) -> float:
@@ -243,10 +271,13 @@ def boundary_rungs(
         )
         for scale, c, v in zip(scales, coords, values, strict=True)
     ]
+    kept = [obs for obs in observations if obs.state != "pruned"]
+    if len(kept) == sum(len(v) for v in values):  # every trial is on a ladder rung
+        return rungs
     known = set(scales)
     groups: dict[Scale, list[Observation]] = {}
-    for obs in observations:
-        if obs.scale not in known and obs.state != "pruned":
+    for obs in kept:
+        if obs.scale not in known:
             groups.setdefault(obs.scale, []).append(obs)
     for scale, group in groups.items():
         if not all(v in scale for v in variables):
@@ -376,8 +407,10 @@ class _Problem:
         log_mass = _log_mass(alpha, beta)
         dens_a, dens_b = np.exp(_log_pdf(alpha) - log_mass), np.exp(_log_pdf(beta) - log_mass)
         d_mu = (dens_a - dens_b) / sigma  # ∂ log mass / ∂μ
-        with np.errstate(invalid="ignore"):
-            d_omega = np.nan_to_num(alpha * dens_a) - np.nan_to_num(beta * dens_b)
+        with np.errstate(invalid="ignore"):  # an infinite end carries no density
+            d_omega = np.where(np.isfinite(alpha), alpha * dens_a, 0.0) - np.where(
+                np.isfinite(beta), beta * dens_b, 0.0
+            )
         prior_e = (e - self.prior_mean) / self.prior_sd**2
         prior_omega = (omega - self.log_scatter_prior) / SCATTER_PRIOR_LOG_SD**2
         value = (
@@ -389,6 +422,21 @@ class _Problem:
             [[-d_mu.sum()], -(self.design.T @ d_mu) + prior_e, [-d_omega.sum() + prior_omega]]
         )
         return value, grad
+
+    def log_posterior(self, thetas: FloatArray) -> FloatArray:
+        """The log posterior (up to a constant) at each row of ``thetas`` (N, p + 2)."""
+        p = self.design.shape[1]
+        e, omega = thetas[:, 1 : 1 + p], thetas[:, 1 + p]
+        mu = thetas[:, :1] + e @ self.design.T + self.offset  # (N, S)
+        sigma = np.exp(omega)[:, None]
+        alpha, beta = (self.low - mu) / sigma, (self.high - mu) / sigma
+        mass = _log_mass(alpha.ravel(), beta.ravel()).reshape(mu.shape)
+        return np.asarray(
+            mass.sum(axis=1)
+            - 0.5 * ((e - self.prior_mean) ** 2).sum(axis=1) / self.prior_sd**2
+            - 0.5 * (omega - self.log_scatter_prior) ** 2 / SCATTER_PRIOR_LOG_SD**2,
+            dtype=np.float64,
+        )
 
     def start(self) -> FloatArray:
         sigma = math.exp(self.log_scatter_prior)
@@ -449,6 +497,19 @@ def fit_boundary_law(
         TransferSearchError: no rung bounds the boundary from below, or none from above (the
             posterior of ``a`` is then improper).
     """
+    problem = _problem(low, high, log_scales, prior_mean, prior_sd, scatter_median, offset)
+    return _map_and_laplace(problem)
+
+
+def _problem(
+    low: FloatArray,
+    high: FloatArray,
+    log_scales: FloatArray,
+    prior_mean: FloatArray,
+    prior_sd: float,
+    scatter_median: float,
+    offset: FloatArray | None,
+) -> _Problem:
     low, high = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
     if not np.isfinite(low).any() or not np.isfinite(high).any():
         raise TransferSearchError(
@@ -456,7 +517,7 @@ def fit_boundary_law(
             f"(a diverged trial), but got low={low.tolist()}, high={high.tolist()}."
         )
     design = np.asarray(log_scales, dtype=np.float64).reshape(len(low), -1)
-    problem = _Problem(
+    return _Problem(
         low=low,
         high=high,
         design=design,
@@ -465,6 +526,9 @@ def fit_boundary_law(
         prior_sd=prior_sd,
         log_scatter_prior=math.log(scatter_median),
     )
+
+
+def _map_and_laplace(problem: _Problem) -> tuple[FloatArray, FloatArray]:
     found = minimize(
         problem.objective,
         problem.start(),
@@ -483,6 +547,43 @@ def fit_boundary_law(
     else:
         cov = np.linalg.inv(hess)
     return theta, np.asarray(cov, dtype=np.float64)
+
+
+def posterior_draws(
+    problem: _Problem, theta: FloatArray, cov: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Weighted draws of the law's posterior by adaptive importance sampling.
+
+    The first proposal is Laplace's ``N(θ̂, C)``; while the effective sample size ``1/Σw²`` stays
+    below a quarter of the draws, the next proposal is the weighted draws' mean and covariance
+    (inflated by :data:`PROPOSAL_INFLATION`), as in population Monte Carlo (Cappé et al. 2004).
+    Rungs where nothing diverged bound the boundary from one side only; the posterior is then cut
+    off by a wall that the Gaussian at the MAP cannot see, and this is where it matters.
+
+    Returns:
+        (N, p + 2) draws of ``θ = (a, e, log σ)`` and their (N,) normalised weights.
+    """
+    rng = np.random.default_rng(POSTERIOR_SEED)
+    mean, proposal = theta, cov
+    draws, weights = theta[None, :], np.ones(1)
+    for _ in range(POSTERIOR_ROUNDS):
+        try:
+            factor = np.linalg.cholesky(proposal)
+        except np.linalg.LinAlgError:
+            factor = np.linalg.cholesky(proposal + 1e-9 * np.eye(len(theta)))
+        normal = rng.standard_normal((POSTERIOR_DRAWS, len(theta)))
+        draws = mean + normal @ factor.T
+        log_q = -0.5 * (normal**2).sum(axis=1) - float(np.log(np.diag(factor)).sum())
+        log_w = problem.log_posterior(draws) - log_q
+        log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
+        weights = np.exp(log_w - log_w.max())
+        weights /= weights.sum()
+        if 1.0 / float(weights @ weights) >= POSTERIOR_DRAWS / 4:
+            break
+        mean = weights @ draws
+        centred = draws - mean
+        proposal = PROPOSAL_INFLATION * (centred.T * weights) @ centred + 1e-9 * np.eye(len(theta))
+    return draws, weights
 
 
 def fit_boundaries(
@@ -581,22 +682,25 @@ def _fit_one(
     else:
         pooled = np.concatenate([r.coords[:, column] for r in rungs])
         scatter = SCATTER_PRIOR_MEDIAN * max(float(np.std(pooled)), 1e-12)
-    theta, cov = fit_boundary_law(
+    problem = _problem(
         low,
         high,
         logs[:, free],
-        prior_mean=sign * np.array([prior.get(variables[k], 0.0) for k in free]),
-        scatter_median=scatter,
-        offset=sign * (logs @ fixed_e),
+        sign * np.array([prior.get(variables[k], 0.0) for k in free]),
+        UNSEEN_PRIOR_SD,
+        scatter,
+        sign * (logs @ fixed_e),
     )
+    theta, laplace = _map_and_laplace(problem)
+    draws, weights = posterior_draws(problem, theta, laplace)
     p = len(free)
     gradient = np.concatenate([[1.0], target_logs[free]])
-    law_var = float(gradient @ cov[: p + 1, : p + 1] @ gradient)
-    omega, omega_var = float(theta[p + 1]), float(cov[p + 1, p + 1])
-    scatter_var = math.exp(2.0 * omega + 2.0 * max(omega_var, 0.0))  # E[σ²], log σ ~ N
-    mean = sign * (theta[0] + float(theta[1 : p + 1] @ target_logs[free])) + float(
-        target_logs @ fixed_e
-    )
+    means = sign * (draws[:, : p + 1] @ gradient) + float(target_logs @ fixed_e)
+    sds = np.exp(draws[:, p + 1])
+    mean = float(weights @ means)
+    spread = float(weights @ (sds**2 + (means - mean) ** 2))
+    centred = draws[:, : p + 1] - weights @ draws[:, : p + 1]
+    cov = (centred.T * weights) @ centred
     exponents = {v: float(fixed_e[k]) for k, v in enumerate(variables)}
     for position, k in enumerate(free):
         exponents[variables[k]] = sign * float(theta[1 + position])
@@ -608,9 +712,12 @@ def _fit_one(
         variables=tuple(variables),
         intercept=sign * float(theta[0]),
         exponents=exponents,
-        covariance=cov[: p + 1, : p + 1],
+        covariance=np.asarray(cov, dtype=np.float64),
         free=tuple(variables[k] for k in free),
-        scatter=math.exp(omega),
-        at_target=float(mean),
-        sd=math.sqrt(max(law_var, 0.0) + scatter_var),
+        scatter=math.exp(float(theta[p + 1])),
+        at_target=mean,
+        sd=math.sqrt(spread),
+        draw_means=np.asarray(means, dtype=np.float64),
+        draw_sds=np.asarray(sds, dtype=np.float64),
+        draw_weights=np.asarray(weights, dtype=np.float64),
     )

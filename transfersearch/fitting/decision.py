@@ -11,11 +11,12 @@ Its gradient is ``Hm + b∘(mΦ(m/σ) + σφ(m/σ))`` and its Hessian ``H + diag
 method from ``m = 0`` converges in a few steps. A symmetric valley gives ``m = 0`` (the spread only
 adds ``½tr(HΣ)``); a steeper upper wall moves the decision down, the further the wider ``σ``.
 
-Then the stability boundaries (:mod:`.boundary`, docs/science.md §8): with the boundary at the
-target ``b ~ N(b̂, sd_b²)``, a run at ``x`` diverges with probability ``Φ((x − b̂)/sd_b)`` (upper
-side). The decision keeps each boundary's chance at most :data:`MAX_P_DIVERGE`/m (m boundaries: by
-the union bound all together stay within :data:`MAX_P_DIVERGE`), i.e. ``x ≤ b̂ − z·sd_b`` with
-``z = Φ⁻¹(1 − MAX_P_DIVERGE/m)``; a point the valley alone would place past that is moved back to it.
+Then the stability boundaries (:mod:`.boundary`, docs/science.md §8): a run at ``x`` diverges
+with probability ``P(b < x)`` under the boundary's posterior predictive at the target (upper side;
+``≈ Φ((x − b̂)/sd_b)``). The decision keeps each boundary's chance at most :data:`MAX_P_DIVERGE`/m
+(m boundaries: by the union bound all together stay within :data:`MAX_P_DIVERGE`), i.e. ``x`` at
+most the predictive's ``MAX_P_DIVERGE/m`` quantile (``b̂ − 1.64·sd_b`` for one Gaussian boundary);
+a point the valley alone would place past that is moved back to it.
 """
 
 from __future__ import annotations
@@ -129,8 +130,9 @@ def stability_limits(
     """(lower, upper) limits per coordinate (fitted) keeping ``P(diverge) ≤ p_max``.
 
     Each boundary gets ``p_max / m`` (union bound over the ``m`` boundaries): an upper boundary
-    caps its coordinate at ``b̂ − z·sd_b``, a lower one floors it at ``b̂ + z·sd_b``,
-    ``z = Φ⁻¹(1 − p_max/m)``. Coordinates without a boundary are unlimited (±inf).
+    caps its coordinate at the ``p_max/m`` quantile of its predictive (``b̂ − z·sd_b`` for a
+    Gaussian one, ``z = Φ⁻¹(1 − p_max/m)``), a lower one floors it at the ``1 − p_max/m``
+    quantile. Coordinates without a boundary are unlimited (±inf).
     """
     lower, upper = np.full(dims, -math.inf), np.full(dims, math.inf)
     share = p_max / max(len(boundaries), 1)

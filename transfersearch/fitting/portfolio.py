@@ -126,15 +126,21 @@ class _Draws:
 
 
 def _draws(loss: TargetLoss, swept: FloatArray, n_draws: int, seed: int) -> _Draws:
-    dims = int(swept.sum()) + len(loss.boundaries)
-    sobol = qmc.Sobol(d=dims, scramble=True, seed=seed)
-    uniform = sobol.random(n_draws)
-    normal = ndtri(np.clip(uniform, 1e-12, 1.0 - 1e-12))
+    """Sobol draws of the optimum (normal per swept coordinate) and of each boundary (its
+    predictive mixture: a component by its weight, then its normal), oriented diverged-above."""
     count = int(swept.sum())
-    optima = loss.mean[swept] + normal[:, :count] * loss.sd[swept]
-    bounds = np.array([b.sign * b.at_target for b in loss.boundaries])
-    spread = np.array([b.sd for b in loss.boundaries])
-    return _Draws(optima, bounds + normal[:, count:] * spread)
+    sobol = qmc.Sobol(d=count + 2 * len(loss.boundaries), scramble=True, seed=seed)
+    uniform = np.clip(sobol.random(n_draws), 1e-12, 1.0 - 1e-12)
+    normal = ndtri(uniform[:, :count])
+    optima = loss.mean[swept] + normal * loss.sd[swept]
+    bounds = np.empty((n_draws, len(loss.boundaries)))
+    for j, fit in enumerate(loss.boundaries):
+        pick_u, noise_u = uniform[:, count + 2 * j], uniform[:, count + 2 * j + 1]
+        cumulative = np.cumsum(fit.draw_weights)
+        pick = np.minimum(np.searchsorted(cumulative, pick_u * cumulative[-1]), len(cumulative) - 1)
+        value = fit.draw_means[pick] + fit.draw_sds[pick] * ndtri(noise_u)
+        bounds[:, j] = fit.sign * value
+    return _Draws(optima, bounds)
 
 
 def _losses(loss: TargetLoss, swept: FloatArray, points: FloatArray, draws: _Draws) -> FloatArray:
