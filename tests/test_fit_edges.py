@@ -261,3 +261,22 @@ def test_unseen_variance_is_the_prior_on_the_direction_no_rung_measured() -> Non
     assert unseen_variance(data, ridge, target) == pytest.approx((0.25 - 0.09) * 2.0)
     along = np.array([5.0, 5.0])  # on the ladder's line: nothing unseen
     assert unseen_variance(data, held, along) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_never_varied_parameter_is_dropped_with_a_note_not_the_pooled_valley(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """wd is recorded but every trial used 0.1: the valley is still pooled over lr (it switched
+    off silently before), wd keeps 0.1, and the log and summary() say why."""
+    obs = []
+    for width in (64, 128, 256):
+        for o in bowl_rung(Scale(width=width), 1e-2 * (width / 64) ** -0.5):
+            obs.append(Observation(o.scale, {"lr": o.params["lr"], "wd": 0.1}, o.value))
+    with warnings.catch_warnings(), caplog.at_level("INFO", logger="transfersearch.fitting.rungs"):
+        warnings.simplefilter("ignore")
+        res = extrapolate(obs, target=Scale(width=512), params=["lr", "wd"], n_bootstrap=0)
+    assert all(o.method == "pooled" for o in res.optima)
+    assert res.params["wd"] == pytest.approx(0.1)
+    assert res.law_params["lr"] == pytest.approx(1e-2 * 8**-0.5, rel=0.02)
+    assert "'wd' was never varied" in caplog.text
+    assert "wd was never varied (every trial used 0.1): dropped from the fit" in res.summary()

@@ -765,6 +765,15 @@ def edge_notes(optima: Sequence[ScaleOptimum]) -> list[str]:
     the valley's extrapolated shape) or is known only as a bound (a censored observation in the
     laws); docs/science.md §7.1."""
     lines: list[str] = []
+    if optima:
+        for name in optima[0].names:
+            if all(math.isinf(o.stderr[name]) for o in optima):
+                values = {o.params[name] for o in optima}
+                if len(values) == 1:
+                    lines.append(
+                        f"  {name} was never varied (every trial used {values.pop():.4g}): "
+                        "dropped from the fit; the prediction keeps that value. Sweep it to fit it."
+                    )
     for optimum in optima:
         for name, (low, high) in optimum.bounds.items():
             log = name in optimum.log_params

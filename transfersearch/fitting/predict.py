@@ -64,6 +64,9 @@ def predict(
         value, var = fit.predict(free_logs)
         value += sum(e * logs_of[v] for v, e in data.fixed.items())
         unseen = unseen_variance(data, fit, free_logs)
+        if not np.isfinite(data.variance).any() and np.ptp(data.z) == 0.0:
+            # never varied: dropped from the fit, the one value every trial used is kept
+            var = unseen = 0.0
         mean[column] = value
         variance[column] = var + unseen
         laws[name] = to_power_law(data, fit, model.name, ladder.variables)

@@ -7,6 +7,7 @@ pooled valley (:mod:`.surface`), or from the rung alone where the valley cannot 
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,7 +40,9 @@ from transfersearch.fitting.surface import RungTrials, Valley, fit_valley
 from transfersearch.observations import Observation, TransferSearchWarning
 from transfersearch.scale import Scale
 
-__all__ = ["Ladder", "law_data", "prepare", "read_optima"]
+__all__ = ["Ladder", "diverged_bracket", "law_data", "prepare", "read_optima"]
+
+logger = logging.getLogger(__name__)
 
 Exponents = Mapping[str, Mapping[str, float]]
 
@@ -186,6 +189,16 @@ def prepare(
     fixed = _check_exponents(fixed_exponents, "fixed_exponents", names, variables)
     prior = _check_exponents(prior_exponents, "prior_exponents", names, variables)
     log_scales = np.log(np.array([[s[v] for v in variables] for s in scales]))
+    finite = np.vstack([t.coords[np.isfinite(t.values)] for _, t in rungs])
+    for j in np.flatnonzero(
+        np.ptp(finite, axis=0) <= 1e-12 * np.maximum(1.0, np.abs(finite).max(axis=0))
+    ):
+        logger.info(
+            "%r was never varied (every finite trial at %.6g): dropped from the fit, the prediction "
+            "keeps that value",
+            names[j],
+            math.exp(finite[0, j]) if names[j] in logs else finite[0, j],
+        )
     if target is not None:
         target.require(*variables, purpose="predict from the fitted power laws")
         _warn_unseen(variables, log_scales, target, fixed)

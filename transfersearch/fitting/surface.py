@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -349,6 +349,9 @@ def fit_valley(
         The :class:`Valley`, or None when fewer than two rungs can be pooled, a coordinate is not
         swept, or the shared curvature has no minimum (the caller falls back to per-rung fits).
     """
+    held = _unvaried(rungs)
+    if held.any() and not held.all():
+        return _without(rungs, held, with_covariance, walls)
     pooled = np.array([_placeable(r) for r in rungs])
     if pooled.sum() < 2:
         return None
@@ -362,6 +365,67 @@ def fit_valley(
         if wider is not None:
             misfit = _misfit_variance(solved, rows, wider[0], wider[1])
     return _valley(solved, rows, pooled, center, width, with_covariance, misfit)
+
+
+def _unvaried(rungs: Sequence[RungTrials]) -> NDArray[np.bool_]:
+    """(d,) coordinates no finite trial of any rung varies (a recorded, never-swept parameter)."""
+    finite = [r.coords[np.isfinite(r.values)] for r in rungs if np.isfinite(r.values).any()]
+    good = np.vstack(finite)
+    spread = np.ptp(good, axis=0)
+    return np.asarray(spread <= 1e-12 * np.maximum(1.0, np.abs(good).max(axis=0)), dtype=bool)
+
+
+def _without(
+    rungs: Sequence[RungTrials],
+    held: NDArray[np.bool_],
+    with_covariance: bool,
+    walls: NDArray[np.bool_] | None,
+) -> Valley | None:
+    """The valley of the varied coordinates; a never-varied one is dropped from the fit and
+    reported at its one value with an infinite variance and curvature (nothing is known about its
+    optimum: the convention of a coordinate a rung does not sweep)."""
+    keep = ~held
+    sub = [RungTrials(r.coords[:, keep], r.values) for r in rungs]
+    inner = fit_valley(
+        sub, with_covariance=with_covariance, walls=None if walls is None else walls[keep]
+    )
+    if inner is None:
+        return None
+    total, dims = len(rungs), len(held)
+    value = np.vstack([r.coords[np.isfinite(r.values)] for r in rungs])[0]
+
+    def widen(part: FloatArray, fill: float) -> FloatArray:
+        out = np.full((total, dims), fill)
+        out[:, keep] = part
+        return out
+
+    centers = widen(inner.centers, np.nan)
+    centers[np.ix_(inner.pooled, held)] = value[held]
+    cov = np.zeros((total, dims, dims))
+    cov[np.ix_(np.arange(total), keep, keep)] = inner.center_cov
+    cov[:, held, held] = np.inf
+    hessian = np.full((dims, dims), np.inf)
+    hessian[np.ix_(keep, keep)] = inner.hessian
+    wall = np.zeros(dims)
+    wall[keep] = inner.wall
+    vector = np.zeros(dims)
+    reach = np.zeros(dims)
+    reach[keep] = inner.reach
+    vector[keep] = inner.shared_bias_var
+    censored = np.zeros((total, dims), dtype=np.int8)
+    censored[:, keep] = inner.censored
+    return replace(
+        inner,
+        centers=centers,
+        center_cov=cov,
+        hessian=hessian,
+        wall=wall,
+        reach=reach,
+        shared_bias_var=vector,
+        past_edge=widen(inner.past_edge, 0.0),
+        censored=censored,
+        edges=widen(inner.edges, np.nan),
+    )
 
 
 def _fit_region(
