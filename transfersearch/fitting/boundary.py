@@ -19,7 +19,6 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import minimize
 from scipy.special import log_ndtr, ndtr
 
 from transfersearch.errors import TransferSearchError
@@ -529,6 +528,8 @@ def _problem(
 
 
 def _map_and_laplace(problem: _Problem) -> tuple[FloatArray, FloatArray]:
+    from scipy.optimize import minimize  # ~1/4 of the package import time: only here
+
     found = minimize(
         problem.objective,
         problem.start(),

@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import ndtri
-from scipy.stats import qmc
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import FloatArray
@@ -128,6 +126,8 @@ class _Draws:
 def _draws(loss: TargetLoss, swept: FloatArray, n_draws: int, seed: int) -> _Draws:
     """Sobol draws of the optimum (normal per swept coordinate) and of each boundary (its
     predictive mixture: a component by its weight, then its normal), oriented diverged-above."""
+    from scipy.stats import qmc  # scipy.stats costs ~40% of the package's import time: only here
+
     count = int(swept.sum())
     sobol = qmc.Sobol(d=count + 2 * len(loss.boundaries), scramble=True, seed=seed)
     uniform = np.clip(sobol.random(n_draws), 1e-12, 1.0 - 1e-12)
@@ -265,6 +265,8 @@ def _greedy_exchange(table: FloatArray, k: int) -> list[int]:
 
 def _polish(loss: TargetLoss, swept: FloatArray, members: FloatArray, draws: _Draws) -> FloatArray:
     """Nelder-Mead on each member's swept coordinates, the others held, within the limits."""
+    from scipy.optimize import minimize  # ~1/4 of the package import time: only here
+
     members = members.copy()
     columns = np.flatnonzero(swept)
     bounds = [_box(loss, int(j)) for j in columns]
