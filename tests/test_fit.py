@@ -320,9 +320,11 @@ def test_unseen_and_collinear_directions_stay_at_the_prior() -> None:
     assert e_width + e_tokens == pytest.approx(-0.5, abs=1e-4)
     assert e_width == pytest.approx(e_tokens, abs=1e-4)
     assert e_depth == 0.3 and fit.fitted == (0, 1) and fit.covariance.shape == (3, 3)
-    difference = np.array([0.0, 1.0, -1.0])  # e_width − e_tokens: the prior's sd √2 · 1
+    # e_width − e_tokens, the direction no rung measured: the prior across the span has sd
+    # min(s, 0.5) = 0.5 per exponent (docs/science.md §7.4), so √2 · 0.5
+    difference = np.array([0.0, 1.0, -1.0])
     assert math.sqrt(difference @ fit.covariance @ difference) == pytest.approx(
-        math.sqrt(2.0), rel=1e-3
+        math.sqrt(2.0) * 0.5, rel=1e-3
     )
     law = to_power_law(data, fit, "shrunk", ("width", "tokens", "depth"))
     assert law.shrunk == ("depth",) and law.names == ("intercept", "width", "tokens")

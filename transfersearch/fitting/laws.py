@@ -59,6 +59,9 @@ UNSEEN_SPAN = 1e-9
 #: to the prediction's variance for it, so the interval, the decision and the planner's focus do
 #: not claim to know a direction no trial measured.
 UNSEEN_PRIOR_SD = 0.5
+#: Singular values of the informative rungs' centred log-scales below this fraction of the
+#: largest (at least 1 log unit) span no direction: the ladder moved those variables together.
+SPAN_TOLERANCE = 1e-6
 #: Empirical-Bayes grid of the scatter τ, in units of the optima's median standard error.
 SCATTER_GRID = (0.0, 0.3, 1.0, 3.0, 10.0)
 #: EM for censored rows stops once no imputed value moves by more than this fraction of its sd.
@@ -356,7 +359,7 @@ def gaussian_gls(data: LawData, prior_sd: float, scatter_var: float) -> LawFit:
     mean_logs = (weights @ logs) / total
     design = np.column_stack([np.ones(len(z)), logs - mean_logs])
     precision = np.zeros((count + 1, count + 1))
-    precision[1:, 1:] = np.eye(count) / prior_sd**2
+    precision[1:, 1:] = _direction_precision(design[weights > 0.0, 1:], prior_sd)
     gram = design.T @ (design * weights[:, None]) + precision
     rhs = design.T @ (weights * z) + precision @ np.concatenate([[0.0], data.prior[moving]])
     covariance_c = np.linalg.pinv(gram)
@@ -369,6 +372,22 @@ def gaussian_gls(data: LawData, prior_sd: float, scatter_var: float) -> LawFit:
     exponents[moving] = beta[1:]
     fitted = tuple(int(k) for k in moving)
     return LawFit(float(beta[0]), exponents, fitted, covariance, scatter_var, prior_sd)
+
+
+def _direction_precision(centred: FloatArray, prior_sd: float) -> FloatArray:
+    """The exponents' prior precision: ``1/s²`` along the directions the informative rungs span,
+    ``1/min(s, 0.5)²`` across them (docs/science.md §7.4).
+
+    No rung measures a direction outside the span (two variables moved together), so there the
+    posterior is the prior: a free law's ``s = 10`` would claim an interval 20× the published
+    exponents' range, while :data:`UNSEEN_PRIOR_SD` is what is known there.
+    """
+    count = centred.shape[1]
+    basis, singular, _ = np.linalg.svd(centred.T, full_matrices=False)
+    basis = basis[:, singular > SPAN_TOLERANCE * max(1.0, float(singular.max(initial=0.0)))]
+    inside = basis @ basis.T
+    across = min(prior_sd, UNSEEN_PRIOR_SD)
+    return np.asarray(inside / prior_sd**2 + (np.eye(count) - inside) / across**2, dtype=np.float64)
 
 
 def restricted_loglik(data: LawData, prior_sd: float, scatter_var: float) -> float:

@@ -10,6 +10,7 @@ import numpy as np
 
 from transfersearch.fitting.coords import FloatArray
 from transfersearch.fitting.laws import (
+    SPAN_TOLERANCE,
     UNSEEN_PRIOR_SD,
     LawData,
     LawFit,
@@ -21,10 +22,6 @@ from transfersearch.fitting.models import LawModel
 from transfersearch.fitting.rungs import Ladder, law_data
 
 __all__ = ["Prediction", "predict", "unseen_variance"]
-
-#: Singular values of the rungs' centred log-scales below this fraction of the largest (at least
-#: 1 log unit) span no direction: the ladder moved those variables together to rounding noise.
-SPAN_TOLERANCE = 1e-6
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,9 +81,11 @@ def unseen_variance(data: LawData, fit: LawFit, target_logs: FloatArray) -> floa
     variables the ladder moved together. Its exponent has the prior sd
     :data:`UNSEEN_PRIOR_SD` (0.5; published exponents have ``|e| ≤ 1``), so the prediction's
     variance gains ``0.5²·Σ_k o_k²`` — less what the model already carries there: a fitted
-    exponent's ridge prior gives ``s²`` per unit, so a fitted variable adds
+    exponent's ridge prior gives ``min(s, 0.5)²`` per unit across the span
+    (:func:`transfersearch.fitting.laws.gls`), so a fitted variable adds
     ``max(0.5² − s², 0)·o_k²``; one held at its prior (``s = 0``, a no-drift or prior model, or
-    a variable constant over the informative rungs) adds ``0.5²·o_k²``.
+    a variable constant over the informative rungs) adds ``0.5²·o_k²``. Every model ends with
+    ``0.5²`` per unit on what no rung measured.
     """
     if not len(data.variables):
         return 0.0
