@@ -235,3 +235,35 @@ def test_a_postgresql_password_is_never_printed(
     assert main(["validate", "--storage", refused, "--study", "proxy"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and password not in err, err
+
+
+def test_report_publish_on_postgresql_prints_no_password(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`report --publish` prints the optuna-dashboard command with the storage URL: masked."""
+    optuna = pytest.importorskip("optuna")
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("optuna_dashboard")
+    pytest.importorskip("plotly")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    password = "s3cret-Pw"
+    url = postgres_url.replace("postgres@", f"postgres:{password}@")
+    study = optuna.create_study(storage=url, study_name="published")
+    dists = {n: optuna.distributions.FloatDistribution(1e-5, 100.0, log=True)
+             for n in ("base_lr", "tau_epoch")}  # fmt: skip
+    for row in sweep_rows():
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={k[7:]: v for k, v in row.items() if k.startswith("params.")},
+                distributions=dists,
+                value=row["value"],
+                user_attrs={k: v for k, v in row.items() if k.startswith("scale.")},
+            )
+        )
+    argv = ["report", "--storage", url, "--study", "published", "--target", TARGET]
+    argv += ["--out", str(tmp_path / "r.png"), "--n-bootstrap", "0"]
+    status = main([*argv, "--publish", "--artifact-dir", str(tmp_path / "art")])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert "optuna-dashboard postgresql://postgres:***@" in captured.out
+    assert password not in captured.out + captured.err
