@@ -17,6 +17,7 @@ from transfersearch.cost import by_cost, default_cost
 from transfersearch.extrapolate import extrapolate, validate
 from transfersearch.fitting.laws import UNSEEN_PRIOR_SD, LawData, gls, truncated_normal_moments
 from transfersearch.fitting.predict import unseen_variance
+from transfersearch.fitting.selection import weighted_mean_se
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
@@ -280,3 +281,12 @@ def test_a_never_varied_parameter_is_dropped_with_a_note_not_the_pooled_valley(
     assert res.law_params["lr"] == pytest.approx(1e-2 * 8**-0.5, rel=0.02)
     assert "'wd' was never varied" in caplog.text
     assert "wd was never varied (every trial used 0.1): dropped from the fit" in res.summary()
+
+
+def test_one_se_rule_uses_the_unbiased_standard_error() -> None:
+    """Equal weights: s/√n with ddof = 1 (the biased form was √((n − 1)/n) smaller)."""
+    values = np.array([0.1, 0.4, -0.2, 0.3])
+    by_hand = float(np.std(values, ddof=1)) / 2.0  # √4
+    assert weighted_mean_se(np.ones(4), values) == pytest.approx(by_hand)
+    assert weighted_mean_se(np.full(4, 0.3), values) == pytest.approx(by_hand)
+    assert weighted_mean_se(np.ones(1), values[:1]) == 0.0

@@ -34,7 +34,7 @@ from transfersearch.fitting.predict import decades, predict
 from transfersearch.fitting.rungs import Ladder, read_optima
 from transfersearch.scale import Scale
 
-__all__ = ["Fold", "WalkForward", "walk_forward"]
+__all__ = ["Fold", "WalkForward", "walk_forward", "weighted_mean_se"]
 
 #: Rungs a fold trains on at least: one rung fixes a level, a second is the least a drift needs.
 MIN_TRAIN = 2
@@ -181,6 +181,18 @@ def _marginal_drift(
     return any(law.prior_sd > 0.0 and len(law.names) > 1 for law in laws.values())
 
 
+def weighted_mean_se(weights: FloatArray, values: FloatArray) -> float:
+    """Standard error of the weighted mean ``m = Σwᵢxᵢ/Σwᵢ`` with the unbiased variance:
+    ``√(n/(n − 1) · Σwᵢ²(xᵢ − m)²) / Σwᵢ``; equal weights give the textbook ``s/√n`` with
+    ``ddof = 1`` (docs/science.md §7.6). One value has no spread: 0."""
+    count = len(values)
+    if count < 2:
+        return 0.0
+    mean = float(weights @ values / weights.sum())
+    spread = count / (count - 1) * float((weights**2) @ (values - mean) ** 2)
+    return float(np.sqrt(spread) / weights.sum())
+
+
 def _choose(
     ladder: Ladder,
     folds: tuple[Fold, ...],
@@ -208,11 +220,7 @@ def _choose(
     weights = np.array([f.decades for f in folds])
     diff = np.array([f.regret[baseline] - f.regret[best] for f in folds])
     mean = float(weights @ diff / weights.sum())
-    # the weighted mean's standard error with the unbiased (n − 1) variance: equal weights give
-    # the textbook s/√n with ddof=1 (docs/science.md §7.6)
-    count = len(folds)
-    unbiased = count / (count - 1) if count > 1 else 1.0  # one fold: no spread (unused)
-    spread = float(np.sqrt(unbiased * (weights**2) @ (diff - mean) ** 2) / weights.sum())
+    spread = weighted_mean_se(weights, diff)
     noise = np.array([f.difference_variance(baseline, best) for f in folds])
     own = float(np.sqrt((weights**2) @ noise) / weights.sum())
     # the between-fold spread is no estimate with one or two folds; the held-out rungs' own
