@@ -220,8 +220,9 @@ BASE_WIDTH = 64
 RAY_SAMPLES = (
     "num_samples=200",
     "num_samples=40",
-    "200 Ray Tune trials take over 10 min on 2 CPU cores (Ray's per-trial overhead: train is "
-    "instant); 40 fill the two cheapest rungs and start the third",
+    "Ray Tune starts a placement group and an actor per trial, 1-11 s each on 2 shared cores even "
+    "with the instant train (40 trials: 443 s at load 20), so 200 would take minutes to an hour; "
+    "40 fill the two cheapest rungs (16 each) and start the third",
 )
 SCALED_DOWN: dict[str, tuple[tuple[str, str, str], ...]] = {
     "README.md": (RAY_SAMPLES,),

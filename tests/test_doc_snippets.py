@@ -131,8 +131,9 @@ def _run_file(path: str, cwd: Path, namespace: dict[str, Any]) -> int:
     return ran
 
 
-#: Files whose run is long even with an instant ``train``: Ray Tune's per-trial overhead (~1 s a trial
-#: on an idle 2-core machine, several under load) over the scaled-down 40 trials.
+#: Files whose run is long even with an instant ``train``: Ray Tune's per-trial overhead over the
+#: scaled-down 40 trials (measured at load ~15 on 2 cores: README.md 231 s, ray.md 200 s; the other
+#: pages take 1-100 s each under the same load).
 SLOW_FILES = frozenset({"README.md", "docs/integrations/ray.md"})
 
 
