@@ -27,6 +27,7 @@ from _snippets import (
     Block,
     blocks,
     our_commands,
+    shell_lines,
 )
 
 #: Languages of blocks: python and bash are run; yaml and unlabelled blocks (trees, tables) are data.
@@ -164,6 +165,34 @@ def test_blocks_run_as_written(path: str, workdir: Path, monkeypatch: pytest.Mon
 def test_not_run(block: Block) -> None:
     """The blocks marked ``<!-- not-run: reason -->``: listed (pytest -rs) with their reason."""
     pytest.skip(f"{block.where} ({block.section}): {block.not_run}")
+
+
+OTHER_SHELL_LINES = [
+    (b, line)
+    for b in ALL_BLOCKS
+    if b.language == "bash" and b.not_run is None
+    for line in shell_lines(b)
+    if line not in our_commands(b)
+]
+
+
+@pytest.mark.parametrize(
+    ("block", "line"),
+    OTHER_SHELL_LINES,
+    ids=[f"{b.where}:{line[:30]}" for b, line in OTHER_SHELL_LINES],
+)
+def test_other_shell_lines_are_listed(block: Block, line: str) -> None:
+    """Shell lines that are not transfersearch commands (installs, ``cd``, a dashboard server) are
+    not run here: listed (pytest -rs) so that none is skipped unseen."""
+    why = next((w for start, w in _WHY_NOT.items() if line.startswith(start)), "")
+    pytest.skip(f"{block.where} ({block.section}): not a transfersearch command{why}: {line}")
+
+
+_WHY_NOT = {
+    "pip install": " (installs; .ci/run runs the README's test command, tests/test_readme.py checks)",
+    "optuna-dashboard": " (starts a web server)",
+    "cd examples/hydra_sweep": " (tests/test_examples.py runs the Hydra sweep)",
+}
 
 
 def test_every_block_is_run_or_data() -> None:
