@@ -89,7 +89,17 @@ CLI_CASES = [
     (["extrapolate", "--json-file", "{nested}", "--target", TARGET], "nested too deeply"),
     (["extrapolate", "--csv", "{plain}", "--target", "width=1024"], "--scale-columns width"),
     (
-        ["extrapolate", "--csv", "{plain}", "--scale-columns", "width", "--target", "width=1024"],
+        [
+            "extrapolate",
+            "--csv",
+            "{plain}",
+            "--scale-columns",
+            "width",
+            "--target",
+            "width=1024",
+            "--params",
+            "base_lr",
+        ],
         "'value' is not a column",
     ),
     (
