@@ -310,3 +310,33 @@ def test_divergences_that_bound_nothing_give_no_boundary() -> None:
         res = ts.extrapolate(obs, target=Scale(width=1024), params=["lr"], n_bootstrap=0)
     assert res.boundary == {} and res.p_diverge == 0.0
     assert res.boundary_shift == {"lr": 0.0}
+
+
+def test_a_second_cause_of_divergence_gets_its_own_boundary() -> None:
+    """lr diverges above 3× its optimum and, independently, tau below 0.15: most diverged trials
+    are lr's, spread evenly in tau (tau's share of ordered pairs alone is 0.25, short of the 0.2
+    a lower boundary needs);
+    once lr's boundary explains its own, tau's lower boundary is found in the rest."""
+    rng = np.random.default_rng(0)
+    obs = []
+    for width in (64, 128, 256, 512):
+        lr_opt = 0.01 * (width / 64) ** -0.5
+        for _ in range(30):
+            lr = float(math.exp(rng.uniform(math.log(1e-4), math.log(0.3))))
+            tau = float(math.exp(rng.uniform(math.log(0.05), math.log(20.0))))
+            value = 2.0 + 0.1 * math.log(lr / lr_opt) ** 2 + 0.05 * math.log(tau) ** 2
+            diverged = lr > 3 * lr_opt or tau < 0.15
+            obs.append(
+                Observation(
+                    {"width": width}, {"lr": lr, "tau": tau}, math.nan if diverged else value
+                )
+            )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = ts.extrapolate(obs, target=Scale(width=4096), params=["lr", "tau"], n_bootstrap=0)
+    assert res.boundary["lr"].side == "upper" and res.boundary["tau"].side == "lower"
+    low, high = res.boundary["tau"].interval(0.9)
+    assert low < 0.15 < high  # tau's boundary does not move with width
+    for bound in res.boundary["tau"].bounds:  # each rung: between its trials around 0.15
+        assert math.exp(bound.low) < 0.15 * 1.6 and math.exp(bound.high) > 0.15 / 1.6
+    assert res.params["tau"] >= math.exp(res.boundary["tau"].limit(MAX_P_DIVERGE / 2)) - 1e-9

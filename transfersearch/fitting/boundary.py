@@ -293,8 +293,8 @@ def boundary_rungs(
     return rungs
 
 
-def _side(rungs: Sequence[BoundaryRung], column: int) -> Side | None:
-    """Which side of ``column`` diverges, from the within-rung share of ordered pairs (AUC)."""
+def _side(rungs: Sequence[BoundaryRung], column: int) -> tuple[Side | None, float]:
+    """Which side of ``column`` diverges, and the within-rung share of ordered pairs (AUC)."""
     above = pairs = 0.0
     for rung in rungs:
         x = rung.coords[:, column]
@@ -305,13 +305,13 @@ def _side(rungs: Sequence[BoundaryRung], column: int) -> Side | None:
         bad = np.concatenate([r.diverged for r in rungs])
         above, pairs = _ordered_pairs(stacked[bad], stacked[~bad])
     if pairs == 0:
-        return None
+        return None, 0.5
     share = above / pairs
     if share >= BOUNDARY_AUC:
-        return "upper"
+        return "upper", share
     if share <= 1.0 - BOUNDARY_AUC:
-        return "lower"
-    return None
+        return "lower", share
+    return None, share
 
 
 def _ordered_pairs(bad: FloatArray, stable: FloatArray) -> tuple[float, float]:
@@ -600,7 +600,10 @@ def fit_boundaries(
     """The stability boundary of each parameter that diverges on one side, predicted at the target.
 
     A parameter gets a boundary when trials diverged and, within rungs, the diverged ones lie on
-    one side of the stable ones (:data:`BOUNDARY_AUC`); with no diverged trial there is none.
+    one side of the stable ones (:data:`BOUNDARY_AUC`); with no diverged trial there is none. The
+    clearest parameter goes first; the diverged trials its boundary explains (past each rung's
+    interval) are then set aside and the others judged on the rest, so a second cause of
+    divergence (a τ too short besides a learning rate too high) is not diluted by the first.
 
     Args:
         rungs: every scale's trials (:func:`boundary_rungs`).
@@ -613,14 +616,20 @@ def fit_boundaries(
         fixed: fixed exponents per parameter, held by the boundary too.
     """
     out: dict[str, StabilityBoundary] = {}
-    if not rungs or not any(r.diverged.any() for r in rungs):
-        return out
-    for column, name in enumerate(names):
-        side = _side(rungs, column)
-        if side is None:
+    remaining = [r for r in rungs if len(r.diverged)]
+    todo = list(range(len(names)))
+    while todo and any(r.diverged.any() for r in remaining):
+        sides = {column: _side(remaining, column) for column in todo}
+        found = [c for c in todo if sides[c][0] is not None]
+        if not found:
+            break
+        column = max(found, key=lambda c: abs(sides[c][1] - 0.5))  # the clearest first
+        todo.remove(column)
+        name, side = names[column], sides[column][0]
+        if side is None:  # not reached: ``found`` holds only sided columns
             continue
         bounds = tuple(
-            censored_bound(r.coords[:, column], r.diverged, side, r.scale) for r in rungs
+            censored_bound(r.coords[:, column], r.diverged, side, r.scale) for r in remaining
         )
         if not _bounded(bounds, side):
             logger.info(
@@ -630,12 +639,14 @@ def fit_boundaries(
                 "above" if side == "upper" else "below",
             )
             continue
+        rungs_used = remaining
+        remaining = _explain_away(remaining, bounds, column, side)
         out[name] = _fit_one(
             name,
             side,
             name in logs,
             bounds,
-            rungs,
+            rungs_used,
             column,
             variables,
             target_logs,
@@ -650,6 +661,23 @@ def fit_boundaries(
             out[name].sd,
             len(rungs),
         )
+    return out
+
+
+def _explain_away(
+    rungs: Sequence[BoundaryRung], bounds: Sequence[CensoredBound], column: int, side: Side
+) -> list[BoundaryRung]:
+    """The rungs without the diverged trials this boundary explains (those at or past each rung's
+    interval on the diverged side), so that another parameter's boundary is judged on the rest."""
+    out = []
+    for rung, bound in zip(rungs, bounds, strict=True):
+        x = rung.coords[:, column]
+        past = x >= bound.high if side == "upper" else x <= bound.low
+        keep = ~(rung.diverged & past)
+        if keep.any():
+            out.append(
+                BoundaryRung(rung.scale, rung.log_scale, rung.coords[keep], rung.diverged[keep])
+            )
     return out
 
 
