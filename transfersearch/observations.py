@@ -593,7 +593,7 @@ def collapse_duplicates(observations: Sequence[Observation]) -> tuple[list[Obser
     kept: list[Observation] = []
     for obs in observations:
         value = "nan" if math.isnan(obs.value) else obs.value  # NaN != NaN, yet a copy
-        key = (obs.scale, tuple(sorted(obs.params.items())), value, obs.state)
+        key = (obs.scale, frozenset(obs.params.items()), value, obs.state)
         if key not in seen:
             seen.add(key)
             kept.append(obs)
@@ -638,9 +638,11 @@ def check_log_swept(
     """
     distributions = getattr(space, "distributions", None) or {}
     for name in params:
+        if all(obs.params.get(name, 1.0) > 0.0 for obs in observations):
+            continue  # the common case, checked in one pass
         values = [(i, obs.params[name]) for i, obs in enumerate(observations) if name in obs.params]
         bad = [i for i, value in values if value <= 0.0]
-        if not bad or len(bad) == len(values):
+        if len(bad) == len(values):
             continue
         declared = distributions.get(name)
         declared_log = getattr(declared, "log", None)
