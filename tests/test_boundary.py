@@ -16,11 +16,17 @@ from transfersearch.fitting.boundary import (
     SCATTER_PRIOR_LOG_SD,
     SCATTER_PRIOR_MEDIAN,
     BoundaryRung,
+    StabilityBoundary,
     censored_bound,
     fit_boundaries,
     fit_boundary_law,
 )
-from transfersearch.fitting.decision import MAX_P_DIVERGE
+from transfersearch.fitting.decision import (
+    MAX_P_DIVERGE,
+    boundary_share,
+    p_diverge,
+    stability_limits,
+)
 from transfersearch.fitting.laws import UNSEEN_PRIOR_SD
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
@@ -340,3 +346,44 @@ def test_a_second_cause_of_divergence_gets_its_own_boundary() -> None:
     for bound in res.boundary["tau"].bounds:  # each rung: between its trials around 0.15
         assert math.exp(bound.low) < 0.15 * 1.6 and math.exp(bound.high) > 0.15 / 1.6
     assert res.params["tau"] >= math.exp(res.boundary["tau"].limit(MAX_P_DIVERGE / 2)) - 1e-9
+
+
+def _gaussian_boundary(name: str, side: str, mean: float, sd: float) -> StabilityBoundary:
+    """A boundary whose predictive is one normal ``N(mean, sd²)`` (fitted coordinates)."""
+    return StabilityBoundary(
+        param=name,
+        side=side,  # type: ignore[arg-type]
+        log_space=True,
+        bounds=(),
+        variables=("width",),
+        intercept=mean,
+        exponents={"width": 0.0},
+        covariance=np.zeros((2, 2)),
+        free=("width",),
+        scatter=sd,
+        at_target=mean,
+        sd=sd,
+        draw_means=np.array([mean]),
+        draw_sds=np.array([sd]),
+        draw_weights=np.array([1.0]),
+    )
+
+
+def test_the_binding_boundaries_share_what_the_others_leave() -> None:
+    """Risks 0.001 (tau, far) and 0.3 (lr) at the valley's point: tau keeps its 0.001, lr may take
+    q = 1 − 0.95/0.999 = 0.049049 so that 1 − 0.999·(1 − q) = 5% exactly (the union bound's
+    2.5% each would have moved lr further than needed)."""
+    lr = _gaussian_boundary("lr", "upper", 0.0, 1.0)
+    tau = _gaussian_boundary("tau", "lower", 0.0, 1.0)
+    point = np.array([norm.ppf(0.3), norm.ppf(0.999)])  # lr: P(b < x) = 0.3; tau: P(b > x) = 0.001
+    assert lr.p_diverge(point[0]) == pytest.approx(0.3)
+    assert tau.p_diverge(point[1]) == pytest.approx(0.001)
+    share = boundary_share(point, (lr, tau), (0, 1), 0.05)
+    assert share == pytest.approx(1 - 0.95 / 0.999)
+    lower, upper = stability_limits(2, (lr, tau), (0, 1), 0.05, point=point)
+    moved = np.clip(point, lower, upper)
+    assert moved[1] == point[1] and moved[0] == pytest.approx(norm.ppf(share))
+    assert p_diverge(moved, (lr, tau), (0, 1)) == pytest.approx(0.05)
+    # both binding: equal shares, 1 − (1 − q)² = 5%
+    both = np.array([norm.ppf(0.3), norm.ppf(0.7)])
+    assert boundary_share(both, (lr, tau), (0, 1), 0.05) == pytest.approx(1 - 0.95**0.5)

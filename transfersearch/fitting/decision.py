@@ -13,10 +13,11 @@ adds ``½tr(HΣ)``); a steeper upper wall moves the decision down, the further t
 
 Then the stability boundaries (:mod:`.boundary`, docs/science.md §8): a run at ``x`` diverges
 with probability ``P(b < x)`` under the boundary's posterior predictive at the target (upper side;
-``≈ Φ((x − b̂)/sd_b)``). The decision keeps each boundary's chance at most :data:`MAX_P_DIVERGE`/m
-(m boundaries: by the union bound all together stay within :data:`MAX_P_DIVERGE`), i.e. ``x`` at
-most the predictive's ``MAX_P_DIVERGE/m`` quantile (``b̂ − 1.64·sd_b`` for one Gaussian boundary);
-a point the valley alone would place past that is moved back to it.
+``≈ Φ((x − b̂)/sd_b)``). The decision keeps the chance that any boundary is crossed at most :data:`MAX_P_DIVERGE`
+(independent boundaries: ``1 − Π_j(1 − p_j)``; the binding ones share what the others leave,
+:func:`boundary_share`), i.e. ``x`` at most its share's quantile of the predictive
+(``b̂ − 1.64·sd_b`` for one Gaussian boundary); a point the valley alone would place past that is
+moved back to it.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ __all__ = [
     "MAX_P_DIVERGE",
     "MAX_SHIFT_SD",
     "TargetLoss",
+    "boundary_share",
     "expected_excess",
     "p_diverge",
     "safe_shift",
@@ -121,21 +123,56 @@ def safe_shift(
     return shift
 
 
+def boundary_share(
+    point: FloatArray,
+    boundaries: Sequence[StabilityBoundary],
+    columns: Sequence[int],
+    p_max: float = MAX_P_DIVERGE,
+) -> float:
+    """The chance ``q`` each boundary may take so that a run at ``point`` moved back onto the
+    binding limits diverges with probability ``p_max`` at most.
+
+    The boundaries are independent: ``1 − Π_j(1 − p_j) ≤ p_max``. Those whose ``p_j`` at ``point``
+    is already below the share keep it; the ``k`` others share the rest equally,
+    ``q = 1 − ((1 − p_max) / Π_free(1 − p_j))^(1/k)`` (``p_max`` for one boundary; with none
+    binding, ``q = p_max``).
+    """
+    risks = sorted(b.p_diverge(float(point[c])) for b, c in zip(boundaries, columns, strict=True))
+    if not risks:
+        return p_max
+    for free in range(len(risks), -1, -1):  # the ``free`` smallest risks stay where they are
+        kept = math.prod(1.0 - r for r in risks[:free])
+        binding = len(risks) - free
+        if binding == 0:
+            if 1.0 - kept <= p_max:
+                return p_max
+            continue
+        share = 1.0 - ((1.0 - p_max) / kept) ** (1.0 / binding) if kept > 1.0 - p_max else 0.0
+        if free == 0 or risks[free - 1] <= share:
+            return max(share, 0.0)
+    return p_max / len(risks)
+
+
 def stability_limits(
     dims: int,
     boundaries: Sequence[StabilityBoundary],
     columns: Sequence[int],
     p_max: float = MAX_P_DIVERGE,
+    point: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """(lower, upper) limits per coordinate (fitted) keeping ``P(diverge) ≤ p_max``.
 
-    Each boundary gets ``p_max / m`` (union bound over the ``m`` boundaries): an upper boundary
-    caps its coordinate at the ``p_max/m`` quantile of its predictive (``b̂ − z·sd_b`` for a
-    Gaussian one, ``z = Φ⁻¹(1 − p_max/m)``), a lower one floors it at the ``1 − p_max/m``
-    quantile. Coordinates without a boundary are unlimited (±inf).
+    Each boundary gets the share :func:`boundary_share` of the risk at ``point`` (the valley's
+    decision; without it ``p_max / m``, the union bound over ``m`` boundaries): an upper boundary
+    caps its coordinate at that quantile of its predictive (``b̂ − z·sd_b`` for a Gaussian one,
+    ``z = Φ⁻¹(1 − share)``), a lower one floors it at the ``1 − share`` quantile. Coordinates
+    without a boundary are unlimited (±inf).
     """
     lower, upper = np.full(dims, -math.inf), np.full(dims, math.inf)
-    share = p_max / max(len(boundaries), 1)
+    if point is None:
+        share = p_max / max(len(boundaries), 1)
+    else:
+        share = boundary_share(point, boundaries, columns, p_max)
     for boundary, column in zip(boundaries, columns, strict=True):
         edge = boundary.limit(share)
         if boundary.side == "upper":
@@ -266,7 +303,7 @@ def with_stability(
     columns = tuple(names.index(n) for n in boundaries)
     law = np.array([_coord(result.law_params[n], n in ladder.logs) for n in names])
     valley = law + np.array([result.decision_shift[n] for n in names])
-    lower, upper = stability_limits(len(names), fits, columns)
+    lower, upper = stability_limits(len(names), fits, columns, point=valley)
     decision = np.clip(valley, lower, upper)
     back = decision - valley
     for name, step in zip(names, back, strict=True):
