@@ -465,7 +465,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _add_source(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("observations (give one source)")
     group.add_argument(
-        "--csv", metavar="FILE", help="CSV, one row per trial (scale.*, params.*, value)"
+        "--csv",
+        metavar="FILE",
+        help="CSV, one row per trial (scale.*, params.*, value; Optuna's "
+        "study.trials_dataframe().to_csv() as it is)",
     )
     group.add_argument(
         "--json-file",
@@ -478,7 +481,8 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--scale-columns",
         metavar="A,B",
-        help="CSV: plain columns holding scale variables (default: scale.* columns)",
+        help="CSV: plain columns holding scale variables (default: scale.* columns, else "
+        "Optuna's user_attrs_scale.*)",
     )
     group.add_argument(
         "--value-column",
