@@ -206,6 +206,17 @@ def test_report_writes_a_png(csv_file: Path, tmp_path: Path) -> None:
     assert out.stat().st_size > 20_000
 
 
+def test_report_html_can_load_plotlyjs_from_the_cdn(csv_file: Path, tmp_path: Path) -> None:
+    pytest.importorskip("plotly")
+    pytest.importorskip("matplotlib")
+    argv = ["report", "--csv", str(csv_file), "--target", TARGET, "--n-bootstrap", "10"]
+    argv += ["--out", str(tmp_path / "r.png"), "--html", str(tmp_path / "r.html")]
+    assert main([*argv, "--plotlyjs", "cdn"]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert 'src="https://cdn.plot.ly/plotly-' in page
+    assert (tmp_path / "r.html").stat().st_size < 300_000  # inline plotly.js is about 4.8 MB
+
+
 @pytest.mark.parametrize(
     ("argv", "fragment"),
     [

@@ -505,6 +505,10 @@ def test_cli_json_gives_hyperparameters_past_the_swept_box(
     assert data["params"]["base_lr"] < 1e-3, "precondition: the prediction lies below the box"
     notes = data["hyperparameters"]["notes"]
     assert any("decades below the swept range [0.001, 0.01]" in note for note in notes)
+    with pytest.warns(ts.TransferSearchWarning, match="decades below the swept range"):
+        assert main([a for a in argv if a != "--json"]) == 0
+    text = capsys.readouterr().out  # the table's reader sees the note too, not only stderr
+    assert "note: base_lr" in text and "decades below the swept range [0.001, 0.01]" in text
 
 
 def test_a_linear_coordinate_past_its_range_is_measured_in_its_own_units() -> None:

@@ -383,6 +383,7 @@ def _hp_table(hp: Hyperparameters) -> str:
         f"betas={tuple(hp.betas)} eps={hp.eps:g} ema_momentum={hp.ema_momentum} "
         f"batch_size={hp.batch_size} total_steps={hp.total_steps}"
     )
+    lines.extend(f"note: {note}" for note in hp.notes)
     return "\n".join(lines)
 
 
@@ -446,7 +447,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.html:
         from transfersearch.visualization import write_html_report
 
-        print(f"wrote {write_html_report(observations, result, args.html, level=args.level)}")
+        page = write_html_report(
+            observations, result, args.html, level=args.level, plotlyjs=args.plotlyjs
+        )
+        print(f"wrote {page}")
     print(result.summary())
     if args.publish:  # the study carries the report for optuna-dashboard
         from transfersearch.integrations.dashboard import publish
@@ -597,6 +601,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rep.add_argument(
         "--html", metavar="FILE", help="also write the interactive plotly figures to FILE (.html)"
+    )
+    rep.add_argument(
+        "--plotlyjs",
+        choices=("inline", "cdn", "directory"),
+        default="inline",
+        help="with --html: where the page gets plotly.js: inline (default, one self-contained "
+        "file of about 4.8 MB), cdn (tens of kB, loads plotly.js from the network when opened) or "
+        "directory (a small page and plotly.min.js beside it; works offline)",
     )
     rep.add_argument(
         "--publish",
