@@ -13,6 +13,7 @@ from scipy.stats import norm
 
 import transfersearch as ts
 from transfersearch.fitting.boundary import (
+    EXPONENT_PRIOR_SDS,
     SCATTER_PRIOR_LOG_SD,
     SCATTER_PRIOR_MEDIAN,
     BoundaryRung,
@@ -71,14 +72,23 @@ def test_a_lower_boundary_mirrors_the_upper_one() -> None:
     assert (math.exp(found.low), math.exp(found.high)) == pytest.approx((2.0, 4.0))
 
 
-def _log_posterior(a: np.ndarray, e: np.ndarray, omega: np.ndarray, low, high, ell) -> np.ndarray:
-    """The censored law's log posterior written out again with scipy.stats (broadcasting)."""
+def _log_posterior(
+    a: np.ndarray,
+    e: np.ndarray,
+    omega: np.ndarray,
+    low,
+    high,
+    ell,
+    prior_sd: float = UNSEEN_PRIOR_SD,
+) -> np.ndarray:
+    """The censored law's log posterior written out again with scipy.stats (broadcasting), the
+    exponent prior's normalisation ``−log s`` included (it weighs the prior sds against each other)."""
     sigma = np.exp(omega)
     total = np.zeros(np.broadcast(a, e, omega).shape)
     for lo, hi, el in zip(low, high, ell, strict=True):
         mu = a + e * el
         total = total + np.log(norm.cdf((hi - mu) / sigma) - norm.cdf((lo - mu) / sigma))
-    total = total - 0.5 * e**2 / UNSEEN_PRIOR_SD**2
+    total = total - 0.5 * e**2 / prior_sd**2 - math.log(prior_sd)
     return total - 0.5 * (omega - math.log(SCATTER_PRIOR_MEDIAN)) ** 2 / SCATTER_PRIOR_LOG_SD**2
 
 
@@ -123,8 +133,8 @@ def test_the_censored_law_is_the_brute_force_maximum_of_its_posterior() -> None:
 
 
 def test_the_predictive_is_the_posterior_integrated_by_brute_force() -> None:
-    """P(b < x) at the target = ∫ post(θ)·Φ((x − a − e·ℓ_t)/σ) dθ / ∫ post(θ), here by quadrature on
-    a grid. Two of the three rungs never diverged: they cut the posterior off from below, a wall
+    """P(b < x) at the target = Σ_s ∫ post_s(θ)·Φ((x − a − e·ℓ_t)/σ) dθ / Σ_s ∫ post_s(θ) over the
+    exponents' prior sds s (model averaging by evidence), here by quadrature on a grid. Two of the three rungs never diverged: they cut the posterior off from below, a wall
     that the Gaussian at the MAP (Laplace) does not see, so the predictive is one-sided."""
     stable_top = [math.log(0.008), math.log(0.005)]
     rungs = [
@@ -151,8 +161,10 @@ def test_the_predictive_is_the_posterior_integrated_by_brute_force() -> None:
     c = np.linspace(math.log(0.01) - 1.5, math.log(0.02) + 1.5, 121)[:, None, None]
     e = np.linspace(-2.5, 2.5, 121)[None, :, None]
     w = np.linspace(-5.0, 1.5, 81)[None, None, :]
-    with np.errstate(divide="ignore"):
-        log_post = _log_posterior(c - e * ell[0], e, w, low, high, ell)
+    with np.errstate(divide="ignore"):  # every prior sd the fit averages over, by its evidence
+        log_post = np.stack(
+            [_log_posterior(c - e * ell[0], e, w, low, high, ell, sd) for sd in EXPONENT_PRIOR_SDS]
+        )
     dens = np.exp(log_post - log_post.max())
     centre = c + e * (target[0] - ell[0])
 

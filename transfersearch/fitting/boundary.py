@@ -59,23 +59,34 @@ BOUNDARY_AUC = 0.8
 SCATTER_PRIOR_MEDIAN = 0.25
 #: Standard deviation of ``log σ`` under that prior: ±2 sd span σ of 0.06–1.0 log units.
 SCATTER_PRIOR_LOG_SD = 0.7
+#: BFGS stops when the log posterior's gradient is below this: the MAP is then within ~1e-6 of its
+#: posterior sd, far inside the sampler's own error.
+MAP_GRADIENT_TOLERANCE = 1e-6
 #: Relative step of the central differences that give the log posterior's Hessian (the gradient is
 #: analytic, so the Hessian is accurate to about this squared).
 _HESSIAN_STEP = 1e-5
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+#: The exponents' prior sd is averaged over these values, each weighted by its evidence (Bayesian
+#: model averaging over a hyperprior uniform on them): the largest is ``UNSEEN_PRIOR_SD`` (every
+#: published exponent has |e| ≤ 1), the smaller ones let rungs whose boundaries drift little say so.
+EXPONENT_PRIOR_SDS = (0.125, 0.25, UNSEEN_PRIOR_SD)
 #: Draws per round of the adaptive importance sampler of the law's posterior. Laplace's Gaussian is
 #: the first proposal; where rungs that never diverged cut the posterior off on one side (a wall the
 #: Gaussian at the MAP cannot see) the sampler refits the proposal to the weighted draws.
-POSTERIOR_DRAWS = 4096
+POSTERIOR_DRAWS = 2048
 #: At most this many rounds; it stops once the effective sample size reaches a quarter of the draws.
 POSTERIOR_ROUNDS = 4
 #: Each refitted proposal's covariance is inflated by this factor (its sd by 1.5): a proposal wider
 #: than the posterior keeps the importance weights bounded.
 PROPOSAL_INFLATION = 2.25
+#: The predictive at the target keeps this many equally weighted draws (systematic resampling of
+#: the weighted ones): a quantile's Monte-Carlo error stays below 0.5% in probability.
+PREDICTIVE_DRAWS = 2048
 #: Seed of that sampler: the same trials give the same boundary.
 POSTERIOR_SEED = 0
-#: Bisection steps for a quantile of the predictive mixture (an 80-sd bracket halved 50 times).
-_BISECTIONS = 50
+#: Bisection steps for a quantile of the predictive mixture (an 80-sd bracket halved 30 times:
+#: ~1e-7 sd).
+_BISECTIONS = 30
 
 
 @dataclass(frozen=True, eq=False)
@@ -180,19 +191,21 @@ class StabilityBoundary:
             self.draw_weights @ ndtr(self.sign * (coord - self.draw_means) / self.draw_sds)
         )
 
-    def _below(self, level: float) -> float:
-        """The coordinate with predictive ``P(b < x) = level`` (bisection on the mixture)."""
+    def _below(self, level: float) -> tuple[float, float]:
+        """A bracket ``(x₀, x₁)`` a hair wide with predictive ``P(b < x₀) < level ≤ P(b < x₁)``
+        (bisection on the mixture)."""
         low, high = self.at_target - 40.0 * self.sd, self.at_target + 40.0 * self.sd
         for _ in range(_BISECTIONS):
             middle = 0.5 * (low + high)
             below = float(self.draw_weights @ ndtr((middle - self.draw_means) / self.draw_sds))
             low, high = (middle, high) if below < level else (low, middle)
-        return 0.5 * (low + high)
+        return low, high
 
     def limit(self, p_max: float) -> float:
         """The furthest coordinate (fitted) toward the boundary whose :meth:`p_diverge` is
-        ``p_max``: the ``p_max`` quantile of the predictive boundary (upper side)."""
-        return self._below(p_max) if self.side == "upper" else self._below(1.0 - p_max)
+        ``p_max``: the ``p_max`` quantile of the predictive boundary (upper side), from the safe
+        side."""
+        return self._below(p_max)[0] if self.side == "upper" else self._below(1.0 - p_max)[1]
 
     def natural(self, coord: float) -> float:
         """A fitted coordinate in the parameter's natural units."""
@@ -239,7 +252,9 @@ class StabilityBoundary:
                 f"`level` must be in (0, 1), e.g. 0.9, but got level={level!r}."
             )
         tail = 0.5 - level / 2.0
-        return self.natural(self._below(tail)), self.natural(self._below(1.0 - tail))
+        return self.natural(sum(self._below(tail)) / 2), self.natural(
+            sum(self._below(1.0 - tail)) / 2
+        )
 
 
 def _exp(value: float) -> float:
@@ -527,15 +542,17 @@ def _problem(
     )
 
 
-def _map_and_laplace(problem: _Problem) -> tuple[FloatArray, FloatArray]:
+def _map_and_laplace(
+    problem: _Problem, start: FloatArray | None = None
+) -> tuple[FloatArray, FloatArray]:
     from scipy.optimize import minimize  # ~1/4 of the package import time: only here
 
     found = minimize(
         problem.objective,
-        problem.start(),
+        problem.start() if start is None else start,
         jac=True,
         method="BFGS",
-        options={"gtol": 1e-9, "maxiter": 500},
+        options={"gtol": MAP_GRADIENT_TOLERANCE, "maxiter": 500},
     )
     theta = np.asarray(found.x, dtype=np.float64)
     if not found.success:
@@ -552,7 +569,7 @@ def _map_and_laplace(problem: _Problem) -> tuple[FloatArray, FloatArray]:
 
 def posterior_draws(
     problem: _Problem, theta: FloatArray, cov: FloatArray
-) -> tuple[FloatArray, FloatArray]:
+) -> tuple[FloatArray, FloatArray, float]:
     """Weighted draws of the law's posterior by adaptive importance sampling.
 
     The first proposal is Laplace's ``N(θ̂, C)``; while the effective sample size ``1/Σw²`` stays
@@ -562,11 +579,13 @@ def posterior_draws(
     off by a wall that the Gaussian at the MAP cannot see, and this is where it matters.
 
     Returns:
-        (N, p + 2) draws of ``θ = (a, e, log σ)`` and their (N,) normalised weights.
+        (N, p + 2) draws of ``θ = (a, e, log σ)``, their (N,) normalised weights, and the log
+        of the posterior's normalising constant (the evidence, up to terms that do not depend on
+        the exponents' prior sd): ``log mean(p̃/q)`` less ``p·log s``.
     """
     rng = np.random.default_rng(POSTERIOR_SEED)
     mean, proposal = theta, cov
-    draws, weights = theta[None, :], np.ones(1)
+    draws, weights, log_evidence = theta[None, :], np.ones(1), 0.0
     for _ in range(POSTERIOR_ROUNDS):
         try:
             factor = np.linalg.cholesky(proposal)
@@ -577,14 +596,20 @@ def posterior_draws(
         log_q = -0.5 * (normal**2).sum(axis=1) - float(np.log(np.diag(factor)).sum())
         log_w = problem.log_posterior(draws) - log_q
         log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
-        weights = np.exp(log_w - log_w.max())
+        top = float(log_w.max())
+        weights = np.exp(log_w - top)
+        log_evidence = (
+            top
+            + math.log(float(weights.mean()))
+            - problem.design.shape[1] * math.log(problem.prior_sd)
+        )
         weights /= weights.sum()
         if 1.0 / float(weights @ weights) >= POSTERIOR_DRAWS / 4:
             break
         mean = weights @ draws
         centred = draws - mean
         proposal = PROPOSAL_INFLATION * (centred.T * weights) @ centred + 1e-9 * np.eye(len(theta))
-    return draws, weights
+    return draws, weights, log_evidence
 
 
 def fit_boundaries(
@@ -711,17 +736,25 @@ def _fit_one(
     else:
         pooled = np.concatenate([r.coords[:, column] for r in rungs])
         scatter = SCATTER_PRIOR_MEDIAN * max(float(np.std(pooled)), 1e-12)
-    problem = _problem(
-        low,
-        high,
-        logs[:, free],
-        sign * np.array([prior.get(variables[k], 0.0) for k in free]),
-        UNSEEN_PRIOR_SD,
-        scatter,
-        sign * (logs @ fixed_e),
-    )
-    theta, laplace = _map_and_laplace(problem)
-    draws, weights = posterior_draws(problem, theta, laplace)
+    fits = []
+    for prior_sd in EXPONENT_PRIOR_SDS:
+        problem = _problem(
+            low,
+            high,
+            logs[:, free],
+            sign * np.array([prior.get(variables[k], 0.0) for k in free]),
+            prior_sd,
+            scatter,
+            sign * (logs @ fixed_e),
+        )
+        theta, laplace = _map_and_laplace(problem, fits[-1][0] if fits else None)
+        fits.append((theta, *posterior_draws(problem, theta, laplace)))
+    evidence = np.array([f[3] for f in fits])
+    share = np.exp(evidence - evidence.max())
+    share /= share.sum()
+    theta = fits[int(np.argmax(share))][0]
+    draws = np.vstack([f[1] for f in fits])
+    weights = np.concatenate([w * f[2] for w, f in zip(share, fits, strict=True)])
     p = len(free)
     gradient = np.concatenate([[1.0], target_logs[free]])
     means = sign * (draws[:, : p + 1] @ gradient) + float(target_logs @ fixed_e)
@@ -730,6 +763,13 @@ def _fit_one(
     spread = float(weights @ (sds**2 + (means - mean) ** 2))
     centred = draws[:, : p + 1] - weights @ draws[:, : p + 1]
     cov = (centred.T * weights) @ centred
+    # systematic resampling to equal weights: the mixture's quantiles are bisected many times
+    picks = np.searchsorted(
+        np.cumsum(weights), (np.arange(PREDICTIVE_DRAWS) + 0.5) / PREDICTIVE_DRAWS
+    )
+    picks = np.minimum(picks, len(weights) - 1)
+    means, sds = means[picks], sds[picks]
+    weights = np.full(PREDICTIVE_DRAWS, 1.0 / PREDICTIVE_DRAWS)
     exponents = {v: float(fixed_e[k]) for k, v in enumerate(variables)}
     for position, k in enumerate(free):
         exponents[variables[k]] = sign * float(theta[1 + position])
