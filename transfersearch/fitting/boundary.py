@@ -736,7 +736,7 @@ def _fit_one(
     else:
         pooled = np.concatenate([r.coords[:, column] for r in rungs])
         scatter = SCATTER_PRIOR_MEDIAN * max(float(np.std(pooled)), 1e-12)
-    fits = []
+    fits: list[tuple[FloatArray, FloatArray, FloatArray, float]] = []
     for prior_sd in EXPONENT_PRIOR_SDS:
         problem = _problem(
             low,
