@@ -521,3 +521,36 @@ def test_a_linear_coordinate_past_its_range_is_measured_in_its_own_units() -> No
     with pytest.warns(ts.TransferSearchWarning, match=r"beta1 0\.97 lies 0\.02 \(13% of the"):
         hp = space.concretize({"lr": 1e-3, "beta1": 0.97})
     assert hp.betas[0] == pytest.approx(0.97)
+
+
+def test_an_extrapolated_int_coordinate_lands_on_its_grid() -> None:
+    """A fitted optimum is real-valued; an Int coordinate of the result goes to its grid."""
+    space = ts.TransferSpace(
+        BASE,
+        {
+            "lr": ts.Float(1e-4, 1e-1, log=True),
+            "tau_epoch": 1.0,
+            "warmup_steps": ts.Int(10, 100, step=10),
+        },
+    )
+    assert space.on_grid({"lr": 1e-3, "warmup_steps": 47.2}) == {"lr": 1e-3, "warmup_steps": 50}
+    assert space.on_grid({"warmup_steps": 163.0})["warmup_steps"] == 160  # the grid extended
+    rng = np.random.default_rng(0)
+    obs = []
+    for width in (64, 128, 256):
+        for _ in range(24):
+            lr = float(np.exp(rng.uniform(np.log(1e-4), np.log(1e-1))))
+            warmup = int(rng.integers(1, 11)) * 10
+            loss = (np.log(lr / 3e-3)) ** 2 + 0.01 * ((warmup - 43.0) / 10) ** 2
+            obs.append(
+                ts.Observation(
+                    scale={"width": width},
+                    params={"lr": lr, "warmup_steps": warmup},
+                    value=float(loss + rng.normal(0, 1e-3)),
+                )
+            )
+    res = ts.extrapolate(obs, target={"width": 1024}, n_bootstrap=0)
+    assert res.params["warmup_steps"] != round(res.params["warmup_steps"])  # precondition
+    hp = res.hyperparameters(space)
+    assert hp.extra["warmup_steps"] % 10 == 0
+    assert abs(hp.extra["warmup_steps"] - res.params["warmup_steps"]) <= 5

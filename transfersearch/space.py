@@ -851,6 +851,29 @@ class TransferSpace:
             f"TransferSpace(..., custom_scale_names={tuple(unknown)!r})."
         )
 
+    def on_grid(self, coords: Mapping[str, Any]) -> dict[str, Any]:
+        """``coords`` with each :class:`Int` coordinate moved to its integer grid.
+
+        A fitted or extrapolated optimum is a real number; an Int coordinate (a warmup length, a
+        number of heads) must be one of ``low, low + step, ...``. Inside the range the nearest grid
+        point is taken (:meth:`Int.snap`); past it, the nearest point of the grid extended beyond
+        ``high`` (or below ``low``, but never below 1 on a log scale), so that an extrapolation
+        keeps its distance from the box and :meth:`concretize` notes how far it lies. Other
+        coordinates come back unchanged.
+        """
+        moved = dict(coords)
+        for name, dist in self.distributions.items():
+            value = moved.get(name)
+            if not isinstance(dist, Int) or not _is_number(value) or not math.isfinite(value):
+                continue
+            number = float(value)
+            if dist.low <= number <= dist.high:
+                moved[name] = dist.snap(number)
+                continue
+            steps = round((number - dist.low) / dist.step)
+            moved[name] = max(int(dist.low + dist.step * steps), 1 if dist.log else -(2**62))
+        return moved
+
     def concretize(
         self, coords: Mapping[str, Any], scale: Scale | Mapping[str, float] | None = None
     ) -> Hyperparameters:

@@ -322,7 +322,7 @@ def _portfolio(
                 params=params,
                 expected_regret=loss.expected_regret(point),
                 p_diverge=loss.p_diverge(point),
-                hyperparameters=None if space is None else space.concretize(params, loss.target),
+                hyperparameters=None if space is None else space.concretize(space.on_grid(params), loss.target),
             )
         )
     runs.sort(key=lambda c: c.expected_regret)

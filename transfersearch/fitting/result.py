@@ -166,7 +166,9 @@ class Extrapolation:
         return math.log(value) if name in self.log_params else value
 
     def hyperparameters(self, space: TransferSpace | None = None) -> Hyperparameters:
-        """Concrete hyperparameters at the target: ``space.concretize(self.params, self.target)``.
+        """Concrete hyperparameters at the target: ``space.concretize(self.params, self.target)``,
+        each :class:`~transfersearch.space.Int` coordinate first moved to its grid
+        (:meth:`~transfersearch.space.TransferSpace.on_grid`).
 
         Args:
             space: the space the sweep used; default the one stored with the study or experiment
@@ -182,7 +184,7 @@ class Extrapolation:
                 "TransferSampler or an experiment run with TransferSearch does). Pass the space "
                 "the sweep used: res.hyperparameters(space)."
             )
-        return chosen.concretize(self.params, self.target)
+        return chosen.concretize(chosen.on_grid(self.params), self.target)
 
     def candidates(
         self,
