@@ -864,9 +864,11 @@ class TransferSpace:
         moved = dict(coords)
         for name, dist in self.distributions.items():
             value = moved.get(name)
-            if not isinstance(dist, Int) or not _is_number(value) or not math.isfinite(value):
+            if not isinstance(dist, Int) or not _is_number(value):
                 continue
-            number = float(value)
+            number = float(value)  # type: ignore[arg-type]  # _is_number checked it
+            if not math.isfinite(number):
+                continue
             if dist.low <= number <= dist.high:
                 moved[name] = dist.snap(number)
                 continue
