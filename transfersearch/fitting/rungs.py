@@ -266,7 +266,7 @@ def _fallback_optimum(
     if valley is not None:
         # regret at this rung is measured with the pooled curvature: its own trials are too few
         optimum = replace(optimum, hessian=valley.hessian, wall=valley.wall)
-    return _censor_alone(ladder, optimum, trials, local.method == "quadratic" and local.at_boundary)
+    return _censor_alone(ladder, optimum, trials)
 
 
 def _spacing(trials: RungTrials) -> FloatArray:
@@ -341,34 +341,26 @@ def _with_bounds(
     )
 
 
-def _censor_alone(
-    ladder: Ladder, optimum: ScaleOptimum, trials: RungTrials, on_edge: bool
-) -> ScaleOptimum:
-    """A rung fitted alone: what it bounds. One finite trial places nothing (its depth is
-    unknown): only diverged neighbours bound it. A local quadratic minimised on its box's edge
-    says "past this edge" in the coordinates that sit on it."""
+def _censor_alone(ladder: Ladder, optimum: ScaleOptimum, trials: RungTrials) -> ScaleOptimum:
+    """A rung fitted alone: what it bounds. With ``d`` finite trials or fewer nothing places its
+    centre, not even with the curvature shared (one trial: its depth is unknown; two in 2-D: a
+    direction is missing), so it says only what its diverged neighbours bound: every other
+    coordinate gets an infinite variance (§7.1). (A local quadratic minimised on its box's edge
+    stays an ordinary observation there, with a trial spacing of doubt: a rung the valley could
+    not hold is noisy, and on the noisy scenarios an edge read as a bound misled the law.)"""
     low, high = diverged_bracket(trials)
     finite = np.isfinite(trials.values)
-    good = trials.coords[finite]
     point = np.array([optimum.coords[n] for n in ladder.names])
     bounds: dict[int, tuple[float, float]] = {}
     resolution = FALLBACK_SPACING_FRACTION * _spacing(trials)
-    if int(finite.sum()) == 1:
+    if int(finite.sum()) <= len(ladder.names):
+        unknown = np.diag(np.full(len(ladder.names), np.inf))
+        optimum = replace(optimum, covariance=unknown, stderr={n: math.inf for n in ladder.names})
         for j in range(len(ladder.names)):
             if math.isfinite(low[j]) or math.isfinite(high[j]):
                 bounds[j] = (low[j], high[j])
                 side = high[j] if math.isfinite(high[j]) else low[j]
                 resolution[j] = FALLBACK_SPACING_FRACTION * abs(side - point[j])
-    elif on_edge:
-        box_low, box_high = good.min(axis=0), good.max(axis=0)
-        tolerance = 1e-9 * np.maximum(1.0, np.abs(box_high - box_low))
-        for j in range(len(ladder.names)):
-            if box_high[j] - box_low[j] <= 0.0:
-                continue
-            if point[j] >= box_high[j] - tolerance[j]:
-                bounds[j] = (float(box_high[j]), high[j])
-            elif point[j] <= box_low[j] + tolerance[j]:
-                bounds[j] = (low[j], float(box_low[j]))
     return _with_bounds(optimum, ladder, bounds, resolution)
 
 
