@@ -317,12 +317,13 @@ def _portfolio(
     runs = []
     for point in members:
         params = loss.natural(point)
+        concrete = None if space is None else space.concretize(space.on_grid(params), loss.target)
         runs.append(
             Candidate(
                 params=params,
                 expected_regret=loss.expected_regret(point),
                 p_diverge=loss.p_diverge(point),
-                hyperparameters=None if space is None else space.concretize(space.on_grid(params), loss.target),
+                hyperparameters=concrete,
             )
         )
     runs.sort(key=lambda c: c.expected_regret)
