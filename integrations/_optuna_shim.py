@@ -52,6 +52,7 @@ __all__ = [
     "rdb_backend",
     "seed_sampler",
     "set_system_attr",
+    "set_trial_attrs",
     "storage_of",
     "study_id",
     "study_lock",
@@ -96,6 +97,30 @@ def system_attrs(trial: Trial | FrozenTrial) -> Mapping[str, Any]:
 def set_system_attr(study: optuna.Study, trial: Trial | FrozenTrial, key: str, value: Any) -> None:
     """Write a system attribute (Optuna's public ``set_system_attr`` on trials was removed)."""
     storage_of(study).set_trial_system_attr(trial_id(trial), key, value)
+
+
+def set_trial_attrs(
+    study: optuna.Study,
+    trial: Trial | FrozenTrial,
+    user: Mapping[str, Any] | None = None,
+    system: Mapping[str, Any] | None = None,
+) -> None:
+    """Write user and system attributes of a trial: one transaction on a
+    :class:`ClaimingRDBStorage` (what :func:`make_storage` opens), one call per key elsewhere.
+    A live ``Trial``'s own copy of its attributes is not updated."""
+    user, system = user or {}, system or {}
+    if not user and not system:
+        return
+    storage = storage_of(study)
+    key = trial_id(trial)
+    backend = rdb_backend(storage)
+    if isinstance(backend, ClaimingRDBStorage):
+        backend.set_trial_attrs(key, user, system)
+        return
+    for name, value in user.items():
+        storage.set_trial_user_attr(key, name, value)
+    for name, value in system.items():
+        storage.set_trial_system_attr(key, name, value)
 
 
 def heartbeat_enabled(study: optuna.Study) -> bool:
@@ -307,6 +332,23 @@ class ClaimingRDBStorage(RDBStorage):
         # Lost: someone else runs it (False), or it is finished (Optuna raises, as upstream).
         self.check_trial_is_updatable(trial_id, self.get_trial(trial_id).state)
         return False
+
+    def set_trial_attrs(
+        self, trial_id: int, user: Mapping[str, Any], system: Mapping[str, Any]
+    ) -> None:
+        """Several user and system attributes of a trial in one transaction (Optuna commits each
+        attribute on its own: on a busy SQLite file every commit waits for the write lock)."""
+        from optuna.storages._rdb import models  # private: the RDB schema (no public twin)
+        from optuna.storages._rdb.storage import _create_scoped_session  # private: its commit
+
+        with _create_scoped_session(self.scoped_session, True) as session:
+            for model, attrs in (
+                (models.TrialUserAttributeModel, user),
+                (models.TrialSystemAttributeModel, system),
+            ):
+                for key, value in attrs.items():
+                    # RDBStorage._set_trial_attr_without_commit: Optuna's upsert of one attribute
+                    self._set_trial_attr_without_commit(session, model, trial_id, key, value)
 
     def _create_new_trial(  # overrides the private hook _CachedStorage.create_new_trial calls
         self, study_id: int, template_trial: FrozenTrial | None = None

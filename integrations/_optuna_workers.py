@@ -319,7 +319,9 @@ def _user_frame(exc: BaseException) -> str:
     frames = [
         f
         for f in traceback.extract_tb(exc.__traceback__)
-        if "importlib" not in f.filename and not f.filename.endswith("_optuna_workers.py")
+        if "importlib" not in f.filename
+        and not f.filename.startswith("<frozen")
+        and not f.filename.endswith("_optuna_workers.py")
     ]
     return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
@@ -435,6 +437,7 @@ def run_worker(
         fail_silent_trials,
         heartbeat_enabled,
         rdb_backend,
+        set_trial_attrs,
         storage_of,
         study_id,
         study_lock,
@@ -472,15 +475,19 @@ def run_worker(
     lease = _GpuLease(Path(lock_dir), gpu, capacity) if gpu is not None and lock_dir else None
     host, pid = socket.gethostname(), os.getpid()
 
+    where = {
+        "worker.host": host,
+        "worker.pid": pid,
+        "worker.cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+
     def leased(trial: optuna.Trial) -> Any:
-        rung = system_attrs(trial).get(RUNG_ATTR)
-        need = capacity if units is None or rung is None else units.get(int(rung), capacity)
-        trial.set_user_attr("worker.host", host)
-        trial.set_user_attr("worker.pid", pid)
-        trial.set_user_attr("worker.cuda_visible_devices", os.environ.get("CUDA_VISIBLE_DEVICES"))
+        set_trial_attrs(study, trial, user=where)  # one commit for the three
         try:
             if lease is None:
                 return func(trial)
+            rung = system_attrs(trial).get(RUNG_ATTR)
+            need = capacity if units is None or rung is None else units.get(int(rung), capacity)
             with lease.hold(need):
                 return func(trial)
         except KeyboardInterrupt:
@@ -662,14 +669,16 @@ def launch_workers(
         direction=direction,
         load_if_exists=True,
     )
-    reporter = _Reporter(study, n_trials, sampler, progress_interval)
     start = _Progress(study)
     if not start.waiting and start.done >= n_trials:
-        reporter.say(
-            f"study {study_name!r} already holds {start.done} finished trials of the "
-            f"{n_trials} asked for; no worker is needed (raise the total to run more)."
+        logger.info(
+            "study %r already holds %d finished trials of the %d asked for; no worker started",
+            study_name,
+            start.done,
+            n_trials,
         )
         return []
+    reporter = _Reporter(study, n_trials, sampler, progress_interval)
     lock_dir = _new_lock_dir() if gpu_ids else None
     base_env = {**os.environ, **(env or {}), STORAGE_ENV: storage}
     paths = [os.getcwd(), *filter(None, base_env.get("PYTHONPATH", "").split(os.pathsep))]
@@ -1042,8 +1051,8 @@ def _run(args: argparse.Namespace) -> int:
         gpus = int(gpus)
     total = args.total_trials
     if total is None:
-        total = _held(args.storage, args.study_name) + args.add_trials
         _check_count("--add-trials", args.add_trials, "e.g. --add-trials 100")
+        total = _held(args.storage, args.study_name) + args.add_trials
     interval = args.progress_interval if args.progress_interval > 0 else None
     results = launch_workers(
         args.storage, args.study_name, args.objective, total,
@@ -1051,6 +1060,13 @@ def _run(args: argparse.Namespace) -> int:
         cpu_workers=args.cpu_workers, direction=args.direction, log_dir=args.log_dir,
         progress_interval=interval, **common,
     )  # fmt: skip
+    if not results:
+        print(
+            f"study {args.study_name!r} already holds {_held(args.storage, args.study_name)} "
+            f"finished trials of the {total} asked for (--total-trials is the study's total); "
+            "no worker is needed. Raise the total, or use --add-trials N to run N more.",
+            file=sys.stderr,
+        )
     for result in results:
         device = result.slot.gpu if result.slot.gpu is not None else "cpu"
         print(f"worker {result.slot.index} ({device}): exit {result.returncode}")

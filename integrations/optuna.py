@@ -491,15 +491,15 @@ class TransferSampler(BaseSampler):
             self._space_stored.add(study.study_name)  # read back by ts.stored_space(study)
         proposal, detoured_from = self._plan(study, trial)
         self._proposals[shim.trial_id(trial)] = proposal
-        if trial.system_attrs.get(RUNG_ATTR) != proposal.rung:
-            shim.set_system_attr(study, trial, RUNG_ATTR, proposal.rung)
+        system = (
+            {} if trial.system_attrs.get(RUNG_ATTR) == proposal.rung else {RUNG_ATTR: proposal.rung}
+        )
         attrs: dict[str, Any] = {"rung": proposal.rung, "transfer": proposal.source}
         if detoured_from is not None:
             attrs["detoured_from"] = detoured_from
         attrs.update({f"scale.{k}": v for k, v in self.ladder[proposal.rung].items()})
-        for key, value in attrs.items():
-            if trial.user_attrs.get(key) != value:
-                shim.storage_of(study).set_trial_user_attr(shim.trial_id(trial), key, value)
+        user = {k: v for k, v in attrs.items() if trial.user_attrs.get(k) != v}
+        shim.set_trial_attrs(study, trial, user=user, system=system)  # one commit, not seven
         view = _rung_view(study, proposal.rung, failed_as_worst=True)
         self.rung_sampler(proposal.rung).before_trial(view, trial)
 

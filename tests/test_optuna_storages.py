@@ -324,6 +324,10 @@ def test_cli_falls_back_to_cpu_workers_without_gpus(tmp_path: Path) -> None:
     ]  # fmt: skip
     out = subprocess.run(command, capture_output=True, text=True, timeout=100, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
+    # The documented command warns about nothing (issue 19: two ExperimentalWarnings per worker);
+    # --n-trials is the old spelling of --total-trials; a progress line opens and ends the run.
+    assert "Warning" not in out.stderr, out.stderr
+    assert out.stderr.count("[workers] cli: ") >= 2 and "8/8 trials done" in out.stderr, out.stderr
     has_gpu = bool(detect_gpus())
     if not has_gpu:
         assert out.stdout.count("(cpu): exit 0") == 2, out.stdout
