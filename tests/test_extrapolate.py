@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import transfersearch
+import transfersearch as ts
 from transfersearch import synthetic
 from transfersearch.errors import TransferSearchError
 from transfersearch.extrapolate import extrapolate, validate
@@ -224,12 +225,14 @@ def test_constant_ladder_variable_that_target_changes_warns() -> None:
 def test_hyperparameters_delegates_to_space() -> None:
     res = extrapolate(landscape(7, n=60), target=TARGET, params=["lr", "tau"], n_bootstrap=0)
 
-    class Space:
-        def concretize(self, coords: dict[str, float], scale: Scale) -> tuple[object, ...]:
-            return ("concrete", dict(coords), scale)
-
-    concrete: object = res.hyperparameters(Space())  # type: ignore[arg-type]
-    assert concrete == ("concrete", res.params, TARGET)
+    space = ts.TransferSpace(
+        Scale(width=64, dataset_size=1e5),
+        {"lr": ts.Float(1e-4, 1.0, log=True), "weight_decay": 0.1, "tau": ts.Float(0.01, 100.0)},
+        rule=ts.rules.Standard(),
+    )
+    hp = res.hyperparameters(space)
+    assert hp.to_dict() == space.concretize(res.params, TARGET).to_dict()
+    assert hp.scale == TARGET and hp.extra["tau"] == res.params["tau"]
 
 
 def test_validate_reports_error_interval_and_regret() -> None:
