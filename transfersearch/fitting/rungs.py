@@ -255,10 +255,16 @@ def _fallback_optimum(
         message = implausible_message(local, scale, ladder.names, ladder.logs, ladder.sign)
         warnings.warn(message, TransferSearchWarning, stacklevel=4)
     if warn and local.method == "fallback":
+        dims = len(ladder.names)
+        use = (
+            "it says only what its diverged trials bound"
+            if local.n_trials <= dims
+            else "using the best trial there (method='fallback')"
+        )
         warnings.warn(
             f"too few finite trials at {scale!r} ({local.n_trials}; the pooled valley needs "
-            f"{len(ladder.names) + 2}, a local quadratic {min_quadratic_trials(len(ladder.names))}): using "
-            "the best trial there (method='fallback'). Add trials.",
+            f"{dims + 1} that vary every parameter, a local quadratic "
+            f"{min_quadratic_trials(dims)}): {use}. Add trials.",
             TransferSearchWarning,
             stacklevel=4,
         )
