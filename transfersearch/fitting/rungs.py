@@ -378,6 +378,7 @@ def read_optima(
     warn: bool = False,
     with_covariance: bool = True,
     walls: NDArray[np.bool_] | None = None,
+    unvaried: NDArray[np.bool_] | None = None,
 ) -> tuple[list[ScaleOptimum], Valley | None]:
     """Each rung's optimum in ``subset``: the pooled valley's read-out, or the rung's own fit.
 
@@ -390,12 +391,14 @@ def read_optima(
         with_covariance: compute the optima's covariance (NaN otherwise).
         walls: the valley's upper walls per coordinate (default: decided from the data; see
             :func:`transfersearch.fitting.surface.fit_valley`).
+        unvaried: coordinates no trial varies (default: decided from the data; a resample passes
+            the full fit's).
 
     Returns:
         The optima (in ``subset`` order) and the valley (None when it could not be fitted).
     """
     chosen = list(trials) if trials is not None else [ladder.trials[i] for i in subset]
-    valley = fit_valley(chosen, with_covariance=with_covariance, walls=walls)
+    valley = fit_valley(chosen, with_covariance=with_covariance, walls=walls, unvaried=unvaried)
     optima: list[ScaleOptimum] = []
     for position, index in enumerate(subset):
         scale = ladder.scales[index]

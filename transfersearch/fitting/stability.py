@@ -18,7 +18,7 @@ from transfersearch.fitting.local import ScaleOptimum
 from transfersearch.fitting.models import LawModel
 from transfersearch.fitting.predict import predict
 from transfersearch.fitting.rungs import Ladder, read_optima
-from transfersearch.fitting.surface import RungTrials
+from transfersearch.fitting.surface import RungTrials, unvaried_coordinates
 
 __all__ = ["resample_predictions"]
 
@@ -41,6 +41,7 @@ def resample_predictions(
     """
     subset = list(range(len(ladder.scales)))
     out = np.full((n_resamples, len(ladder.names)), np.nan)
+    unvaried = unvaried_coordinates(ladder.trials)  # a resample cannot vary what no trial did
     for b in range(n_resamples):
         trials = []
         for rung in ladder.trials:
@@ -48,7 +49,9 @@ def resample_predictions(
             trials.append(RungTrials(rung.coords[pick], rung.values[pick]))
         if any(not np.isfinite(t.values).any() for t in trials):
             continue
-        refit, _ = read_optima(ladder, subset, trials, with_covariance=False, walls=walls)
+        refit, _ = read_optima(
+            ladder, subset, trials, with_covariance=False, walls=walls, unvaried=unvaried
+        )
         moved = [
             replace(new, covariance=old.covariance, stderr=old.stderr)
             for new, old in zip(refit, optima, strict=True)

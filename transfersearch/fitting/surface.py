@@ -35,7 +35,7 @@ from transfersearch.fitting.coords import FloatArray
 from transfersearch.fitting.local import POSITIVE_CURVATURE
 from transfersearch.fitting.quadratic import gradient_jacobian, hessians, select_region
 
-__all__ = ["RungTrials", "Valley", "fit_valley", "pooled_region_size"]
+__all__ = ["RungTrials", "Valley", "fit_valley", "pooled_region_size", "unvaried_coordinates"]
 
 #: The wall's fixed-point iteration (centres → wall columns → refit) stops once no centre moves by
 #: more than this, in standardised coordinates (the pooled trials span 1): far below any trial
@@ -333,6 +333,7 @@ def fit_valley(
     *,
     with_covariance: bool = True,
     walls: NDArray[np.bool_] | None = None,
+    unvaried: NDArray[np.bool_] | None = None,
 ) -> Valley | None:
     """Fit the pooled valley to the rungs' trials.
 
@@ -344,12 +345,14 @@ def fit_valley(
             data (:data:`WALL_Z`). A bootstrap resample passes the full fit's choice (``wall !=
             0``): the choice is a model decision, not a quantity to redraw, and skipping the
             test halves the resample's solves.
+        unvaried: per coordinate, whether no trial varies it (:func:`unvaried_coordinates`);
+            default computed here (a resample passes the full fit's, as for ``walls``).
 
     Returns:
         The :class:`Valley`, or None when fewer than two rungs can be pooled, a coordinate is not
         swept, or the shared curvature has no minimum (the caller falls back to per-rung fits).
     """
-    held = _unvaried(rungs)
+    held = unvaried_coordinates(rungs) if unvaried is None else unvaried
     if held.any() and not held.all():
         return _without(rungs, held, with_covariance, walls)
     pooled = np.array([_placeable(r) for r in rungs])
@@ -367,7 +370,7 @@ def fit_valley(
     return _valley(solved, rows, pooled, center, width, with_covariance, misfit)
 
 
-def _unvaried(rungs: Sequence[RungTrials]) -> NDArray[np.bool_]:
+def unvaried_coordinates(rungs: Sequence[RungTrials]) -> NDArray[np.bool_]:
     """(d,) coordinates no finite trial of any rung varies (a recorded, never-swept parameter)."""
     finite = [r.coords[np.isfinite(r.values)] for r in rungs if np.isfinite(r.values).any()]
     good = np.vstack(finite)
@@ -387,7 +390,10 @@ def _without(
     keep = ~held
     sub = [RungTrials(r.coords[:, keep], r.values) for r in rungs]
     inner = fit_valley(
-        sub, with_covariance=with_covariance, walls=None if walls is None else walls[keep]
+        sub,
+        with_covariance=with_covariance,
+        walls=None if walls is None else walls[keep],
+        unvaried=np.zeros(int(keep.sum()), dtype=bool),
     )
     if inner is None:
         return None
