@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from transfersearch.cost import by_cost
 from transfersearch.cost import default_cost as default_cost  # re-exported: its old home
 from transfersearch.errors import TransferSearchError, check_bool, check_int
 from transfersearch.fit import Direction, check_direction
@@ -196,9 +197,8 @@ class TransferPlanner:
         costs = [float(self.cost(s)) for s in scales]
         if any(not math.isfinite(c) or c <= 0 for c in costs):
             raise TransferSearchError(f"`cost` must give positive finite costs, but gave {costs}.")
-        order = sorted(range(len(scales)), key=lambda i: (costs[i], i))
-        self.ladder: tuple[Scale, ...] = tuple(scales[i] for i in order)
-        self.costs: tuple[float, ...] = tuple(costs[i] for i in order)
+        self.ladder: tuple[Scale, ...] = tuple(by_cost(scales, self.cost))
+        self.costs: tuple[float, ...] = tuple(costs[scales.index(s)] for s in self.ladder)
         self.budgets: tuple[int, ...] = self._budgets(
             trials_per_rung, first_rungs_trials, later_rungs_trials
         )
@@ -501,6 +501,7 @@ class TransferPlanner:
                     direction=self._direction,
                     n_bootstrap=self.n_bootstrap,
                     seed=0 if self.seed is None else self.seed,
+                    cost=self.cost,
                 )
                 self._note_collinearity(fit.collinearity)
                 center = {n: float(fit.params[n]) for n in names}
