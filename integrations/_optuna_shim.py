@@ -45,6 +45,7 @@ __all__ = [
     "ClaimingRDBStorage",
     "RetryOnce",
     "StudyView",
+    "count_states",
     "fail_silent_trials",
     "heartbeat_enabled",
     "interrupted_by_user",
@@ -383,6 +384,23 @@ def open_rdb_storage(url: str, **kwargs: Any) -> ClaimingRDBStorage:
             )
             time.sleep(delay)
     raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def count_states(storage: RDBStorage, key: int) -> dict[TrialState, int]:
+    """The number of trials of study ``key`` in each state: one aggregate query (reading the
+    trials themselves costs a query per table and a FrozenTrial per trial)."""
+    from optuna.storages._rdb import models  # private: the RDB schema (no public twin)
+
+    table: Any = models.TrialModel.__table__
+    query = (
+        sqlalchemy.select(table.c.state, sqlalchemy.func.count())
+        .where(table.c.study_id == key)
+        .group_by(table.c.state)
+    )
+    with storage.engine.connect() as connection:
+        return {
+            TrialState[str(getattr(s, "name", s))]: int(n) for s, n in connection.execute(query)
+        }
 
 
 @contextlib.contextmanager

@@ -467,7 +467,7 @@ def run_worker(
     def gate() -> Iterator[bool]:
         assert backend is not None
         with study_lock(backend, study_id(study)):
-            yield _Progress(study).claimed < n_trials
+            yield _wanted(backend, study, n_trials)
 
     gated = isinstance(backend, ClaimingRDBStorage)
     if gated:
@@ -544,6 +544,24 @@ def run_worker(
                 type(exc).__name__,
                 exc,
             )
+
+
+def _wanted(backend: Any, study: optuna.Study, n_trials: int) -> bool:
+    """Whether the study is short of ``n_trials`` trials done, running or queued. One count per
+    state decides unless failed trials straddle the total (a FAIL counts when the objective
+    failed it, not when its worker died or it was interrupted): then the trials are read."""
+    from optuna.trial import TrialState
+
+    from transfersearch.integrations._optuna_shim import count_states, study_id
+
+    counts = count_states(backend, study_id(study))
+    failed = counts.get(TrialState.FAIL, 0)
+    others = sum(counts.values()) - failed
+    if others >= n_trials:
+        return False
+    if others + failed < n_trials:
+        return True
+    return _Progress(study).claimed < n_trials
 
 
 def _load_study(
