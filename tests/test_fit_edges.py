@@ -211,6 +211,71 @@ def test_an_optimum_past_the_box_is_extrapolated_not_clipped() -> None:
     assert "lies 0.5 log units above the trials' edge" in res.summary()
 
 
+def test_an_optimum_past_the_box_below_a_divergence_is_bounded_not_swept_past() -> None:
+    """As above, with the next lr up from the top rung's trials diverged (above the centre):
+    summary() names the divergence as the optimum's bound and never advises sweeping past it."""
+    grid = np.exp(np.linspace(math.log(1e-3), math.log(1e-2), 8))
+    obs = [o for w in (64, 128, 256) for o in bowl_rung(Scale(width=w), 4e-3)]
+    top = Scale(width=512)
+    obs += bowl_rung(top, 1e-2 * math.exp(0.5), grid)
+    obs.append(Observation(top, {"lr": 1e-2 * math.exp(0.8)}, math.nan))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = extrapolate(obs, target=Scale(width=1024), params=["lr"], n_bootstrap=0)
+    placed = res.optima[-1]
+    assert placed.past_edge["lr"] == pytest.approx(0.5, abs=1e-6)
+    assert placed.diverged_past["lr"] == pytest.approx(math.log(1e-2) + 0.8)
+    text = res.summary()
+    assert "lies 0.5 log units above the trials' edge" in text
+    assert f"A trial at lr={1e-2 * math.exp(0.8):.4g} diverged: the optimum is bounded" in text
+    assert "Sweep further up" not in text
+
+
+def test_a_minimum_on_the_edge_is_doubted_as_far_as_the_slope_there_is_noise() -> None:
+    """A rung fitted alone whose quadratic is minimised on its box's edge (docs/science.md §7.1):
+    an exact bowl 2 units past the top trial has a resolved slope there (stderr: one trial
+    spacing, extent/n = 4/9); a nearly flat, noisy sweep whose minimiser noise put on the edge has
+    a slope within noise of 0 there (stderr: the whole swept range, 4)."""
+    grid = np.linspace(-4.0, 0.0, 9)
+    scale = Scale(width=64)
+
+    def fit(values: np.ndarray) -> ts.ScaleOptimum:
+        obs = [Observation(scale, {"x": float(x)}, float(v)) for x, v in zip(grid, values)]
+        return ts.estimate_optimum(obs, params=["x"], log_params=[], warn=False)
+
+    sloped = fit(0.5 * (grid - 2.0) ** 2)
+    assert sloped.method == "quadratic" and sloped.at_boundary
+    assert sloped.coords["x"] == pytest.approx(0.0)
+    assert sloped.stderr["x"] == pytest.approx(4.0 / 9.0)
+    noise = np.random.default_rng(0).standard_normal(9)
+    flat = fit(0.02 * (grid - 0.5) ** 2 + 0.3 * noise)
+    assert flat.method == "quadratic" and flat.at_boundary
+    assert flat.coords["x"] == pytest.approx(0.0)
+    assert flat.stderr["x"] == pytest.approx(4.0)
+
+
+def test_a_pooled_centre_past_the_edge_within_its_noise_is_no_bound() -> None:
+    """noisy seed 1: the valley puts two rungs' tau centres more than a range past their edges,
+    but with standard errors (~50, ~70 log units) far larger than the distance; read as bounds
+    with a trial spacing's resolution they moved the tau law (regret 0.30; the null's 0.011).
+    They stay ordinary, uninformative observations: no bound, no drift earned."""
+    scenario = synthetic.make_scenario("noisy", 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = extrapolate(
+            list(scenario.observations),
+            target=scenario.target,
+            params=["lr", "tau"],
+            n_bootstrap=0,
+            seed=1,
+        )
+    assert all(not o.bounds for o in res.optima)
+    far = [o for o in res.optima if abs(o.past_edge.get("tau", 0.0)) > 1.0]
+    assert len(far) == 2 and all(o.stderr["tau"] > 10.0 for o in far)
+    assert res.laws["tau"].exponents == {"dataset_size": 0.0, "width": 0.0}
+    assert scenario.surface.regret(scenario.target, res.params) < 0.03
+
+
 def test_box_drift_earns_drift_and_covers() -> None:
     """The optimum drifts as width^-0.5 out of a box swept the same at every width (the issue's
     case: clipped centres made walk-forward keep 'nearest' and the interval miss). Seeds 0-5."""

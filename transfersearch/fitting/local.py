@@ -87,6 +87,12 @@ STEP_TOLERANCE = 1e-10
 #: Keeps the variance rescalings of :func:`_optimum_covariance` from dividing 0 by 0; any variance
 #: that matters is far above it.
 VARIANCE_GUARD = 1e-300
+#: A local model minimised on its box's edge says "past this edge" only when its slope there lies
+#: beyond this many standard errors of 0 (the one-sided 95% normal quantile, the usual level for a
+#: one-sided claim); nearer, noise may have put the minimiser on the edge and the optimum is
+#: anywhere in the box (:data:`RANGE_CAP`). The same level as the pooled valley's edge bounds
+#: (:data:`transfersearch.fitting.rungs.EDGE_BOUND_Z`).
+EDGE_SLOPE_Z = 1.6448536269514722
 
 Method = Literal["quadratic", "fallback", "fallback-implausible", "pooled"]
 
@@ -129,6 +135,9 @@ class ScaleOptimum:
             edge, past a diverged trial, or a rung with one finite trial. The laws use it as a
             censored observation (docs/science.md §7.1, §7.3); ``coords`` then holds the nearest
             point the rung supports and the variance there is the bound's resolution.
+        diverged_past: per parameter past whose trials' edge (the side of :attr:`past_edge`) a
+            trial diverged on the best trial's line, the nearest such trial's coordinate (fitted
+            units): the optimum lies below it (:func:`transfersearch.fitting.rungs.diverged_bracket`).
     """
 
     scale: Scale
@@ -148,6 +157,7 @@ class ScaleOptimum:
     wall: FloatArray | None = None
     past_edge: dict[str, float] = field(default_factory=dict)
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    diverged_past: dict[str, float] = field(default_factory=dict)
 
     def regret(self, params: Mapping[str, float]) -> float | None:
         """The model's metric excess at ``params`` over its optimum, ``½δᵀHδ`` (+ the wall term), ≥ 0.
@@ -282,6 +292,7 @@ class _LocalModel:
     coef_cov: FloatArray  # cov(θ) = s²(AᵀWA)⁻¹
     jacobian: FloatArray | None  # ∂u*/∂θ (delta method); None when u* is on the box's edge
     at_boundary: bool  # u* was constrained to the box
+    edge_resolved: NDArray[np.bool_]  # (d,) False: on the edge, its slope there within noise of 0
     residual_var: float  # s², the weighted residual variance
     leverage: float  # h(u*), at the minimiser
     leverage_max: float  # maxᵢ h(uᵢ), over the fitted trials
@@ -441,11 +452,16 @@ def _solve_local(region: _Region, *, cubic: bool) -> _LocalModel | None:
     sigma2 = float(residual @ residual) / dof
     gram_inv = np.linalg.pinv(weighted.T @ weighted)
     row = _local_design(u_star[None, :], cubic)[0]
+    slope = grad + hess @ u_star + 3.0 * kappa * u_star**2
+    resolved = _edge_resolved(
+        slope, _slope_jacobian(u_star, cubic), sigma2 * gram_inv, minimum, region
+    )
     return _LocalModel(
         minimiser=u_star,
         value=value,
         hessian=hess_star,
         coef_cov=sigma2 * gram_inv,
+        edge_resolved=resolved,
         jacobian=None if minimum.at_boundary else _optimum_jacobian(hess_star, u_star, cubic),
         at_boundary=minimum.at_boundary,
         residual_var=sigma2,
@@ -545,14 +561,37 @@ def _optimum_jacobian(hess_star: FloatArray, u_star: FloatArray, cubic: bool) ->
 
     ``∂∇f/∂g = I``, ``∂∇f/∂q`` is :func:`gradient_jacobian`, ``∂∇f/∂κ = diag(3u²)``.
     """
-    dims = len(u_star)
+    return np.asarray(-np.linalg.solve(hess_star, _slope_jacobian(u_star, cubic)), dtype=np.float64)
+
+
+def _slope_jacobian(u: FloatArray, cubic: bool) -> FloatArray:
+    """``∂∇f(u)/∂θ``: ``I`` for ``g``, :func:`gradient_jacobian` for ``q``, ``diag(3u²)`` for ``κ``."""
+    dims = len(u)
     n_quad = n_coef(dims)
     d_grad = np.zeros((dims, n_quad + (dims if cubic else 0)))
     d_grad[:, 1 : 1 + dims] = np.eye(dims)
-    d_grad[:, 1 + dims : n_quad] = gradient_jacobian(u_star)
+    d_grad[:, 1 + dims : n_quad] = gradient_jacobian(u)
     if cubic:
-        d_grad[:, n_quad:] = np.diag(3.0 * u_star**2)
-    return np.asarray(-np.linalg.solve(hess_star, d_grad), dtype=np.float64)
+        d_grad[:, n_quad:] = np.diag(3.0 * u**2)
+    return d_grad
+
+
+def _edge_resolved(
+    slope: FloatArray, d_grad: FloatArray, coef_cov: FloatArray, minimum: _Minimum, region: _Region
+) -> NDArray[np.bool_]:
+    """Per coordinate: False where the minimiser sits on the box's edge yet the model's slope there
+    is within :data:`EDGE_SLOPE_Z` of its standard errors of 0 — the data do not say on which side
+    of the edge the optimum lies (docs/science.md §7.1); True elsewhere."""
+    resolved = np.ones(len(slope), dtype=bool)
+    if not minimum.at_boundary:
+        return resolved
+    sd = np.sqrt(np.maximum(np.diag(d_grad @ coef_cov @ d_grad.T), 0.0))
+    u = minimum.point
+    on_edge = np.isclose(u, region.low, atol=STEP_TOLERANCE) | np.isclose(
+        u, region.high, atol=STEP_TOLERANCE
+    )
+    resolved[on_edge] = np.abs(slope[on_edge]) > EDGE_SLOPE_Z * sd[on_edge]
+    return resolved
 
 
 def implausible_reason(
@@ -701,7 +740,9 @@ def _optimum_covariance(model: _LocalModel, spacing: FloatArray, width: FloatArr
 
     Inside the box: the delta method ``J cov(θ) Jᵀ``, each stderr raised to at least the floor
     (:data:`FLOOR_FRACTION` of the trial spacing), correlations kept. On the box's edge the
-    quadratic says little: a stderr of one trial spacing. Either way each stderr is then capped at
+    quadratic says little: a stderr of one trial spacing where the model's slope at the edge is
+    resolved (beyond :data:`EDGE_SLOPE_Z` of its standard errors), else the cap: noise alone may
+    have put the minimiser there. Either way each stderr is then capped at
     :data:`RANGE_CAP` times the swept range, again keeping the correlations.
 
     Args:
@@ -716,7 +757,10 @@ def _optimum_covariance(model: _LocalModel, spacing: FloatArray, width: FloatArr
         scale_fix = np.sqrt(var_u / np.maximum(np.diag(cov_u), VARIANCE_GUARD))
         cov_u = cov_u * np.outer(scale_fix, scale_fix)
     else:
-        cov_u = np.diag(np.maximum((spacing / width) ** 2, floor**2))
+        # on the edge: a trial spacing of doubt where the slope there says the optimum is past
+        # it; where the slope is within noise of 0, the optimum is anywhere in the box (the cap)
+        doubt = np.where(model.edge_resolved, (spacing / width) ** 2, RANGE_CAP**2)
+        cov_u = np.diag(np.maximum(doubt, floor**2))
     cap = np.full(len(width), RANGE_CAP**2)
     diag = np.diag(cov_u)
     shrink = np.sqrt(np.minimum(cap, diag) / np.maximum(diag, VARIANCE_GUARD))
@@ -792,12 +836,24 @@ def edge_notes(optima: Sequence[ScaleOptimum]) -> list[str]:
             if name in optimum.bounds:
                 continue
             units = "log units" if name in optimum.log_params else "units"
-            lines.append(
+            side = "above" if distance > 0 else "below"
+            head = (
                 f"  at {optimum.scale!r} the {name} optimum ({optimum.params[name]:.4g}) lies "
-                f"{abs(distance):.2g} {units} {'above' if distance > 0 else 'below'} the trials' "
-                "edge: extrapolated by the valley's shape, its stderr grows with the distance. "
-                f"Sweep further {'up' if distance > 0 else 'down'} there to bracket it."
+                f"{abs(distance):.2g} {units} {side} the trials' edge: extrapolated by the "
+                "valley's shape, its stderr grows with the distance."
             )
+            if name in optimum.diverged_past:
+                # never advise sweeping past a divergence: it bounds the optimum instead
+                value = optimum.diverged_past[name]
+                natural = math.exp(value) if name in optimum.log_params else value
+                lines.append(
+                    f"{head} A trial at {name}={natural:.4g} diverged: the optimum is bounded by "
+                    f"that divergence ({'below' if distance > 0 else 'above'} it)."
+                )
+            else:
+                lines.append(
+                    f"{head} Sweep further {'up' if distance > 0 else 'down'} there to bracket it."
+                )
     return lines
 
 

@@ -49,6 +49,13 @@ Exponents = Mapping[str, Mapping[str, float]]
 #: Trials lie on one line along a coordinate when their other coordinates agree to this relative
 #: tolerance (a one-at-a-time sweep moves one parameter away from the best configuration).
 LINE_TOLERANCE = 1e-9
+#: A pooled centre past its box's edge counts as a bound ("past this edge") only when it lies that
+#: far past it by more than this many of its own standard errors: the one-sided 95% normal
+#: quantile, the usual level at which a one-sided claim is made. Nearer, the valley cannot tell on
+#: which side of the edge the optimum lies (noisy rungs: a slope at the edge that is mostly noise),
+#: and a bound with the trial spacing's resolution would state as known what the data do not
+#: resolve; the centre stays an ordinary observation with its own (wide) variance.
+EDGE_BOUND_Z = 1.6448536269514722
 
 
 @dataclass(frozen=True, eq=False)
@@ -352,8 +359,10 @@ def _censor_alone(ladder: Ladder, optimum: ScaleOptimum, trials: RungTrials) -> 
     centre, not even with the curvature shared (one trial: its depth is unknown; two in 2-D: a
     direction is missing), so it says only what its diverged neighbours bound: every other
     coordinate gets an infinite variance (§7.1). (A local quadratic minimised on its box's edge
-    stays an ordinary observation there, with a trial spacing of doubt: a rung the valley could
-    not hold is noisy, and on the noisy scenarios an edge read as a bound misled the law.)"""
+    stays an ordinary observation there, with a trial spacing of doubt where its slope there is
+    resolved and the swept range where it is not (:func:`~transfersearch.fitting.local.fit_local`):
+    a rung the valley could not hold is noisy, and on the noisy scenarios an edge read as a bound
+    misled the law.)"""
     low, high = diverged_bracket(trials)
     finite = np.isfinite(trials.values)
     point = np.array([optimum.coords[n] for n in ladder.names])
@@ -437,6 +446,13 @@ def _pooled_optimum(
         wall=valley.wall,
         past_edge={n: float(e) for n, e in zip(ladder.names, past, strict=True) if e != 0.0},
     )
+    low, high = diverged_bracket(trials)
+    diverged = {
+        n: float(high[j] if e > 0 else low[j])
+        for j, (n, e) in enumerate(zip(ladder.names, past, strict=True))
+        if e != 0.0 and math.isfinite(high[j] if e > 0 else low[j])
+    }
+    optimum = replace(optimum, diverged_past=diverged)
     return _censor_pooled(ladder, optimum, trials, valley, position)
 
 
@@ -446,7 +462,9 @@ def _censor_pooled(
     """A pooled centre is a bound where the valley's extrapolation went past
     :data:`~transfersearch.fitting.surface.EXTRAPOLATION_LIMIT` (the rung says "past this edge")
     or past a diverged trial (the valley's slope says "above the best trial", the divergence
-    "below it"): docs/science.md §7.1. A centre inside its trials' box counts as bracketed."""
+    "below it"): docs/science.md §7.1. A centre inside its trials' box counts as bracketed. A centre
+    within :data:`EDGE_BOUND_Z` of its own standard errors of the edge is no bound: the valley
+    cannot tell on which side of the edge the optimum lies."""
     if not valley.at_boundary[position]:
         return optimum
     low, high = diverged_bracket(trials)
@@ -457,6 +475,9 @@ def _censor_pooled(
     for j in range(len(ladder.names)):
         side = int(valley.censored[position, j])
         edge = float(valley.edges[position, j])
+        sd = math.sqrt(float(valley.center_cov[position][j, j]))
+        if side != 0 and abs(float(centre[j]) - edge) <= EDGE_BOUND_Z * sd:
+            continue  # the valley cannot place the optimum past the edge (a NaN sd: no check)
         if side > 0:
             bounds[j] = (edge, max(high[j], edge))
         elif side < 0:
