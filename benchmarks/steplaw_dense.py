@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from steplaw_moe import LOSS, nearest, regret, steplaw
+from steplaw_moe import LOSS, flops_cost, nearest, regret, steplaw
 
 from transfersearch import Scale, extrapolate
 
@@ -48,6 +48,7 @@ def fit(train: pd.DataFrame, target: dict[str, float], prior: Any, seed: int) ->
             prior_exponents=prior,
             n_bootstrap=200,
             seed=seed,
+            cost=flops_cost,  # N·D: default_cost knows width/dataset_size only
         )
 
 
@@ -95,7 +96,8 @@ def main() -> None:
         "Fit on N = 215M, 268M, 429M (12 configurations, every D), predict (lr, bs) at N = 537M for",
         "each of its three D; regret = smoothed loss at the prediction (linear interpolation in",
         "log lr × log bs on the held-out grid) over the grid's best, minus 1, in %. Bootstrap: 200",
-        f"resamples, seed {args.seed}. See the script's docstring for the methods.",
+        f"resamples, seed {args.seed}; rungs ordered by cost = N·D (`cost=`, see steplaw_moe.py's "
+        "flops_cost). See the script's docstring for the methods.",
         "",
         "| D | " + " | ".join(methods) + " | model (prior) | ts (lr, bs) | grid best (lr, bs) |",
         "|---|" + "---|" * (len(methods) + 3),

@@ -81,6 +81,15 @@ def nearest(
     return {"lr": float(best["lr"]), "bs": float(best["bs"])}
 
 
+def flops_cost(scale: Scale) -> float:
+    """A run's relative cost: the product of its scale variables (N·D or Na·D, ∝ 6·N·D FLOPs).
+
+    Passed as ``cost=`` because ``default_cost`` knows width, dataset_size and epochs only and
+    gives every Step Law configuration the same cost, which leaves walk-forward without a fold.
+    """
+    return math.prod(float(v) for v in scale.to_dict().values())
+
+
 def ours(train: pd.DataFrame, variables: list[str], target: dict[str, float]) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -92,6 +101,7 @@ def ours(train: pd.DataFrame, variables: list[str], target: dict[str, float]) ->
             value_column=LOSS,
             n_bootstrap=200,
             seed=0,
+            cost=flops_cost,
         )
 
 
@@ -147,7 +157,7 @@ def main() -> None:
         "",
         "Regret = smooth loss at the predicted (lr, bs), linearly interpolated in log lr × log bs on",
         "the held-out grid, over that grid's best, minus 1 (in %). Methods: transfersearch",
-        "`extrapolate(params=['lr', 'bs'])` with defaults; Step Law (per-configuration grid argmin +",
+        "`extrapolate(params=['lr', 'bs'], cost=Na·D)`, otherwise defaults; Step Law (per-configuration grid argmin +",
         "log-linear OLS); copy the best of the nearest proxy. `global` fits all shapes' smaller D",
         "with scale variables (Na, D); `per-shape` fits each shape's three smaller D on D alone.",
         "",
