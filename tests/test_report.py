@@ -180,3 +180,33 @@ def test_the_band_and_the_interval_are_named_for_what_they_are(tmp_path: Path) -
     texts = draw_svg(obs, result, tmp_path / "report.svg")
     assert "law's own 90% band" in texts
     assert "target: decision, 90% prediction interval" in texts
+
+
+def test_a_law_known_to_no_useful_width_draws_without_overflow(tmp_path: Path) -> None:
+    """A law whose band spans hundreds of decades (a tiny, noisy ladder) still draws: the band is
+    cut at e^±MAX_LOG_BAR on a log axis instead of overflowing exp() (the quick demo did)."""
+    pytest.importorskip("matplotlib")
+    import dataclasses
+
+    from transfersearch.report import MAX_LOG_BAR, band_ends
+
+    assert band_ends(math.log(0.01), 800.0, 1.645, True) == pytest.approx(
+        (0.01, 0.01 * math.exp(-MAX_LOG_BAR), 0.01 * math.exp(MAX_LOG_BAR))
+    )
+    assert band_ends(0.5, 0.1, 2.0, False) == pytest.approx((0.5, 0.3, 0.7))
+    obs = ladder_observations()
+    result = extrapolate(
+        obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"], n_bootstrap=0
+    )
+    vague = {
+        name: dataclasses.replace(law, covariance=law.covariance * 1e8 + 1e6)
+        for name, law in result.laws.items()
+    }
+    result = dataclasses.replace(result, laws=vague)
+    assert result.laws["lr"].predict_coord(ts.Scale(width=1024))[1] > 500  # exp() would overflow
+    out = plot_report(obs, result, tmp_path / "vague.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pytest.importorskip("plotly")
+    from transfersearch.visualization import plot_optimum_vs_scale
+
+    plot_optimum_vs_scale(result)

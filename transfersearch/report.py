@@ -50,6 +50,25 @@ __all__ = [
 MAX_LOG_BAR = (
     5.0  # widest error bar drawn on a log axis, in log units (a factor e^5 ~ 150 each way)
 )
+#: Largest log value turned back into a number for a figure (exp(700) ~ 1e304 < float max).
+_MAX_EXP = 700.0
+
+
+def band_ends(coord: float, stderr: float, z: float, log_space: bool) -> tuple[float, float, float]:
+    """(centre, low, high) of ``coord ± z·stderr`` in natural units, for a figure.
+
+    On a log axis the band is cut at ``MAX_LOG_BAR`` log units either side (a law whose band is
+    wider than a factor e^5 each way says "unknown" there, and an uncut band would overflow exp()
+    and swamp the panel); :data:`BAND_NOTE` says so.
+    """
+    half = z * stderr if math.isfinite(stderr) else math.inf
+    if not log_space:
+        return coord, coord - half, coord + half
+    half = min(half, MAX_LOG_BAR)
+    centre = max(min(coord, _MAX_EXP), -_MAX_EXP)
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
 #: The metric axis of the landscapes ends this many times the median trial's distance above the
 #: best trial: the valley around the optimum fills the panel, the far slopes are marked as clipped.
 CLIP_SPREADS = 2.5
@@ -57,7 +76,8 @@ CLIP_SPREADS = 2.5
 TITLE_WIDTH = 52
 #: How the law's band and the target's interval differ (both pictures say it).
 BAND_NOTE = (
-    "band: the law's own uncertainty (its fitted coefficients and the rungs' scatter about it); "
+    "band: the law's own uncertainty (its fitted coefficients and the rungs' scatter about it; "
+    "on a log axis cut at a factor e^5 either way); "
     "target bar: the prediction interval of the target's optimum, Extrapolation.interval(), which "
     "also carries the rung-resampling spread, the misfit every rung shares and the scale "
     "directions no rung measured, so it is never narrower than the band's end"
@@ -365,10 +385,9 @@ def _law_panel(
         ax.plot(xs, [law.predict(s) for s in path], color="tab:red", lw=1.5, label="fitted law")
         lower, upper = [], []
         for scale in path:
-            coord, stderr = law.predict_coord(scale)
-            ends = (coord - z * stderr, coord + z * stderr)
-            lower.append(math.exp(ends[0]) if log_space else ends[0])
-            upper.append(math.exp(ends[1]) if log_space else ends[1])
+            _, low, high = band_ends(*law.predict_coord(scale), z, log_space)
+            lower.append(low)
+            upper.append(high)
         ax.fill_between(
             xs,
             lower,

@@ -31,7 +31,14 @@ from transfersearch import default_cost
 from transfersearch.cost import by_cost
 from transfersearch.errors import TransferSearchError
 from transfersearch.observations import Observation, as_observations
-from transfersearch.report import BAND_NOTE, MAX_LOG_BAR, constant_names, path_scales, rung_label
+from transfersearch.report import (
+    BAND_NOTE,
+    MAX_LOG_BAR,
+    band_ends,
+    constant_names,
+    path_scales,
+    rung_label,
+)
 from transfersearch.scale import Scale
 
 if TYPE_CHECKING:
@@ -254,10 +261,7 @@ def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -
             xs = [default_cost(s) / base_cost for s in path]
             centre, lower, upper = [], [], []
             for scale in path:
-                coord, stderr = law.predict_coord(scale)
-                values = [coord, coord - z * stderr, coord + z * stderr]
-                if log_space:
-                    values = [math.exp(v) for v in values]
+                values = band_ends(*law.predict_coord(scale), z, log_space)
                 centre.append(values[0])
                 lower.append(values[1])
                 upper.append(values[2])
