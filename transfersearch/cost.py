@@ -11,14 +11,28 @@ from transfersearch.scale import Scale
 __all__ = ["by_cost", "default_cost"]
 
 
-def default_cost(scale: Scale) -> float:
-    """Relative compute of a run at ``scale``: width² × dataset_size × epochs (absent names count 1).
+#: Scale names :func:`default_cost` reads as a model's size or the data it processes.
+_KNOWN = ("width", "params", "dataset_size", "tokens", "epochs")
+#: Scale names that change how the data is cut, not how much compute a run takes.
+_NOT_COST = ("batch_size",)
 
-    Width² approximates parameters (and FLOPs per sample) of a transformer or MLP of fixed depth;
-    dataset_size × epochs is the number of samples processed.
+
+def default_cost(scale: Scale) -> float:
+    """Relative compute of a run at ``scale``: model size × data processed.
+
+    Model size is ``params`` when the scale gives it, else width² (the parameters, and FLOPs per
+    sample, of a transformer or MLP of fixed depth); data is ``tokens`` when given, else
+    dataset_size × epochs (absent names count 1). A scale that names none of these (a sweep's own
+    names, e.g. Step Law's ``N`` and ``D``) costs the product of its values other than
+    ``batch_size``: every size a ladder grows is taken to cost compute in proportion, so the
+    rungs still have an order (pass ``cost=`` where that is wrong).
     """
+    if not any(name in scale for name in _KNOWN):
+        return math.prod(value for name, value in scale.items() if name not in _NOT_COST)
     width = scale.get("width", 1.0)
-    return width * width * scale.get("dataset_size", 1.0) * scale.get("epochs", 1.0)
+    size = scale.get("params", width * width)
+    data = scale.get("tokens", scale.get("dataset_size", 1.0) * scale.get("epochs", 1.0))
+    return float(size * data)
 
 
 def by_cost(scales: Iterable[Scale], cost: Callable[[Scale], float] | None = None) -> list[Scale]:
