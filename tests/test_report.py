@@ -202,8 +202,10 @@ def test_a_law_known_to_no_useful_width_draws_without_overflow(tmp_path: Path) -
         name: dataclasses.replace(law, covariance=law.covariance * 1e8 + 1e6)
         for name, law in result.laws.items()
     }
-    result = dataclasses.replace(result, laws=vague)
+    stderr = {name: 1e3 for name in result.stderr}  # an interval of (0, inf) at the target
+    result = dataclasses.replace(result, laws=vague, stderr=stderr)
     assert result.laws["lr"].predict_coord(ts.Scale(width=1024))[1] > 500  # exp() would overflow
+    assert result.interval(0.9)["lr"] == (0.0, math.inf)
     out = plot_report(obs, result, tmp_path / "vague.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     pytest.importorskip("plotly")

@@ -10,7 +10,7 @@ The picture has two rows and one column per swept parameter:
   optimum as a dashed vertical line. The metric axis stops at 2.5× the median trial's distance above
   the best (so the valley fills the panel); trials above it are open triangles on the top edge and
   diverged trials crosses there, each counted in the panel's title;
-- bottom: the estimated optimum against relative compute (width² × dataset_size × epochs, see
+- bottom: the estimated optimum against relative compute (model size × data, see
   :func:`transfersearch.cost.default_cost`), with error bars, the fitted law drawn along the
   geometric path from the smallest rung to the target with the law's own band, and the target's
   decision with its prediction interval (:data:`BAND_NOTE` says how the two differ).
@@ -406,8 +406,11 @@ def _law_panel(
                     s=120,
                     color="tab:red",
                 )
-    interval = extrapolation.interval(level)[name]
     predicted = extrapolation.params[name]
+    interval = extrapolation.interval(level)[name]
+    if log_space and predicted > 0:  # drawn at most e^MAX_LOG_BAR either way (0 / inf: unbounded)
+        reach = math.exp(MAX_LOG_BAR)
+        interval = (max(interval[0], predicted / reach), min(interval[1], predicted * reach))
     target_x = default_cost(target) / base_cost
     ax.errorbar(
         target_x,
@@ -432,6 +435,7 @@ def _law_panel(
     ax.set_xscale("log")
     shown = [o.params[name] for o in extrapolation.optima] + [predicted, *interval]
     shown += [values[name] for values in marks.values() if name in values]
+    shown = [v for v in shown if math.isfinite(v)]  # an unbounded interval end is 0 / inf
     if log_space:
         ax.set_yscale("log")
         positive = [v for v in shown if v > 0]
@@ -441,6 +445,6 @@ def _law_panel(
         span = (max(shown) - min(shown)) or 1.0
         ax.set_ylim(min(shown) - 0.5 * span, max(shown) + 0.5 * span)
     ax.set_title(_fit(f"optimal {name} ∝ {law_terms(extrapolation, name)}"), fontsize=9)
-    ax.set_xlabel("relative compute (width² × dataset_size × epochs)")
+    ax.set_xlabel("relative compute (model size × data, default_cost)")
     ax.set_ylabel(f"optimal {name}")
     ax.legend(fontsize=7, loc="best")

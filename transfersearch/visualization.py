@@ -192,7 +192,7 @@ def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -
     """Each rung's optimum vs compute, the fitted law with its interval, and the target.
 
     The x axis is compute relative to the cheapest rung (:func:`~transfersearch.default_cost`:
-    width² × dataset_size × epochs); the law is drawn along the geometric path from the cheapest
+    model size × data); the law is drawn along the geometric path from the cheapest
     rung to the target, with the law's own ``level`` band (its fitted coefficients and the optima's
     scatter about it, ``PowerLaw.predict_coord``); the target shows the decision and the
     prediction interval of the target's optimum, :meth:`~transfersearch.Extrapolation.interval`,
