@@ -482,8 +482,8 @@ def run_worker(
     }
 
     def leased(trial: optuna.Trial) -> Any:
-        set_trial_attrs(study, trial, user=where)  # one commit for the three
-        try:
+        try:  # Ctrl-C may land while the attributes are written, before the objective runs
+            set_trial_attrs(study, trial, user=where)  # one commit for the three
             if lease is None:
                 return func(trial)
             rung = system_attrs(trial).get(RUNG_ATTR)
