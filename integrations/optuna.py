@@ -54,7 +54,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without optuna
         f"({exc})."
     ) from exc
 
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import TransferSearchError, check_int
 from transfersearch.integrations import _optuna_shim as shim
 from transfersearch.integrations._optuna_shim import RetryOnce, seed_sampler
 from transfersearch.integrations._optuna_space import record_space
@@ -791,15 +791,10 @@ def make_storage(
 
 def _check_optional_int(name: str, value: Any, *, low: int) -> None:
     """``value`` is None or an int >= ``low`` (not a bool, not a string)."""
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TransferSearchError(
-            f"`{name}` must be an int (seconds or a count) or None, but got {name}={value!r} "
-            f"({type(value).__name__}). Pass e.g. {name}=10."
+    if value is not None:
+        check_int(
+            name, value, minimum=low, fix=f"Pass e.g. {name}=10 (seconds or a count), or None."
         )
-    if value < low:
-        raise TransferSearchError(f"`{name}` must be >= {low}, but got {name}={value!r}.")
 
 
 def _check_file(url: str, path: str, *, must_exist: bool, sqlite: bool) -> None:
