@@ -117,14 +117,18 @@ POS = {"pos": "input"}
 # ----------------------------------------------------------------------------------------------
 
 
+#: Where each of MLP's parameters belongs (at every width, the base width included).
+MLP_GROUPS = {
+    "input": ["inp.weight"],
+    "hidden": ["hid.weight"],
+    "output": ["out.weight"],
+    "vector": ["inp.bias", "hid.bias", "norm.weight", "norm.bias", "out.bias"],
+}
+
+
 def test_mlp_groups_have_hand_computed_lr_and_weight_decay() -> None:
     groups = param_groups(MLP(WIDTH), make_hp(), base_model=meta(MLP, BASE_WIDTH))
-    assert by_group(groups) == {
-        "input": ["inp.weight"],
-        "hidden": ["hid.weight"],
-        "output": ["out.weight"],
-        "vector": ["inp.bias", "hid.bias", "norm.weight", "norm.bias", "out.bias"],
-    }
+    assert by_group(groups) == MLP_GROUPS
     for group in groups:
         lr, wd = EXPECTED[group["name"]]
         assert group["lr"] == pytest.approx(lr, rel=1e-12)
@@ -274,12 +278,7 @@ def test_base_width_rung_with_the_base_width_model_as_base_model() -> None:
     # The µP user's loop: base_model=make_model(base_width) on every rung, the base rung included.
     hp = make_hp(BASE_WIDTH)  # s = 1: every matrix group has lr 3e-3 and λ = ηλ/η
     groups = param_groups(MLP(BASE_WIDTH), hp, base_model=meta(MLP, BASE_WIDTH))
-    assert by_group(groups) == {
-        "input": ["inp.weight"],
-        "hidden": ["hid.weight"],
-        "output": ["out.weight"],
-        "vector": ["inp.bias", "hid.bias", "norm.weight", "norm.bias", "out.bias"],
-    }
+    assert by_group(groups) == MLP_GROUPS
     for group in groups:
         want_wd = 0.0 if group["name"] == "vector" else ETA_LAMBDA / 3e-3
         assert group["lr"] == pytest.approx(3e-3, rel=1e-12)
