@@ -343,10 +343,7 @@ def _with_bounds(
         named[ladder.names[j]] = (float(low), float(high))
     return replace(
         optimum,
-        params={
-            p: (math.exp(c) if p in ladder.logs else float(c))
-            for p, c in zip(ladder.names, coords, strict=True)
-        },
+        params=_natural(ladder, coords),
         coords={p: float(c) for p, c in zip(ladder.names, coords, strict=True)},
         stderr={p: float(s) for p, s in zip(ladder.names, np.sqrt(np.diag(cov)), strict=True)},
         covariance=cov,
@@ -377,6 +374,14 @@ def _censor_alone(ladder: Ladder, optimum: ScaleOptimum, trials: RungTrials) -> 
                 side = high[j] if math.isfinite(high[j]) else low[j]
                 resolution[j] = FALLBACK_SPACING_FRACTION * abs(side - point[j])
     return _with_bounds(optimum, ladder, bounds, resolution)
+
+
+def _natural(ladder: Ladder, coords: FloatArray) -> dict[str, float]:
+    """Fitted coordinates back to the parameters' own units (exp on log-fitted ones)."""
+    return {
+        p: (math.exp(c) if p in ladder.logs else float(c))
+        for p, c in zip(ladder.names, coords, strict=True)
+    }
 
 
 def read_optima(
@@ -427,10 +432,7 @@ def _pooled_optimum(
     past = valley.past_edge[position]
     optimum = ScaleOptimum(
         scale=scale,
-        params={
-            p: (math.exp(c) if p in ladder.logs else float(c))
-            for p, c in zip(ladder.names, centre, strict=True)
-        },
+        params=_natural(ladder, centre),
         coords={p: float(c) for p, c in zip(ladder.names, centre, strict=True)},
         stderr={p: float(s) for p, s in zip(ladder.names, np.sqrt(np.diag(cov)), strict=True)},
         covariance=cov,
