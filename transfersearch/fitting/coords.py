@@ -25,12 +25,45 @@ __all__ = [
     "check_fixed_exponents",
     "check_params",
     "common_variables",
+    "natural_params",
     "observation_arrays",
     "resolve_log_params",
+    "to_fitted",
+    "to_natural",
 ]
 
 Direction = Literal["minimize", "maximize"]
 FloatArray = NDArray[np.float64]
+
+
+def to_natural(value: float, log_space: bool) -> float:
+    """One fitted coordinate back in the parameter's own units: ``exp(c)`` on a log coordinate
+    (docs/notation.md), ``c`` itself otherwise."""
+    return math.exp(value) if log_space else float(value)
+
+
+def to_fitted(value: float, log_space: bool) -> float:
+    """One natural value in fitted coordinates: ``log(p)`` on a log coordinate, ``p`` otherwise.
+
+    Raises:
+        TransferSearchError: a log coordinate's value is not positive.
+    """
+    if not log_space:
+        return float(value)
+    if not value > 0:
+        raise TransferSearchError(
+            f"a log-fitted parameter must be positive, but got {value!r}. Fit it on a linear "
+            "axis (leave it out of log_params) or drop the non-positive trials."
+        )
+    return math.log(value)
+
+
+def natural_params(
+    names: Sequence[str], coords: Iterable[float], log_params: Iterable[str]
+) -> dict[str, float]:
+    """``{name: to_natural(c)}`` for a point given in fitted coordinates, in ``names`` order."""
+    logs = frozenset(log_params)
+    return {n: to_natural(float(c), n in logs) for n, c in zip(names, coords, strict=True)}
 
 
 def resolve_log_params(
