@@ -1,6 +1,6 @@
 """The decision under uncertainty: the point that minimises the expected target loss.
 
-SCIENCE.md §7. With the target optimum ``x* ~ N(μ, diag σ²)`` (the law's prediction) and the
+docs/science.md §7.8. With the target optimum ``x* ~ N(μ, diag σ²)`` (the law's prediction) and the
 valley ``L = ½δᵀHδ + ½Σ_j b_j·max(δ_j, 0)²`` (``δ = x − x*``, ``b_j > 0``: the upper wall is
 steeper, e.g. a divergence cliff in the learning rate), the expected excess at ``x = μ + m`` is
 

@@ -1,4 +1,4 @@
-"""Optimum-vs-scale power laws with a prior on the exponents (SCIENCE.md §7, "Shrinkage").
+"""Optimum-vs-scale power laws with a prior on the exponents (docs/science.md §7.7).
 
 For one parameter, the rungs' optima ``z_s`` (fitted coordinates: ``log p*`` for a log parameter)
 follow ``z_s = a + Σ_k e_k·log(scale_sk) + ε_s`` with ``ε_s ~ N(0, v_s + τ²)``: ``v_s`` the optimum's
@@ -54,7 +54,7 @@ PRIOR_SD_GRID = (0.0, 0.03, 0.1, 0.3, 1.0)
 UNSEEN_SPAN = 1e-9
 #: Prior standard deviation of the exponent of a scale variable the rungs never varied, when the
 #: target moves along it. Every published optimum-vs-scale exponent has ``|e| ≤ 1`` (Step Law,
-#: DeepSeek, Power Lines; SCIENCE.md §6), so ``±2·0.5`` spans them. The law holds such an exponent
+#: DeepSeek, Power Lines; docs/science.md §6), so ``±2·0.5`` spans them. The law holds such an exponent
 #: at its prior (:func:`gls`); :func:`transfersearch.fitting.predict.predict` adds ``(0.5·Δlog)²``
 #: to the prediction's variance for it, so the interval, the decision and the planner's focus do
 #: not claim to know a direction no trial measured.

@@ -1,6 +1,6 @@
 """Walk-forward validation: every model predicts each rung from strictly cheaper rungs only.
 
-SCIENCE.md §7: sort the rungs by cost (:func:`transfersearch.cost.by_cost`, the order the planner,
+docs/science.md §7, §7.6: sort the rungs by cost (:func:`transfersearch.cost.by_cost`, the order the planner,
 ``validate()`` and the report use); for each rung with at
 least :data:`MIN_TRAIN` cheaper ones, refit everything (the pooled valley included) on the cheaper
 rungs, predict the rung, and charge the *regret* of the prediction on the rung's own fitted

@@ -1,6 +1,6 @@
 """One valley over every rung at once, so noisy rungs borrow strength from their neighbours.
 
-The surrogate (SCIENCE.md §7, "Pooling rungs"), in standardised fitted coordinates ``u``::
+The surrogate (docs/science.md §7.1), in standardised fitted coordinates ``u``::
 
     f_s(u) = c_s + ½(u − μ_s)ᵀH(u − μ_s) + ½ Σ_j b_j · max(u_j − μ_sj, 0)²
 
