@@ -35,7 +35,7 @@ from transfersearch.fitting.laws import (
     reml_fit,
 )
 
-__all__ = ["LawModel", "available_models", "model_named", "register_model"]
+__all__ = ["DEFAULT_MODELS", "LawModel", "available_models", "model_named", "register_model"]
 
 
 class LawModel(Protocol):
@@ -153,6 +153,15 @@ class FreeLaw:
         return reml_fit(data, (FREE_PRIOR_SD,))
 
 
+#: The family walk-forward chooses from, null models first (the order of ``model_scores``).
+DEFAULT_MODELS: tuple[LawModel, ...] = (
+    NearestRung(),
+    PooledConstant(),
+    PriorExponents(),
+    ShrunkLaw(),
+    FreeLaw(),
+)
+
 _REGISTRY: dict[str, LawModel] = {}
 
 
@@ -199,5 +208,5 @@ def model_named(name: str) -> LawModel:
         ) from None
 
 
-for _model in (NearestRung(), PooledConstant(), PriorExponents(), ShrunkLaw(), FreeLaw()):
+for _model in DEFAULT_MODELS:
     register_model(_model)

@@ -1,0 +1,58 @@
+"""What the engine found worth saying about a fit: typed records, not warnings.
+
+The engine (:func:`transfersearch.fitting.fit_sweep`) returns them on
+``Extrapolation.diagnostics``; the public boundary (:func:`transfersearch.extrapolate`) warns once
+for each record the user must act on (``act=True``) and logs the rest; ``summary()``, the command
+line and the dashboard render the same records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.scale import Scale
+
+__all__ = ["KINDS", "Diagnostic"]
+
+#: The kinds of record, and what each one reports.
+KINDS: dict[str, str] = {
+    "fallback": "a rung the pooled valley could not hold, located from its own few trials",
+    "edge": "a rung's optimum past the edge of its trials, read off the valley's shape",
+    "bound": "a rung's optimum known only as a bound (a censored observation in the laws)",
+    "unvaried": "a parameter no trial varied: dropped from the fit, its one value kept",
+    "collinearity": "scale variables the ladder moves together",
+    "instability": "predictions that swing past their interval when the trials are resampled",
+    "far_target": "a target far beyond the ladder: the prediction leans on the law's form",
+    "dropped": "scales left out because every trial there diverged or failed",
+    "unseen": "a scale variable the target moves along that the ladder does not",
+    "boundary": "a stability boundary (runs diverge past it) and P(diverge)",
+}
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding of a fit.
+
+    Attributes:
+        kind: one of :data:`KINDS`.
+        message: the full sentence shown to the user (warning text, summary line).
+        act: True when the user must act on it: the public boundary warns
+            (:class:`~transfersearch.observations.TransferSearchWarning`); False: it is logged and
+            shown in ``summary()``.
+        param: the parameter it concerns, if one.
+        scale: the rung it concerns, if one.
+    """
+
+    kind: str
+    message: str
+    act: bool
+    param: str | None = None
+    scale: Scale | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise TransferSearchError(
+                f"`kind` must be one of {sorted(KINDS)}, but got kind={self.kind!r}. Pick the "
+                "closest kind, or add it to transfersearch.fitting.diagnostics.KINDS."
+            )

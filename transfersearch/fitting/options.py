@@ -1,0 +1,106 @@
+"""The options of a fit, typed and checked once: :class:`FitOptions`.
+
+``dataclasses.replace(options, n_bootstrap=0)`` copies with a change (and checks again).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.fitting.coords import check_params
+from transfersearch.fitting.models import DEFAULT_MODELS
+
+__all__ = ["FitOptions"]
+
+
+def _names(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """How :func:`~transfersearch.fitting.fit_sweep` fits (the sweep itself carries the direction
+    and the cost order).
+
+    Attributes:
+        params: the swept parameters to predict, jointly (None: every parameter all complete
+            trials record).
+        log_params: parameters fitted in log space (None: every all-positive parameter; a single
+            name is one parameter).
+        scale_variables: scale names the laws may use (None: those all proxies share).
+        fixed_exponents: exponents held exactly, per parameter, e.g.
+            ``{"lr": {"dataset_size": 0.0}}``.
+        prior_exponents: theory's exponents per parameter, the centre of the ``"prior"`` and
+            ``"shrunk"`` models (0 for any not given: no drift).
+        model: ``"auto"`` (walk-forward chooses) or the name of one of the models passed.
+        n_bootstrap: by-rung bootstrap resamples for the interval and ``stability`` (0: none).
+        seed: seed of the bootstrap (None: a fresh draw each call).
+
+    Raises:
+        TransferSearchError: ``model`` is not a string, ``seed`` or ``n_bootstrap`` is not a
+            non-negative integer, ``params`` or ``scale_variables`` is a single string.
+    """
+
+    params: tuple[str, ...] | None = None
+    log_params: tuple[str, ...] | None = None
+    scale_variables: tuple[str, ...] | None = None
+    fixed_exponents: Mapping[str, Mapping[str, float]] | None = None
+    prior_exponents: Mapping[str, Mapping[str, float]] | None = None
+    model: str = "auto"
+    n_bootstrap: int = 200
+    seed: int | None = 0
+
+    def __post_init__(self) -> None:
+        _check_model(self.model)
+        seed, n_bootstrap = self.seed, self.n_bootstrap
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise TransferSearchError(
+                f"`seed` must be None or a non-negative integer, but got seed={seed!r}."
+            )
+        if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 0:
+            raise TransferSearchError(
+                f"`n_bootstrap` must be a non-negative integer, but got n_bootstrap={n_bootstrap!r}."
+            )
+        if isinstance(self.params, str):
+            check_params(self.params)  # raises, naming the fix
+        if isinstance(self.scale_variables, str):
+            raise TransferSearchError(
+                f"`scale_variables` must be a list of names, but got the string "
+                f"{self.scale_variables!r}. Write scale_variables=[{self.scale_variables!r}]."
+            )
+        log_params = self.log_params
+        object.__setattr__(self, "params", _names(self.params))
+        object.__setattr__(self, "scale_variables", _names(self.scale_variables))
+        object.__setattr__(
+            self, "log_params", (log_params,) if isinstance(log_params, str) else _names(log_params)
+        )
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> FitOptions:
+        """``FitOptions(**kwargs)``, with an unknown keyword named along with its closest option.
+
+        Raises:
+            TransferSearchError: an unknown keyword, or a bad value (see the class).
+        """
+        known = [f.name for f in fields(cls)]
+        for name in kwargs:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                also = f" Did you mean {close[0]!r}?" if close else ""
+                raise TransferSearchError(
+                    f"unknown fit option {name!r}.{also} The options are: {', '.join(known)}."
+                )
+        return cls(**kwargs)
+
+
+def _check_model(model: object) -> None:
+    if not isinstance(model, str):
+        names = ", ".join(m.name for m in DEFAULT_MODELS)
+        raise TransferSearchError(
+            f"`model` must be 'auto' or one model's name ({names}), "
+            f"but got model={model!r} ({type(model).__name__}). Write model='auto'."
+        )
