@@ -1,0 +1,532 @@
+"""The package's structure: no import cycle, an engine that reads no source, short functions,
+citations that stay inside the repository, and a design page that names every module.
+
+Each check is a function over source text, tested twice: on the repository (the real check) and on a
+small counter-example that must fail it (so the check itself is shown able to fail).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import subprocess
+import tokenize
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Source folder -> the import name it ships as (pyproject's package-dir maps integrations/).
+PACKAGES = {
+    "transfersearch": "transfersearch",
+    "integrations": "transfersearch.integrations",
+    "transfersearch_demo": "transfersearch_demo",
+}
+
+#: The most lines of code a function may have (blank, comment and docstring lines not counted).
+MAX_FUNCTION_LINES = 60
+
+#: What the fitting engine must not import: the boundary, the readers and every framework.
+ENGINE_FORBIDDEN_MODULES = (
+    "transfersearch.stored_space",
+    "transfersearch.readers",
+    "transfersearch.api",
+    "transfersearch.integrations",
+    "optuna",
+    "ray",
+    "torch",
+)
+#: Reader functions, wherever they live: the engine takes a Sweep, it does not read one.
+ENGINE_FORBIDDEN_NAMES = re.compile(
+    r"^(as_observations|read_sweep|register_reader|stored_space|observations_from_\w+)$"
+)
+
+#: Citations of files outside the repository (the science and style notes, the shared folder, absolute paths).
+OUTSIDE_CITATION = re.compile(
+    r"\b(?:SCIENCE|STYLE)\.md\b|\.\./shared\b|(?<![\w.~-])/(?:work|home|Users|root)/"
+)
+#: "docs/science.md §7.1", "docs/science.md §7.1, §7.3", "docs/science.md §7.1-7.6".
+SCIENCE_CITATION = re.compile(
+    r"docs/science\.md,?\s*((?:§+\s*\d+(?:\.\d+)*(?:\s*(?:[-–,]|and|or)\s*(?=§|\d))?\s*)+)"
+)
+
+
+# --------------------------------------------------------------------------------------------- sources
+
+
+def repository_modules() -> dict[str, Path]:
+    """Import name -> file, for every module of the shipped packages."""
+    modules: dict[str, Path] = {}
+    for folder, package in PACKAGES.items():
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = path.relative_to(ROOT / folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            modules[".".join((package, *parts))] = path
+    return modules
+
+
+def repository_python_files() -> list[Path]:
+    """Every Python file git tracks (plus the shipped packages' untracked new modules)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    files = {ROOT / name for name in listed} | set(repository_modules().values())
+    return sorted(path for path in files if path.exists())
+
+
+def read_sources(modules: Mapping[str, Path]) -> dict[str, str]:
+    return {name: path.read_text(encoding="utf-8") for name, path in modules.items()}
+
+
+def _is_package(name: str, modules: Mapping[str, Path]) -> bool:
+    return modules[name].name == "__init__.py" if name in modules else False
+
+
+# --------------------------------------------------------------------------------------------- imports
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def import_time_statements(body: Iterable[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements that run when the module is imported: not inside a function, nor under
+    ``if TYPE_CHECKING:`` (class bodies, ``try`` and ordinary ``if`` blocks do run)."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from import_time_statements(node.orelse)
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(node, field, []):
+                    if isinstance(child, ast.stmt):
+                        yield from import_time_statements([child])
+                    elif hasattr(child, "body"):  # except handlers, match cases
+                        yield from import_time_statements(child.body)
+
+
+def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    if node.level == 0:
+        return node.module or ""
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    base = parts[: len(parts) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imported_modules(
+    node: ast.Import | ast.ImportFrom, module: str, is_package: bool, known: Iterable[str]
+) -> list[str]:
+    """The modules an import statement loads: ``import a.b`` names a.b; ``from a import b`` names
+    the submodule a.b when there is one, else a (whose namespace must be ready)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    source = _absolute(node, module, is_package)
+    known = set(known)
+    out = []
+    for alias in node.names:
+        sub = f"{source}.{alias.name}"
+        out.append(sub if sub in known else source)
+    return out
+
+
+def import_graph(sources: Mapping[str, str], packages: Iterable[str] = ()) -> dict[str, set[str]]:
+    """Module -> the modules among ``sources`` it imports at import time."""
+    packages = set(packages)
+    graph: dict[str, set[str]] = {}
+    for module, text in sources.items():
+        tree = ast.parse(text)
+        edges: set[str] = set()
+        for node in import_time_statements(tree.body):
+            for name in imported_modules(node, module, module in packages, sources):
+                if name in sources and name != module:
+                    edges.add(name)
+        graph[module] = edges
+    return graph
+
+
+def import_cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """One cycle path (first module repeated at the end) per strongly connected group of modules."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def connect(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return [_cycle_path(graph, set(group)) for group in groups]
+
+
+def _cycle_path(graph: Mapping[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest path from the group's first module back to itself, inside the group."""
+    start = min(group)
+    previous: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for nxt in sorted(graph[node] & group):
+                if nxt == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(previous[path[-1]])
+                    return [start, *reversed(path[:-1]), start] if node != start else [start, start]
+                if nxt not in previous:
+                    previous[nxt] = node
+                    following.append(nxt)
+        frontier = following
+    raise AssertionError(f"no cycle through {start} in {sorted(group)}")
+
+
+def _repository_graph() -> dict[str, set[str]]:
+    modules = repository_modules()
+    packages = [name for name in modules if _is_package(name, modules)]
+    return import_graph(read_sources(modules), packages)
+
+
+def test_no_import_cycle() -> None:
+    cycles = import_cycles(_repository_graph())
+    assert not cycles, "import cycles at import time:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_import_cycle_check_finds_a_cycle() -> None:
+    sources = {
+        "pkg": "",
+        "pkg.a": "from pkg import b\n",
+        "pkg.b": "from pkg.c import thing\n",
+        "pkg.c": "import pkg.a\n",
+        "pkg.d": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import a\n",
+        "pkg.e": "def f():\n    from pkg import a\n",
+    }
+    graph = import_graph(sources, packages=["pkg"])
+    assert import_cycles(graph) == [["pkg.a", "pkg.b", "pkg.c", "pkg.a"]]
+    # imports under TYPE_CHECKING or inside a function do not run at import time
+    sources["pkg.a"] = "if TYPE_CHECKING:\n    from pkg import b\ndef g():\n    import pkg.b\n"
+    assert import_cycles(import_graph(sources, packages=["pkg"])) == []
+    # a relative import inside a class body or try block runs at import time
+    sources["pkg.a"] = (
+        "class K:\n    try:\n        from . import b\n    except ImportError:\n        pass\n"
+    )
+    assert import_cycles(import_graph(sources, packages=["pkg"])) == [
+        ["pkg.a", "pkg.b", "pkg.c", "pkg.a"]
+    ]
+
+
+# --------------------------------------------------------------------------------------------- engine
+
+
+def _forbidden_module(name: str) -> str | None:
+    for bad in ENGINE_FORBIDDEN_MODULES:
+        if name == bad or name.startswith(bad + "."):
+            return bad
+    return None
+
+
+def engine_source_reads(
+    module: str, text: str, is_package: bool, known: Iterable[str]
+) -> list[str]:
+    """What a module of the engine imports that reads a source: the boundary's modules, the readers
+    (by name, wherever they are imported from or reached as an attribute) or a framework. Counted
+    everywhere (inside functions and under TYPE_CHECKING too)."""
+    known = set(known)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            targets = imported_modules(node, module, is_package, known)
+            if isinstance(node, ast.ImportFrom):
+                targets.append(_absolute(node, module, is_package))
+            for name in sorted(set(targets)):
+                bad = _forbidden_module(name)
+                if bad:
+                    found.append((node.lineno, f"imports {name}"))
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    if ENGINE_FORBIDDEN_NAMES.match(alias.name):
+                        found.append((node.lineno, f"imports the reader {alias.name}"))
+        elif isinstance(node, ast.Attribute) and ENGINE_FORBIDDEN_NAMES.match(node.attr):
+            found.append((node.lineno, f"uses the reader .{node.attr}"))
+    found.sort(key=lambda item: item[0])
+    return [f"{module}:{line} {what}" for line, what in found]
+
+
+def engine_reaches(graph: Mapping[str, set[str]], engine: Iterable[str]) -> list[str]:
+    """Forbidden modules the engine loads through other modules at import time, each with its
+    shortest path from an engine module."""
+    previous: dict[str, str | None] = {start: None for start in engine}
+    frontier = sorted(previous)
+    found = []
+    while frontier:
+        node = frontier.pop(0)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in previous:
+                continue
+            previous[nxt] = node
+            if _forbidden_module(nxt):
+                path = [nxt]
+                while (before := previous[path[-1]]) is not None:
+                    path.append(before)
+                found.append(" -> ".join(reversed(path)))
+            else:
+                frontier.append(nxt)
+    return found
+
+
+def test_fitting_reads_no_source() -> None:
+    modules = repository_modules()
+    sources = read_sources(modules)
+    engine = [name for name in modules if name.startswith("transfersearch.fitting")]
+    assert "transfersearch.fitting" in engine and len(engine) > 5
+    found = []
+    for name in engine:
+        found += engine_source_reads(name, sources[name], _is_package(name, modules), sources)
+    found += engine_reaches(_repository_graph(), engine)
+    assert not found, "the fitting engine reads sources:\n" + "\n".join(found)
+
+
+def test_source_read_check_finds_reads() -> None:
+    known = {
+        "transfersearch.observations",
+        "transfersearch.fitting.engine",
+        "transfersearch.readers",
+    }
+    text = (
+        "from transfersearch.observations import Observation, as_observations\n"
+        "from ..stored_space import stored_space\n"
+        "def f(x):\n"
+        "    import optuna.trial\n"
+        "    from transfersearch import readers\n"
+        "    return readers.read_sweep(x)\n"
+    )
+    found = engine_source_reads("transfersearch.fitting.engine", text, False, known)
+    assert found == [
+        "transfersearch.fitting.engine:1 imports the reader as_observations",
+        "transfersearch.fitting.engine:2 imports transfersearch.stored_space",
+        "transfersearch.fitting.engine:2 imports the reader stored_space",
+        "transfersearch.fitting.engine:4 imports optuna.trial",
+        "transfersearch.fitting.engine:5 imports transfersearch.readers",
+        "transfersearch.fitting.engine:6 uses the reader .read_sweep",
+    ]
+    clean = "from transfersearch.observations import Observation\nimport numpy as np\n"
+    assert engine_source_reads("transfersearch.fitting.engine", clean, False, known) == []
+    graph = {
+        "transfersearch.fitting.engine": {"transfersearch.observations"},
+        "transfersearch.observations": {"transfersearch.stored_space"},
+        "transfersearch.stored_space": set(),
+    }
+    assert engine_reaches(graph, ["transfersearch.fitting.engine"]) == [
+        "transfersearch.fitting.engine -> transfersearch.observations -> transfersearch.stored_space"
+    ]
+
+
+# --------------------------------------------------------------------------------------------- length
+
+
+def code_lines(text: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """A function's lines that are not blank, a comment or its docstring (nested functions count in
+    the enclosing one too)."""
+    lines = text.splitlines()[node.lineno - 1 : node.end_lineno]
+    skip: set[int] = set()
+    if ast.get_docstring(node, clean=False) is not None:
+        first = node.body[0]
+        skip = set(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    return sum(
+        1
+        for number, line in enumerate(lines, start=node.lineno)
+        if number not in skip and line.strip() and not line.strip().startswith("#")
+    )
+
+
+def long_functions(label: str, text: str, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            count = code_lines(text, node)
+            if count > limit:
+                found.append(f"{label}:{node.lineno} {node.name} has {count} lines of code")
+    return found
+
+
+def test_no_function_over_60_lines_of_code() -> None:
+    found = []
+    for path in repository_modules().values():
+        found += long_functions(str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"))
+    assert not found, f"functions over {MAX_FUNCTION_LINES} lines of code:\n" + "\n".join(found)
+
+
+def _function(code_count: int) -> str:
+    body = "\n".join(f"    x{i} = {i}  # set" for i in range(code_count - 2))
+    return (
+        "def f():\n"
+        '    """A docstring\n\n    over lines that do not count.\n    """\n'
+        "    # a comment\n\n"
+        f"{body}\n\n"
+        "    return x0\n"
+    )
+
+
+def test_long_function_check_counts_code_only() -> None:
+    assert long_functions("m", _function(MAX_FUNCTION_LINES)) == []
+    assert long_functions("m", _function(MAX_FUNCTION_LINES + 1)) == [
+        f"m:1 f has {MAX_FUNCTION_LINES + 1} lines of code"
+    ]
+
+
+# --------------------------------------------------------------------------------------------- citations
+
+
+def docstrings_and_comments(text: str) -> Iterator[tuple[int, str]]:
+    """(line, text) of every docstring and comment of a module."""
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            if ast.get_docstring(node, clean=False) is not None:
+                first = node.body[0]
+                yield first.lineno, ast.get_docstring(node, clean=False) or ""
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+
+
+def science_sections(markdown: str) -> set[str]:
+    """The numbers of docs/science.md's headings: "## 7. Title" -> "7", "### 7.1 Title" -> "7.1"."""
+    return set(re.findall(r"^#{2,6}\s+(\d+(?:\.\d+)*)\.?\s", markdown, flags=re.MULTILINE))
+
+
+def bad_citations(label: str, text: str, sections: set[str]) -> list[str]:
+    found = []
+    for line, chunk in docstrings_and_comments(text):
+        for number, row in enumerate(chunk.splitlines()):
+            where = f"{label}:{line + number}"
+            for match in OUTSIDE_CITATION.finditer(row):
+                found.append(f"{where} cites {match.group(0)!r}, outside the repository")
+        flat = " ".join(chunk.split())
+        for match in SCIENCE_CITATION.finditer(flat):
+            for cited in re.findall(r"\d+(?:\.\d+)*", match.group(1)):
+                if cited not in sections:
+                    found.append(
+                        f"{label}:{line} cites docs/science.md §{cited}, which has no such section"
+                    )
+    return found
+
+
+def test_no_citation_outside_the_repository() -> None:
+    sections = science_sections((ROOT / "docs" / "science.md").read_text(encoding="utf-8"))
+    assert {"1", "5", "7", "7.1", "8"} <= sections
+    found = []
+    for path in repository_python_files():
+        found += bad_citations(
+            str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"), sections
+        )
+    assert not found, "citations that point nowhere:\n" + "\n".join(found)
+
+
+def test_citation_check_finds_bad_citations() -> None:
+    sections = science_sections("# The science\n## 1. AdamW\n## 7. Laws\n### 7.1 Edges\n")
+    assert sections == {"1", "7", "7.1"}
+    text = (
+        '"""Module (SCIENCE'
+        + '.md §7).\n\nSee docs/science.md §7.1, §7.9 and\ndocs/science.md\n§2."""\n'
+        "x = 1  # from ../" + "shared/data/README.md\n"
+        "def f():\n"
+        '    """Style: /ho' + 'me/someone/STYLE.md; fine: docs/science.md §1 and §7-7.1."""\n'
+    )
+    assert bad_citations("m.py", text, sections) == [
+        "m.py:1 cites 'SCIENCE.md', outside the repository",
+        "m.py:1 cites docs/science.md §7.9, which has no such section",
+        "m.py:1 cites docs/science.md §2, which has no such section",
+        "m.py:8 cites '/home/', outside the repository",
+        "m.py:8 cites 'STYLE.md', outside the repository",
+        "m.py:6 cites '../shared', outside the repository",
+    ]
+    assert bad_citations("m.py", '"""docs/science.md §7.1 and §1."""\n', sections) == []
+
+
+# --------------------------------------------------------------------------------------------- design
+
+
+def design_names(module_files: Iterable[Path]) -> dict[str, tuple[str, ...]]:
+    """For every module, the spellings that count as naming it in docs/design.md: its path from the
+    repository root, its path inside its package folder ("fitting/engine.py") or its import name.
+    A package is named by its folder ("fitting/"); a top folder's __init__.py needs no mention."""
+    names: dict[str, tuple[str, ...]] = {}
+    for path in module_files:
+        relative = path.relative_to(ROOT)
+        folder, inner = relative.parts[0], Path(*relative.parts[1:])
+        if path.name == "__init__.py":
+            if inner.parent == Path("."):
+                continue
+            inner_name = f"{inner.parent.as_posix()}/"
+            dotted = ".".join((PACKAGES[folder], *inner.parent.parts))
+            names[relative.parent.as_posix() + "/"] = (f"{folder}/{inner_name}", inner_name, dotted)
+        else:
+            dotted = ".".join((PACKAGES[folder], *inner.with_suffix("").parts))
+            names[relative.as_posix()] = (relative.as_posix(), inner.as_posix(), dotted)
+    return names
+
+
+def unnamed_modules(design: str, names: Mapping[str, tuple[str, ...]]) -> list[str]:
+    def named(spelling: str) -> bool:
+        return re.search(rf"(?<![\w/.]){re.escape(spelling)}(?![\w])", design) is not None
+
+    return sorted(module for module, spellings in names.items() if not any(map(named, spellings)))
+
+
+def test_design_names_every_module() -> None:
+    modules = [
+        path
+        for name, path in repository_modules().items()
+        if not name.startswith("transfersearch_demo")
+    ]
+    design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    missing = unnamed_modules(design, design_names(modules))
+    assert not missing, "docs/design.md does not name these modules:\n" + "\n".join(missing)
+
+
+def test_design_check_finds_unnamed_modules() -> None:
+    files = [
+        ROOT / "transfersearch" / "__init__.py",
+        ROOT / "transfersearch" / "scale.py",
+        ROOT / "transfersearch" / "fitting" / "__init__.py",
+        ROOT / "transfersearch" / "fitting" / "engine.py",
+        ROOT / "transfersearch" / "fitting" / "local.py",
+        ROOT / "integrations" / "_torch_groups.py",
+    ]
+    names = design_names(files)
+    design = "  scale.py   Scale\n  fitting/   the engine\n    fitting/engine.py\n"
+    assert unnamed_modules(design, names) == [
+        "integrations/_torch_groups.py",
+        "transfersearch/fitting/local.py",
+    ]
+    design += "transfersearch.fitting.local; integrations/_torch_groups.py\n"
+    assert unnamed_modules(design, names) == []
+    # "fitting/local.py" does not name "local.py" of another folder, nor "scale.py" "myscale.py"
+    assert unnamed_modules("myscale.py other/fitting/engine.py", names) == sorted(names)
