@@ -1,20 +1,26 @@
-"""How transfersearch reads an Optuna trial: its rung, whether it counts, its observation."""
+"""How transfersearch reads an Optuna trial: its rung, whether it counts, its observation; and
+the tally of a study's trials the sampler plans with."""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping, Sequence
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from transfersearch.integrations._per_rung import RungCounts
+from transfersearch.ledger import TrialLedger
 from transfersearch.observations import Observation, numeric_params
+from transfersearch.scale import Scale
 
 __all__ = [
     "COUNTED_STATES",
     "INTERRUPTED_ATTR",
     "RUNG_ATTR",
     "TOLD_ATTR",
+    "StudyTally",
     "died",
     "interrupted",
     "observation",
@@ -22,6 +28,8 @@ __all__ = [
     "told_fail",
     "worst_value",
 ]
+
+logger = logging.getLogger("transfersearch.integrations.optuna")
 
 #: System attribute holding a trial's rung (index into the cost-ordered ladder).
 RUNG_ATTR = "transfersearch:rung"
@@ -95,3 +103,67 @@ def worst_value(
         if values:
             return pick(values)
     return None
+
+
+class StudyTally:
+    """Per-rung counts and the finished trials of one study, kept up to date incrementally.
+
+    A finished trial never changes, so each is read once: :meth:`update` looks only at trials
+    new since the last call and at those that were still unfinished then (about as many as run
+    concurrently). The cost per planned trial is then flat in the study's size.
+    """
+
+    def __init__(self, ladder: Sequence[Scale]) -> None:
+        self.ladder = tuple(ladder)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every trial."""
+        self.seen = 0  # trials number 0 .. seen-1 have been looked at
+        self.unfinished: dict[int, FrozenTrial] = {}  # by number: RUNNING or WAITING when seen
+        self.finished = [0] * len(self.ladder)  # finished trials that used up their rung's budget
+        self.ledger = TrialLedger()
+
+    def update(self, trials: Sequence[FrozenTrial]) -> None:
+        """Take in the study's trials (all of them, in number order, as Optuna lists them)."""
+        if len(trials) < self.seen or any(t.number != i for i, t in _tail(trials, self.seen)):
+            logger.debug("trial numbers are not positions in the list; recounting every trial")
+            self.reset()
+            numbered: Sequence[FrozenTrial] = sorted(trials, key=lambda t: t.number)
+        else:
+            numbered = trials
+        for trial in numbered[self.seen :]:
+            self.unfinished[trial.number] = trial
+        self.seen = max(self.seen, len(numbered))
+        for number in list(self.unfinished):
+            current = numbered[number] if number < len(numbered) else None
+            if current is None or not current.state.is_finished():
+                if current is not None:
+                    self.unfinished[number] = current
+                continue
+            del self.unfinished[number]
+            rung = rung_of(current)
+            if rung is None or not 0 <= rung < len(self.ladder):
+                continue
+            if current.state in COUNTED_STATES or told_fail(current):
+                self.finished[rung] += 1
+            if not died(current):
+                self.ledger.append(observation(current, self.ladder[rung]))
+
+    def counts(self, exclude: object = None) -> RungCounts:
+        """(started, running) per rung, leaving out trial number ``exclude`` (the one planned)."""
+        started = list(self.finished)
+        running = [0] * len(self.ladder)
+        for number, trial in self.unfinished.items():
+            rung = rung_of(trial)
+            if number == exclude or rung is None or not 0 <= rung < len(self.ladder):
+                continue
+            if trial.state == TrialState.RUNNING:
+                started[rung] += 1
+                running[rung] += 1
+        return RungCounts(started, running)
+
+
+def _tail(trials: Sequence[FrozenTrial], seen: int) -> list[tuple[int, FrozenTrial]]:
+    """The positions where a numbering mismatch would show: the last seen and the last trial."""
+    return [(i, trials[i]) for i in {seen - 1, len(trials) - 1} if 0 <= i < len(trials)]

@@ -33,7 +33,13 @@ from transfersearch.errors import TransferSearchError
 from transfersearch.observations import Observation, numeric_params
 from transfersearch.scale import Scale
 
-__all__ = ["StoredTrial", "TrialOutcome", "observations_from_outcomes", "read_experiment"]
+__all__ = [
+    "StoredTrial",
+    "TrialOutcome",
+    "observations_from_outcomes",
+    "read_experiment",
+    "stored_space_json",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +47,8 @@ logger = logging.getLogger(__name__)
 _STATE_GLOB = "experiment_state-*.json"
 _PARAMS_FILE = "params.json"
 _RESULT_FILE = "result.json"
+# The file Tune writes TransferSearch.save()'s JSON state to (a ".pkl" by Tune's naming only).
+_SEARCHER_STATE_GLOB = "searcher-state-*.pkl"
 
 
 @dataclass(frozen=True)
@@ -119,6 +127,27 @@ def read_experiment(path: str) -> list[StoredTrial]:
             )
         )
     return trials
+
+
+def stored_space_json(path: str) -> Any | None:
+    """The space (as JSON data) in the newest searcher state of a Tune experiment directory,
+    or None where no state holds one.
+
+    Tune saves :meth:`TransferSearch.save`'s output as ``searcher-state-*.pkl``; it is JSON and
+    read as such (never unpickled). A state file that is not JSON (another searcher's pickle)
+    is skipped.
+    """
+    pattern = os.path.join(glob.escape(path), _SEARCHER_STATE_GLOB)
+    for state_file in sorted(glob.glob(pattern), key=os.path.getmtime, reverse=True):
+        try:
+            with open(state_file, encoding="utf-8") as handle:
+                state = json.load(handle)
+        except (UnicodeDecodeError, json.JSONDecodeError, OSError) as exc:
+            logger.info("%s is not a TransferSearch JSON state (%s); skipped", state_file, exc)
+            continue
+        if isinstance(state, Mapping) and state.get("space") is not None:
+            return state["space"]
+    return None
 
 
 def _load_json(path: str) -> Any:

@@ -32,9 +32,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-
-import numpy as np
+from typing import Any, cast
 
 try:
     import optuna
@@ -57,24 +55,24 @@ except ImportError as exc:  # pragma: no cover - exercised only without optuna
 from transfersearch.errors import TransferSearchError, check_int
 from transfersearch.integrations import _optuna_shim as shim
 from transfersearch.integrations._optuna_shim import RetryOnce, seed_sampler
-from transfersearch.integrations._optuna_space import record_space
+from transfersearch.integrations._optuna_space import record_space, study_space
 from transfersearch.integrations._optuna_trials import (
-    COUNTED_STATES,
     INTERRUPTED_ATTR,
     RUNG_ATTR,
     TOLD_ATTR,
+    StudyTally,
     died,
     observation,
-    rung_of,
     told_fail,
     worst_value,
 )
+from transfersearch.integrations._per_rung import PerRung
 from transfersearch.ladder import Proposal, TransferPlanner
-from transfersearch.ledger import TrialLedger
 from transfersearch.observations import Observation, register_reader
 from transfersearch.redact import redact_url
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Distribution, Float, Hyperparameters, Int, TransferSpace
+from transfersearch.sweep import Direction, Sweep
 
 __all__ = [
     "RUNG_ATTR",
@@ -90,6 +88,7 @@ __all__ = [
     "observations_from_study",
     "plan_slots",
     "resolve_packing",
+    "sweep_from_study",
     "to_optuna_distribution",
 ]
 
@@ -204,6 +203,22 @@ def observations_from_study(study: Study) -> list[Observation]:
     return result
 
 
+def sweep_from_study(study: Study) -> Sweep:
+    """A study run with :class:`TransferSampler` as a :class:`~transfersearch.Sweep`.
+
+    The observations are :func:`observations_from_study`'s; the space is the one the sampler
+    stored on the study (None where it stored none: a custom rule); the direction is the study's.
+
+    Raises:
+        TransferSearchError: as :func:`observations_from_study`, or a stored space that cannot
+            be read.
+    """
+    observations = observations_from_study(study)
+    maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
+    direction: Direction = "maximize" if maximize else "minimize"
+    return Sweep(tuple(observations), space=study_space(study), direction=direction)
+
+
 register_reader("optuna", observations_from_study)  # as_observations(study) reads with it
 
 
@@ -224,73 +239,6 @@ def hyperparameter_attrs(hp: Hyperparameters) -> dict[str, Any]:
         k: v for k, v in data.items() if k not in ("scale", "coordinates", "lr", "weight_decay")
     }
     return {"hp.lr": data["lr"], "hp.weight_decay": data["weight_decay"], "hp": rest}
-
-
-# ----------------------------------------------------------------------------------------------
-# What the sampler knows of a study's trials
-# ----------------------------------------------------------------------------------------------
-class _Tally:
-    """Per-rung counts and the finished trials of one study, kept up to date incrementally.
-
-    A finished trial never changes, so each is read once: :meth:`update` looks only at trials
-    new since the last call and at those that were still unfinished then (about as many as run
-    concurrently). The cost per planned trial is then flat in the study's size.
-    """
-
-    def __init__(self, ladder: Sequence[Scale]) -> None:
-        self.ladder = tuple(ladder)
-        self.reset()
-
-    def reset(self) -> None:
-        """Forget every trial."""
-        self.seen = 0  # trials number 0 .. seen-1 have been looked at
-        self.unfinished: dict[int, FrozenTrial] = {}  # by number: RUNNING or WAITING when seen
-        self.finished = [0] * len(self.ladder)  # finished trials that used up their rung's budget
-        self.ledger = TrialLedger()
-
-    def update(self, trials: Sequence[FrozenTrial]) -> None:
-        """Take in the study's trials (all of them, in number order, as Optuna lists them)."""
-        if len(trials) < self.seen or any(t.number != i for i, t in _tail(trials, self.seen)):
-            logger.debug("trial numbers are not positions in the list; recounting every trial")
-            self.reset()
-            numbered: Sequence[FrozenTrial] = sorted(trials, key=lambda t: t.number)
-        else:
-            numbered = trials
-        for trial in numbered[self.seen :]:
-            self.unfinished[trial.number] = trial
-        self.seen = max(self.seen, len(numbered))
-        for number in list(self.unfinished):
-            current = numbered[number] if number < len(numbered) else None
-            if current is None or not current.state.is_finished():
-                if current is not None:
-                    self.unfinished[number] = current
-                continue
-            del self.unfinished[number]
-            rung = rung_of(current)
-            if rung is None or not 0 <= rung < len(self.ladder):
-                continue
-            if current.state in COUNTED_STATES or told_fail(current):
-                self.finished[rung] += 1
-            if not died(current):
-                self.ledger.append(observation(current, self.ladder[rung]))
-
-    def counts(self, exclude: int) -> tuple[list[int], list[int]]:
-        """(started, running) per rung, leaving out trial number ``exclude`` (the one planned)."""
-        started = list(self.finished)
-        running = [0] * len(self.ladder)
-        for number, trial in self.unfinished.items():
-            rung = rung_of(trial)
-            if number == exclude or rung is None or not 0 <= rung < len(self.ladder):
-                continue
-            if trial.state == TrialState.RUNNING:
-                started[rung] += 1
-                running[rung] += 1
-        return started, running
-
-
-def _tail(trials: Sequence[FrozenTrial], seen: int) -> list[tuple[int, FrozenTrial]]:
-    """The positions where a numbering mismatch would show: the last seen and the last trial."""
-    return [(i, trials[i]) for i in {seen - 1, len(trials) - 1} if 0 <= i < len(trials)]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -350,18 +298,21 @@ class TransferSampler(BaseSampler):
                     f"TransferSampler got an unknown keyword {name!r}.{also} It takes space, "
                     f"ladder, base_sampler and the planner's options: {', '.join(sorted(options))}."
                 )
-        self._planner = TransferPlanner(space, ladder, **planner_kwargs)
-        self._base_sampler = base_sampler or optuna.samplers.TPESampler()
-        # One base sampler per rung: samplers keep per-study state (search-space cursors, fitted
-        # kernels, constant-liar caches) that must not carry over between landscapes.
-        self._template = copy.deepcopy(self._base_sampler)
-        self._rung_samplers: dict[int, BaseSampler] = {}
+        base = base_sampler or optuna.samplers.TPESampler()
+        self._rungs: PerRung[BaseSampler] = PerRung(
+            TransferPlanner(space, ladder, **planner_kwargs),
+            base,
+            seed=lambda: self._rungs.planner.seed,
+            seed_copy=seed_sampler,
+            reseed=lambda sampler: sampler.reseed_rng(),
+            share_first=True,
+        )
+        self._base_sampler = base
         self._distributions = {
             name: to_optuna_distribution(dist) for name, dist in space.distributions.items()
         }
         self._proposals: dict[int, Proposal] = {}
-        self._tallies: dict[tuple[int, str], _Tally] = {}
-        self._bound = False  # the planner's direction is the study's (set on the first trial)
+        self._tallies: dict[tuple[int, str], StudyTally] = {}
         self._lock = threading.Lock()
         self._space_stored: set[str] = set()  # studies already holding the space
 
@@ -369,17 +320,18 @@ class TransferSampler(BaseSampler):
     @property
     def planner(self) -> TransferPlanner:
         """The shared rung policy and law (framework-free)."""
-        return self._planner
+        planner: TransferPlanner = self._rungs.planner
+        return planner
 
     @property
     def space(self) -> TransferSpace:
         """The swept space."""
-        return self._planner.space
+        return self.planner.space
 
     @property
     def ladder(self) -> tuple[Scale, ...]:
         """The rungs, cheapest first."""
-        return self._planner.ladder
+        return self.planner.ladder
 
     @property
     def base_sampler(self) -> BaseSampler:
@@ -394,31 +346,7 @@ class TransferSampler(BaseSampler):
         from (``seed``, rung) when the sampler has an explicit ``seed`` (reproducible), else from
         fresh OS entropy (``reseed_rng()``).
         """
-        with self._lock:
-            sampler = self._rung_samplers.get(rung)
-            if sampler is None:
-                if self._rung_samplers:
-                    sampler = copy.deepcopy(self._template)
-                    self._seed_copy(sampler, rung)
-                else:
-                    sampler = self._base_sampler
-                self._rung_samplers[rung] = sampler
-            return sampler
-
-    def _seed_copy(self, sampler: BaseSampler, rung: int) -> None:
-        seed = self._planner.seed
-        if seed is not None:
-            derived = int(np.random.SeedSequence([seed, rung]).generate_state(1)[0])
-            if seed_sampler(sampler, derived):
-                logger.debug("rung %d: base sampler copy seeded with %d", rung, derived)
-                return
-            logger.info(
-                "rung %d: %s has no random generator transfersearch can seed; reseeded from OS "
-                "entropy (this rung's draws are not reproducible)",
-                rung,
-                type(sampler).__name__,
-            )
-        sampler.reseed_rng()
+        return cast(BaseSampler, self._rungs.base(rung))  # never None: there is a template
 
     @property
     def distributions(self) -> dict[str, BaseDistribution]:
@@ -474,12 +402,7 @@ class TransferSampler(BaseSampler):
 
     # Hooks --------------------------------------------------------------------------------------
     def reseed_rng(self) -> None:
-        self._base_sampler.reseed_rng()
-        self._template.reseed_rng()
-        for sampler in self._rung_samplers.values():
-            if sampler is not self._base_sampler:
-                sampler.reseed_rng()
-        self._planner.reseed()
+        self._rungs.reseed()
 
     def before_trial(self, study: Study, trial: FrozenTrial) -> None:
         if len(study.directions) > 1:
@@ -524,29 +447,23 @@ class TransferSampler(BaseSampler):
             key = (id(shim.storage_of(study)), study.study_name)
             tally = self._tallies.get(key)
             if tally is None:
-                tally = self._tallies[key] = _Tally(self.ladder)
+                tally = self._tallies[key] = StudyTally(self.ladder)
             tally.update(study.get_trials(deepcopy=False))
-            started, running = tally.counts(exclude=trial.number)
-            detoured_from = None
-            if fixed_rung is None:
-                decision = self._planner.assign_rung(
-                    started, observations=tally.ledger, running=running
-                )
-                rung, detoured_from = decision.rung, decision.detoured_from
-            return self._planner.propose(rung, tally.ledger, started[rung]), detoured_from
+            proposal, detoured_from = self._rungs.plan(
+                tally, exclude=trial.number, rung=None if fixed_rung is None else rung
+            )
+            return cast(Proposal, proposal), detoured_from  # never None: plan() did not wait
 
     def _bind(self, study: Study) -> None:
         """Give the planner the study's direction, once; a study of the other one is refused."""
         maximize = study.direction == optuna.study.StudyDirection.MAXIMIZE
-        direction = "maximize" if maximize else "minimize"
-        if direction != self._planner.direction:
-            if self._bound:
-                raise TransferSearchError(
-                    f"this TransferSampler plans for a {self._planner.direction} study, but study "
-                    f"{study.study_name!r} is to {direction}. Use one sampler per direction."
-                )
-            self._planner = self._planner.replace(direction=direction)
-        self._bound = True
+        self._rungs.bind(
+            "maximize" if maximize else "minimize",
+            refuse=lambda planned, asked: (
+                f"this TransferSampler plans for a {planned} study, but study "
+                f"{study.study_name!r} is to {asked}. Use one sampler per direction."
+            ),
+        )
 
     def _proposal(self, study: Study, trial: FrozenTrial) -> Proposal:
         key = shim.trial_id(trial)

@@ -56,10 +56,17 @@ from transfersearch.observations import Observation, register_reader
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
 from transfersearch.stored_space import space_from_json, storable_space
+from transfersearch.sweep import Direction, Sweep
 
 from . import _ray_shim as shim
 from ._ray_resources import RungResources
-from ._ray_results import StoredTrial, TrialOutcome, observations_from_outcomes, read_experiment
+from ._ray_results import (
+    StoredTrial,
+    TrialOutcome,
+    observations_from_outcomes,
+    read_experiment,
+    stored_space_json,
+)
 
 __all__ = [
     "STATE_VERSION",
@@ -69,6 +76,7 @@ __all__ = [
     "hyperparameters",
     "observations_from_outcomes",
     "observations_from_result_grid",
+    "sweep_from_result_grid",
 ]
 
 logger = logging.getLogger(__name__)
@@ -732,7 +740,48 @@ def observations_from_result_grid(
     Configs of both forms are read: the current one (coordinates at the top level, the space in
     ``"transfersearch"``) and the one with ``"hparams"`` (older versions, custom rules).
     """
+    outcomes, _modes = _outcomes(source, metric=metric, time_attr=time_attr)
+    return observations_from_outcomes(outcomes, max_t=max_t)
+
+
+def sweep_from_result_grid(
+    source: Any,
+    *,
+    metric: str | None = None,
+    max_t: float | None = None,
+    time_attr: str = "training_iteration",
+) -> Sweep:
+    """A Tune experiment made with :class:`TransferSearch` as a :class:`~transfersearch.Sweep`.
+
+    The observations are :func:`observations_from_result_grid`'s (same arguments); the space is
+    the one in the newest searcher state Tune saved in the experiment directory (read as JSON,
+    never unpickled; None where there is none); the direction is the searcher's ``mode``
+    recorded in the configs (``"max"``: ``"maximize"``; None where the configs disagree or
+    record none).
+
+    Raises:
+        TransferSearchError: as :func:`observations_from_result_grid`, or a stored space that
+            cannot be read.
+    """
+    outcomes, modes = _outcomes(source, metric=metric, time_attr=time_attr)
+    observations = observations_from_outcomes(outcomes, max_t=max_t)
+    direction: Direction | None = None
+    if len(modes) == 1:
+        direction = "maximize" if modes == {"max"} else "minimize"
+    path = getattr(source, "experiment_path", source)
+    raw = None
+    if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
+        raw = stored_space_json(os.fspath(path))
+    space = None if raw is None else space_from_json(raw)
+    return Sweep(tuple(observations), space=space, direction=direction)
+
+
+def _outcomes(
+    source: Any, *, metric: str | None, time_attr: str
+) -> tuple[list[TrialOutcome], set[str]]:
+    """The trials of ``source`` as outcomes, and the modes their configs record."""
     outcomes: list[TrialOutcome] = []
+    modes: set[str] = set()
     for trial in _trials(source):
         config = trial.config
         try:
@@ -744,6 +793,8 @@ def observations_from_result_grid(
                 "experiments run with search_alg=TransferSearch(...)."
             ) from None
         meta = config.get(_META) or {}
+        if meta.get("mode") in ("min", "max"):
+            modes.add(meta["mode"])
         if space is None:  # configs before the space was stored, or a custom rule
             params = dict(config["hparams"].get("coordinates", {}))
         else:
@@ -755,18 +806,17 @@ def observations_from_result_grid(
             )
         metrics = trial.last_result
         raw = metrics.get(name)
-        value = None if raw is None else float(raw)
         progress = metrics.get(time_attr)
         outcomes.append(
             TrialOutcome(
                 scale=scale,
                 params=params,
-                value=value,
+                value=None if raw is None else float(raw),
                 errored=trial.errored,
                 progress=None if progress is None else float(progress),
             )
         )
-    return observations_from_outcomes(outcomes, max_t=max_t)
+    return outcomes, modes
 
 
 register_reader("ray", observations_from_result_grid)  # a ResultGrid or ExperimentAnalysis

@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 optuna = pytest.importorskip("optuna")
 
 import transfersearch as ts  # noqa: E402
-from transfersearch import synthetic  # noqa: E402
-from transfersearch.extrapolate import extrapolate  # noqa: E402
+from transfersearch import extrapolate, synthetic  # noqa: E402
 from transfersearch.integrations import _optuna_shim as shim  # noqa: E402
 from transfersearch.integrations.optuna import (  # noqa: E402
     RUNG_ATTR,
@@ -25,8 +24,11 @@ from transfersearch.integrations.optuna import (  # noqa: E402
     TransferSampler,
     hyperparameter_attrs,
     observations_from_study,
+    sweep_from_study,
     to_optuna_distribution,
 )
+from transfersearch.stored_space import space_to_json  # noqa: E402
+from transfersearch.sweep import Sweep  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 
@@ -503,6 +505,21 @@ def test_a_maximised_study_transfers_the_maximum() -> None:
     assert wrong is None or regret(TOP, wrong[0]) > 0.2
     with pytest.raises(ts.TransferSearchError, match="direction='maximize'"):
         TransferSampler(SPACE, LADDER, direction="maximize")
+
+
+def test_the_study_reader_returns_a_sweep_with_the_stored_space_and_the_direction() -> None:
+    for direction in ("minimize", "maximize"):
+        sampler = TransferSampler(SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=0))
+        study = optuna.create_study(sampler=sampler, direction=direction)
+        study.optimize(make_objective(sampler), n_trials=3)
+        sweep = sweep_from_study(study)
+        assert isinstance(sweep, Sweep)
+        assert sweep.observations == tuple(observations_from_study(study))
+        assert len(sweep.observations) == 3
+        assert sweep.direction == direction
+        assert sweep.space is not None and space_to_json(sweep.space) == space_to_json(SPACE)
+    bare = sweep_from_study(optuna.create_study(direction="maximize"))  # no sampler ran: no space
+    assert bare == Sweep((), space=None, direction="maximize")
 
 
 def test_bad_arguments_raise_with_the_fix() -> None:

@@ -39,9 +39,10 @@ from transfersearch.integrations.ray import (  # noqa: E402
     hyperparameters,
     observations_from_outcomes,
     observations_from_result_grid,
+    sweep_from_result_grid,
 )
 from transfersearch.observations import Observation, as_observations  # noqa: E402
-from transfersearch.stored_space import stored_space  # noqa: E402
+from transfersearch.stored_space import space_to_json, stored_space  # noqa: E402
 
 # Trainables defined here travel to Ray workers by value (the tests folder is not importable there).
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -484,6 +485,10 @@ def test_extrapolate_reads_an_experiment_directory(cluster, tmp_path):
     # the searcher's saved state carries its space: the big run's numbers need no user code
     space = stored_space(experiment)
     assert space is not None and space.distributions == make_space().distributions
+    sweep = sweep_from_result_grid(experiment)  # the reader the entry points name
+    assert sorted(map(_key, sweep.observations)) == sorted(map(_key, from_reader))
+    assert sweep.direction == "minimize"  # the searcher's mode, recorded in every config
+    assert sweep.space is not None and space_to_json(sweep.space) == space_to_json(make_space())
     assert space.rule == make_space().rule and space.base == make_space().base
     tau = {"tau_epoch": 1.0}
     assert space.concretize({"base_lr": 1e-3, **tau}, BASE).to_dict() == (
@@ -502,10 +507,12 @@ def test_extrapolate_reads_an_experiment_directory(cluster, tmp_path):
             config = json.load(handle)
         config["hparams"] = hyperparameters(config)[1].to_dict()
         del config["transfersearch"]["space"]
+        config["transfersearch"]["mode"] = "max"
         with open(params_file, "w") as handle:
             json.dump(config, handle)
     from_old = observations_from_result_grid(experiment)
     assert sorted(map(_key, from_old)) == sorted(map(_key, from_reader))
+    assert sweep_from_result_grid(experiment).direction == "maximize"
 
 
 def test_console_prints_a_few_config_lines_per_trial(cluster, tmp_path, monkeypatch, capfd):
