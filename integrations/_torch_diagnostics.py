@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils.hooks import RemovableHandle
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.experimental import experimental
@@ -41,7 +42,8 @@ class MatrixDiagnostics:
         singular_value_ratio: σ_max / (√(η/λ)·d^0.75); equal across widths ⇔ sublayer gains
             transfer.
         weight_rms: RMS of the entries.
-        expected_weight_rms: √(η/(2λ)), the equilibrium RMS of Adam-like updates (Su; SCIENCE.md §4).
+        expected_weight_rms: √(η/(2λ)), the equilibrium RMS of Adam-like updates (Su,
+            kexue.fm/archives/11459, the moving-average reading of docs/science.md §4).
         expected_relative_update: √(2ηλ), equilibrium ‖ΔW‖/‖W‖ (Kosson et al. Eq. 3).
         tau_iter: 1/(ηλ), the EMA horizon in iterations (Wang & Aitchison Eq. 4–6).
     The expectations are None when λ = 0.
@@ -251,43 +253,15 @@ def coord_check(
     Raises:
         TransferSearchError: fewer than two widths, negative steps, or no make_optimizer.
     """
-    widths = tuple(int(w) for w in widths)
-    if len(set(widths)) < 2 or min(widths) <= 0:
-        raise TransferSearchError(
-            f"`widths` must hold at least two distinct positive widths, but got {widths}."
-        )
-    if steps < 0:
-        raise TransferSearchError(f"`steps` must be >= 0, but got steps={steps}.")
-    if steps > 0 and make_optimizer is None:
-        raise TransferSearchError(
-            f"coord_check(steps={steps}) needs make_optimizer=(model, width) -> optimizer, e.g. "
-            "lambda m, w: torch.optim.AdamW(param_groups(m, hp_at(w), base_model=...))."
-        )
+    widths = _check_coord_args(widths, steps, make_optimizer)
     inputs, targets = data
     loss_of = loss_fn or _default_loss
     rms: dict[str, dict[int, list[float]]] = {}
     for width in widths:
         torch.manual_seed(seed)
         model = make_model(width)
-        root = unwrap(model)
         current: dict[str, float] = {}
-        handles = []
-        for name, module in root.named_modules():
-            if next(module.children(), None) is not None and name:
-                continue  # only leaves, and the whole model ("")
-
-            def hook(
-                _m: nn.Module,
-                _i: Any,
-                out: Any,
-                key: str = clean_name(name) or "<output>",
-                store: dict[str, float] = current,
-            ) -> None:
-                tensor = _first_tensor(out)
-                if tensor is not None and tensor.is_floating_point():
-                    store[key] = float(tensor.detach().float().pow(2).mean().sqrt())
-
-            handles.append(module.register_forward_hook(hook))
+        handles = _record_leaf_rms(unwrap(model), current)
         optimizer = make_optimizer(model, width) if make_optimizer is not None else None
         try:
             for step in range(steps + 1):
@@ -310,16 +284,65 @@ def coord_check(
             for handle in handles:
                 handle.remove()
     rms = {k: v for k, v in rms.items() if set(v) == set(widths)}
-    figure = None
-    if plot:
-        figure = new_figure(figsize=(5, 3.5))
-        axis = figure.subplots()
-        for layer, per_width in rms.items():
-            axis.plot(widths, [per_width[w][-1] for w in widths], marker="o", label=layer)
-        axis.set_xscale("log")
-        axis.set_yscale("log")
-        axis.set_xlabel("width")
-        axis.set_ylabel(f"activation RMS after {steps} steps")
-        axis.legend(fontsize=6)
-        figure.tight_layout()
+    figure = _plot_rms(widths, steps, rms) if plot else None
     return CoordCheck(widths=widths, steps=steps, rms=rms, figure=figure)
+
+
+def _check_coord_args(
+    widths: Sequence[int],
+    steps: int,
+    make_optimizer: Callable[[nn.Module, int], torch.optim.Optimizer] | None,
+) -> tuple[int, ...]:
+    """The widths as ints (at least two distinct positive ones); steps >= 0 with an optimizer."""
+    checked = tuple(int(w) for w in widths)
+    if len(set(checked)) < 2 or min(checked) <= 0:
+        raise TransferSearchError(
+            f"`widths` must hold at least two distinct positive widths, but got {checked}."
+        )
+    if steps < 0:
+        raise TransferSearchError(f"`steps` must be >= 0, but got steps={steps}.")
+    if steps > 0 and make_optimizer is None:
+        raise TransferSearchError(
+            f"coord_check(steps={steps}) needs make_optimizer=(model, width) -> optimizer, e.g. "
+            "lambda m, w: torch.optim.AdamW(param_groups(m, hp_at(w), base_model=...))."
+        )
+    return checked
+
+
+def _record_leaf_rms(root: nn.Module, store: dict[str, float]) -> list[RemovableHandle]:
+    """Forward hooks writing the output RMS of every leaf module (and of the whole model, as
+    "<output>") into ``store``, by clean name; returns their handles, for removal."""
+    handles: list[RemovableHandle] = []
+    for name, module in root.named_modules():
+        if next(module.children(), None) is not None and name:
+            continue  # only leaves, and the whole model ("")
+
+        def hook(
+            _m: nn.Module,
+            _i: Any,
+            out: Any,
+            key: str = clean_name(name) or "<output>",
+        ) -> None:
+            tensor = _first_tensor(out)
+            if tensor is not None and tensor.is_floating_point():
+                store[key] = float(tensor.detach().float().pow(2).mean().sqrt())
+
+        handles.append(module.register_forward_hook(hook))
+    return handles
+
+
+def _plot_rms(
+    widths: tuple[int, ...], steps: int, rms: Mapping[str, Mapping[int, list[float]]]
+) -> Any:
+    """RMS vs width per layer at the last step, on log axes (matplotlib figure)."""
+    figure = new_figure(figsize=(5, 3.5))
+    axis = figure.subplots()
+    for layer, per_width in rms.items():
+        axis.plot(widths, [per_width[w][-1] for w in widths], marker="o", label=layer)
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel("width")
+    axis.set_ylabel(f"activation RMS after {steps} steps")
+    axis.legend(fontsize=6)
+    figure.tight_layout()
+    return figure

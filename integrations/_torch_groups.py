@@ -396,22 +396,44 @@ def classify_for(
         for name, p in params
     }
     layouts = {name: _layout_for(owners.get(id(p), [])) for name, p in params}
-    base_shapes: dict[str, tuple[int, ...]] | None = None
-    if base_model is not None:
-        base_full = _fsdp_full_shapes(base_model)
-        base_shapes = {
-            name: (base_full or {}).get(name, tuple(p.shape))
-            for name, p in named_parameters(base_model)
-        }
-        missing = [name for name, _ in params if name not in base_shapes]
-        if missing:
-            raise TransferSearchError(
-                f"base_model has no parameters named {missing[:5]}; it must be the same "
-                "architecture as `model` (built by the same function at another width)."
-            )
+    base_shapes = None if base_model is None else _base_shapes(base_model, params)
     overridden = {name for name, _ in params if any(_matches(p, name) for p, _ in rules)}
-    groups: dict[str, tuple[str, str]] = {}
+    groups = _groups(params, shapes, base_shapes, layouts, overridden, caller)
+    return _roles(params, groups, rules, shapes, base_shapes, layouts)
+
+
+def _base_shapes(
+    base_model: nn.Module, params: list[tuple[str, nn.Parameter]]
+) -> dict[str, tuple[int, ...]]:
+    """base_model's (unsharded) parameter shapes by clean name; every one of ``params`` must be
+    there (the same architecture at another width)."""
+    base_full = _fsdp_full_shapes(base_model)
+    base_shapes = {
+        name: (base_full or {}).get(name, tuple(p.shape))
+        for name, p in named_parameters(base_model)
+    }
+    missing = [name for name, _ in params if name not in base_shapes]
+    if missing:
+        raise TransferSearchError(
+            f"base_model has no parameters named {missing[:5]}; it must be the same "
+            "architecture as `model` (built by the same function at another width)."
+        )
+    return base_shapes
+
+
+def _groups(
+    params: list[tuple[str, nn.Parameter]],
+    shapes: Mapping[str, tuple[int, ...]],
+    base_shapes: Mapping[str, tuple[int, ...]] | None,
+    layouts: Mapping[str, tuple[_Layout, bool]],
+    overridden: set[str],
+    caller: str,
+) -> dict[str, tuple[str, str]]:
+    """Each parameter's (group, reason) before the overrides: by the axes that differ from
+    base_model's, or by type and registration order when there is no base_model or it has the
+    model's shapes (the base width)."""
     if base_shapes is not None and not _same_shapes(shapes, base_shapes):
+        groups: dict[str, tuple[str, str]] = {}
         for name, _ in params:
             layout, tied = layouts[name]
             if name in overridden:
@@ -422,15 +444,28 @@ def classify_for(
                 groups[name] = _by_shapes(
                     name, shapes[name], base_shapes[name], layout, tied, caller
                 )
-    else:
-        at_base = base_shapes is not None
-        groups = _by_position(params, shapes, layouts, overridden, caller, at_base)
-        if at_base:
-            logger.info(
-                "%s: model has base_model's shapes (the base width): matrices grouped by type "
-                "and registration order, where every width multiplier is 1",
-                caller,
-            )
+        return groups
+    at_base = base_shapes is not None
+    groups = _by_position(params, shapes, layouts, overridden, caller, at_base)
+    if at_base:
+        logger.info(
+            "%s: model has base_model's shapes (the base width): matrices grouped by type "
+            "and registration order, where every width multiplier is 1",
+            caller,
+        )
+    return groups
+
+
+def _roles(
+    params: list[tuple[str, nn.Parameter]],
+    groups: Mapping[str, tuple[str, str]],
+    rules: list[tuple[Pattern, str]],
+    shapes: Mapping[str, tuple[int, ...]],
+    base_shapes: Mapping[str, tuple[int, ...]] | None,
+    layouts: Mapping[str, tuple[_Layout, bool]],
+) -> dict[str, ParameterRole]:
+    """The parameters' roles, the first matching override winning over ``groups``; an override
+    that matches no parameter is an error (a typo)."""
     used: set[int] = set()
     roles: dict[str, ParameterRole] = {}
     for name, _ in params:

@@ -96,7 +96,7 @@ class Multiplier:
         """The product of the warmup factors at ``step``.
 
         linear: min(1, (t + 1)/T_w) (the first step is not wasted at lr 0). exp: Kosson et al. §7
-        Eq. 12 as adopted in SCIENCE.md §2, s^(−max(0, 1 − t/T_exp)) (``rules.exp_warmup_factor``).
+        Eq. 12 as adopted in docs/science.md §2, s^(−max(0, 1 − t/T_exp)) (``rules.exp_warmup_factor``).
         decay_away: Eq. 13, 1 − (1 − 1/s)(1 − ηλ)^t (``rules.decay_away_warmup_factor``). The two
         width factors apply only to groups with ``width_warmup`` (default: hidden and output, the
         groups whose lr µP would divide by s). They stand in for µP's 1/s, so the group's lr must
@@ -207,39 +207,11 @@ def schedule(
     total = check_positive("total_steps", total_steps)
     if kind not in KINDS:
         raise TransferSearchError(f"`kind` must be one of {KINDS}, but got kind={kind!r}.")
-    warmups = () if warmup is None else (warmup,) if isinstance(warmup, str) else tuple(warmup)
-    for name in warmups:
-        if name not in WARMUPS:
-            raise TransferSearchError(
-                f"`warmup` must be None or from {WARMUPS}, but got warmup={warmup!r}."
-            )
-    if "linear" in warmups:
-        check_positive("warmup_steps", warmup_steps, fix="Give warmup_steps=... for the warmup.")
-        _check_shorter_than_run("warmup_steps", warmup_steps, total)
-    exp_steps = warmup_steps if exp_warmup_steps is None else exp_warmup_steps
-    if "exp" in warmups:
-        exp_steps = check_positive(
-            "exp_warmup_steps", exp_steps, fix="Give warmup_steps or exp_warmup_steps."
-        )
-        _check_shorter_than_run("exp_warmup_steps", exp_steps, total)
-    if not 0.0 <= final_fraction <= 1.0 or not 0.0 <= decay_fraction <= 1.0:
-        raise TransferSearchError(
-            f"`final_fraction` and `decay_fraction` must lie in [0, 1], but got "
-            f"{final_fraction=}, {decay_fraction=}."
-        )
-    bad = [g for g in warmup_groups if g not in GROUPS]
-    if bad:
-        raise TransferSearchError(f"`warmup_groups` {bad} are not groups; use names in {GROUPS}.")
+    warmups = _check_warmups(warmup)
+    exp_steps = _check_warmup_steps(warmups, warmup_steps, exp_warmup_steps, total)
+    _check_fractions_and_groups(final_fraction, decay_fraction, warmup_groups)
     width_warmup = any(name in _WIDTH_WARMUPS for name in warmups)
-    if width_mult is None:
-        width_mult = hp.width_mult
-    if width_warmup and width_mult is None:
-        raise TransferSearchError(
-            f"warmup={warmup!r} needs `width_mult` (s = width / base width), and these "
-            "hyperparameters carry no base width: pass width_mult=hp.scale['width'] / "
-            "space.base['width']."
-        )
-    s = 1.0 if width_mult is None else check_positive("width_mult", width_mult)
+    s = _width_mult(hp, width_mult, warmup, width_warmup)
     per_group = kind in _PER_GROUP_KINDS or (width_warmup and s != 1.0)
 
     def make(group: str | None) -> Multiplier:
@@ -275,6 +247,64 @@ def schedule(
             )
         return make(None)
     return [make(name) for name in _group_names(groups)]
+
+
+def _check_warmups(warmup: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The warmup names as a tuple, each one of :data:`WARMUPS`."""
+    warmups = () if warmup is None else (warmup,) if isinstance(warmup, str) else tuple(warmup)
+    for name in warmups:
+        if name not in WARMUPS:
+            raise TransferSearchError(
+                f"`warmup` must be None or from {WARMUPS}, but got warmup={warmup!r}."
+            )
+    return warmups
+
+
+def _check_warmup_steps(
+    warmups: tuple[str, ...], warmup_steps: float, exp_warmup_steps: float | None, total: float
+) -> float:
+    """Check the warmups' lengths (positive, shorter than the run); return T_exp of "exp"."""
+    if "linear" in warmups:
+        check_positive("warmup_steps", warmup_steps, fix="Give warmup_steps=... for the warmup.")
+        _check_shorter_than_run("warmup_steps", warmup_steps, total)
+    exp_steps = warmup_steps if exp_warmup_steps is None else exp_warmup_steps
+    if "exp" in warmups:
+        exp_steps = check_positive(
+            "exp_warmup_steps", exp_steps, fix="Give warmup_steps or exp_warmup_steps."
+        )
+        _check_shorter_than_run("exp_warmup_steps", exp_steps, total)
+    return exp_steps
+
+
+def _check_fractions_and_groups(
+    final_fraction: float, decay_fraction: float, warmup_groups: Sequence[str]
+) -> None:
+    if not 0.0 <= final_fraction <= 1.0 or not 0.0 <= decay_fraction <= 1.0:
+        raise TransferSearchError(
+            f"`final_fraction` and `decay_fraction` must lie in [0, 1], but got "
+            f"{final_fraction=}, {decay_fraction=}."
+        )
+    bad = [g for g in warmup_groups if g not in GROUPS]
+    if bad:
+        raise TransferSearchError(f"`warmup_groups` {bad} are not groups; use names in {GROUPS}.")
+
+
+def _width_mult(
+    hp: Hyperparameters,
+    width_mult: float | None,
+    warmup: str | Sequence[str] | None,
+    width_warmup: bool,
+) -> float:
+    """s = width / base width (default ``hp.width_mult``); a width warmup needs it, else 1."""
+    if width_mult is None:
+        width_mult = hp.width_mult
+    if width_warmup and width_mult is None:
+        raise TransferSearchError(
+            f"warmup={warmup!r} needs `width_mult` (s = width / base width), and these "
+            "hyperparameters carry no base width: pass width_mult=hp.scale['width'] / "
+            "space.base['width']."
+        )
+    return 1.0 if width_mult is None else check_positive("width_mult", width_mult)
 
 
 def _check_shorter_than_run(name: str, steps: float, total: float) -> None:

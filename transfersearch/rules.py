@@ -119,8 +119,8 @@ class PowerLinesTau(DatasetRule):
     """One-epoch prior τ_opt = coefficient · TPP^exponent (Bergsma et al. 2025, "Power Lines").
 
     TPP is tokens per parameter. Wang & Aitchison (2025, §5.1) quote only the power law,
-    τ_epoch^opt ≈ TPP^−0.527; the coefficient 1.084 is Bergsma et al.'s fit as recorded in
-    SCIENCE.md §1 (not in the papers shipped here). It cancels below: only ratios of τ_opt are used.
+    τ_epoch^opt ≈ TPP^−0.527; the coefficient 1.084 is Bergsma et al.'s fit (docs/science.md §1).
+    It cancels below: only ratios of τ_opt are used.
 
     The data amount D is ``tokens`` when the scales give it (training tokens seen, the one-epoch
     regime the law was fitted in), else ``dataset_size``; TPP = D / ``params``. The swept τ_epoch at
@@ -341,7 +341,8 @@ class AdamBatch(BatchRule):
     """Adam's square-root rule (Malladi et al.; Busbridge et al. 2023, App. C), for B̂ = κB.
 
     η̂ = √κ·η, β̂₁ = 1 − κ(1 − β₁), β̂₂ = 1 − κ(1 − β₂), ε̂ = ε/√κ; weight decay by exact decay
-    matching λ̂ = (1 − (1 − ηλ)^κ)/η̂ (Busbridge Eq. 11–13, with the κη/η̂ reading of SCIENCE.md §5).
+    matching λ̂ = (1 − (1 − ηλ)^κ)/η̂ (Busbridge Eq. 11–13, with the κη/η̂ reading of
+    docs/science.md §5).
     Where 1 − κ(1 − β) leaves the open interval (0, 1) (κ(1 − β) >= 1: β₁ = 0.9 from κ = 10 on)
     the first-order-equivalent β^κ is used (``beta_form="auto"``, recorded in
     :attr:`BatchTransfer.beta_forms` and in the notes of the hyperparameters); ``"linear"`` raises
@@ -589,8 +590,8 @@ class Standard(Rule):
 class SqrtWidth(Rule):
     """Kosson et al. §6: η ∝ s^−½ and λ ∝ s^½ for hidden and output matrices (ηλ fixed).
 
-    Our reading of a passage whose formulas were lost in extraction (SCIENCE.md §2); it keeps ηλ and
-    makes ‖W‖ ∝ √(η/λ) ∝ s^−½ like variance-preserving init. Input and vector groups are Θ(1).
+    Our reading of their §6 (ηλ is what transfers: docs/science.md §2); it keeps ηλ and makes
+    ‖W‖ ∝ √(η/λ) ∝ s^−½ like variance-preserving init. Input and vector groups are Θ(1).
     """
 
     def width_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
@@ -618,7 +619,7 @@ def su_constant_wd_lr(
     """Su's equal-weight schedule at constant λ: η_s = η_max / (λ η_max s + 1).
 
     Every batch then keeps the same weight in the final weights (Su, kexue.fm/archives/11459;
-    SCIENCE.md §4). Weight decay in PyTorch's coupled convention.
+    docs/science.md §4). Weight decay in PyTorch's coupled convention.
     """
     lr_max = check_positive("lr_max", lr_max)
     wd = float(weight_decay)
@@ -632,7 +633,7 @@ def su_constant_wd_lr(
 def su_proportional_lr_wd(
     step: float | Sequence[float] | FloatArray, lr_max: float, weight_decay_max: float
 ) -> tuple[FloatArray, FloatArray]:
-    """Su's equal-weight schedule with λ_s ∝ η_s (SCIENCE.md §4).
+    """Su's equal-weight schedule with λ_s ∝ η_s (docs/science.md §4).
 
     η_s = η_max / √(2 λ_max η_max s + 1), λ_s = λ_max / √(2 λ_max η_max s + 1).
 
@@ -650,8 +651,8 @@ def exp_warmup_factor(
 ) -> FloatArray:
     """Kosson et al. §7 exp-increasing warmup factor f(t) = s^(−max(0, 1 − t/T_w)).
 
-    Starts at 1/s and reaches 1 at ``warmup_steps`` (the form adopted in SCIENCE.md §2; the paper's
-    Eq. 12 was lost in extraction). Kosson et al. use it *instead of* µP's 1/s learning-rate scaling
+    Starts at 1/s and reaches 1 at ``warmup_steps`` (their Eq. 12 in the form docs/science.md §2
+    adopts). Kosson et al. use it *instead of* µP's 1/s learning-rate scaling
     (§7, App. F.3.5), i.e. on the learning rate of the base width (:class:`Standard`).
     """
     s = check_positive("width_mult", width_mult)
@@ -664,8 +665,8 @@ def decay_away_warmup_factor(
 ) -> FloatArray:
     """Kosson et al. §7 decay-away warmup factor f(t) = 1 − (1 − 1/s)·(1 − ηλ)^t.
 
-    Starts at 1/s and relaxes to 1 on the EMA timescale 1/(ηλ) (form adopted in SCIENCE.md §2; the
-    paper's Eq. 13 was lost in extraction). Coupled weight decay. Like :func:`exp_warmup_factor`, a
+    Starts at 1/s and relaxes to 1 on the EMA timescale 1/(ηλ) (their Eq. 13 in the form
+    docs/science.md §2 adopts). Coupled weight decay. Like :func:`exp_warmup_factor`, a
     replacement for µP's 1/s learning-rate scaling, not an addition to it (Kosson et al. §7).
     """
     s = check_positive("width_mult", width_mult)
@@ -680,7 +681,7 @@ def decay_away_warmup_factor(
 def update_weights(
     lrs: Sequence[float] | FloatArray, weight_decays: Sequence[float] | FloatArray
 ) -> FloatArray:
-    """The weight each step's update keeps in the final weights (Su; SCIENCE.md §4).
+    """The weight each step's update keeps in the final weights (Su; docs/science.md §4).
 
     With w_t = (1 − η_t λ_t) w_{t−1} − η_t u_t, update j's coefficient in w_T is exactly
     η_j · Π_{i=j+1..T} (1 − η_i λ_i) ≈ η_j · exp(κ_j − κ_T), κ_t = Σ_{i≤t} η_i λ_i.

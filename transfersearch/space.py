@@ -41,6 +41,8 @@ from transfersearch.errors import (
 from transfersearch.rules import (
     GROUPS,
     AppliedBetaForm,
+    BatchRule,
+    BatchTransfer,
     MuP,
     Rule,
     check_betas,
@@ -456,6 +458,27 @@ def _check_group(group: str, values: object) -> None:
 
 def _frozen_groups(groups: Mapping[str, Mapping[str, float]]) -> Mapping[str, Mapping[str, float]]:
     return MappingProxyType({g: MappingProxyType(dict(groups[g])) for g in groups})
+
+
+def _batch_transfer(
+    batch_rule: BatchRule,
+    group: str,
+    lr: float,
+    wd: float,
+    betas: tuple[float, float],
+    eps: float,
+    kappa: float,
+    target: Scale,
+) -> BatchTransfer:
+    """One group's (lr, weight decay, betas, eps) moved by the batch rule at ``kappa``; an error
+    names the scale, the group and its values before the rule."""
+    try:
+        return batch_rule.transfer(lr, wd, betas, eps, kappa)
+    except TransferSearchError as exc:
+        raise TransferSearchError(
+            f"at {target!r}, {group} group (lr={lr:g}, weight_decay={wd:g} before the "
+            f"batch rule, kappa={kappa:g}): {exc}"
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -930,13 +953,7 @@ class TransferSpace:
             lr = lr0 * lr_mult
             wd = wd0 * wd_mult * dataset_factor
             if rule.batch_rule is not None and kappa != 1.0:
-                try:
-                    moved = rule.batch_rule.transfer(lr, wd, betas, eps, kappa)
-                except TransferSearchError as exc:
-                    raise TransferSearchError(
-                        f"at {target!r}, {group} group (lr={lr:g}, weight_decay={wd:g} before the "
-                        f"batch rule, kappa={kappa:g}): {exc}"
-                    ) from exc
+                moved = _batch_transfer(rule.batch_rule, group, lr, wd, betas, eps, kappa, target)
                 lr, wd, new_betas, new_eps = moved.lr, moved.weight_decay, moved.betas, moved.eps
                 beta_forms = moved.beta_forms
             groups[group] = {"lr": lr, "weight_decay": wd, "independent_wd": lr * wd}
