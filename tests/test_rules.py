@@ -113,7 +113,7 @@ def test_batch_rules_refuse_betas_that_are_not_a_pair(batch: rules.BatchRule) ->
 def test_adam_beta_rule_uses_the_linear_form_only_inside_the_open_unit_interval(
     kappa: float, beta1: float, form: str
 ) -> None:
-    """Busbridge et al. App. C, β̂ = 1 − κ(1 − β); β^κ where that leaves (0, 1) (SCIENCE.md §5)."""
+    """Busbridge et al. App. C, β̂ = 1 − κ(1 − β); β^κ where that leaves (0, 1) (docs/science.md §5)."""
     moved = rules.AdamBatch().transfer(1e-3, 0.1, (0.9, 0.999), 1e-8, kappa)
     assert moved.betas[0] == pytest.approx(beta1, rel=1e-6)
     assert moved.beta_forms[0] == form
