@@ -14,6 +14,9 @@ point, a draw around it, or "leave it to the base sampler"). The policy and its 
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import inspect
 import logging
 import math
 import warnings
@@ -27,16 +30,17 @@ import numpy as np
 from transfersearch.cost import by_cost
 from transfersearch.cost import default_cost as default_cost  # re-exported: its old home
 from transfersearch.errors import TransferSearchError, check_bool, check_int
-from transfersearch.fit import Direction, check_direction
+from transfersearch.fitting.coords import check_direction
 from transfersearch.ledger import TrialLedger
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 from transfersearch.space import Float, Int, TransferSpace
+from transfersearch.sweep import Direction
 
 if TYPE_CHECKING:
-    from transfersearch.extrapolate import Collinearity
+    from transfersearch.fitting.result import Collinearity
 
-__all__ = ["FitAttempt", "Proposal", "RungDecision", "TransferPlanner"]
+__all__ = ["FitAttempt", "PlannerOptions", "Proposal", "RungDecision", "TransferPlanner"]
 
 logger = logging.getLogger(__name__)
 
@@ -109,16 +113,21 @@ def _is_real(value: object) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool) and not math.isnan(float(value))
 
 
-class TransferPlanner:
-    """Rung assignment and law-guided proposals over a ladder of proxy scales.
+@dataclass(frozen=True)
+class PlannerOptions:
+    """The planner's options, checked once when made; copy with :func:`dataclasses.replace`.
 
-    Args:
-        space: the :class:`TransferSpace` whose coordinates are swept.
-        ladder: the proxy scales (order does not matter; rungs are indexed in cost order).
+        >>> options = PlannerOptions(min_trials=4)
+        >>> dataclasses.replace(options, focus=0.5).min_trials
+        4
+
+    Attributes:
         trials_per_rung: budget per rung: an int for all, a sequence (in cost order), or None for
             the default: ``first_rungs_trials`` for the two cheapest rungs and
             ``later_rungs_trials`` for the others (the law needs fewer there).
         cost: relative cost of a scale (default :func:`~transfersearch.cost.default_cost`).
+        first_rungs_trials: the default budget of the two cheapest rungs.
+        later_rungs_trials: the default budget of the other rungs.
         min_trials: finished trials a rung needs before its optimum enters the law.
         focus: probability that a later trial on a law-guided rung is drawn around the prediction
             instead of by the base sampler.
@@ -134,54 +143,189 @@ class TransferPlanner:
             rung's finished trials have grown by this factor since the last fit (1.0: on every
             new trial). Refits then grow logarithmically with the study, not linearly.
         direction: ``"minimize"`` (default) or ``"maximize"`` the observations' values, which
-            are the raw metric; passed to :func:`transfersearch.extrapolate`. Fixed for the
-            planner's life (:meth:`replace` makes a planner for the other direction).
-        gate_on_law: hold back a law-using rung whose law is pending (see :meth:`assign_rung`);
-            only matters when trials run concurrently. False: the plain budget order.
+            are the raw metric; passed to :func:`transfersearch.extrapolate`. Fixed for a
+            planner's life (:meth:`TransferPlanner.replace` makes one for the other direction).
+        gate_on_law: hold back a law-using rung whose law is pending (see
+            :meth:`TransferPlanner.assign_rung`); only matters when trials run concurrently.
+            False: the plain budget order.
         detour_limit: a lower rung takes detoured trials until it has started this many times
             its budget (>= 1; 1: no detour, a trial that cannot wait runs without the law).
 
     Raises:
-        TransferSearchError: an empty ladder, duplicate scales, a bad budget, probability,
-            direction or detour limit.
+        TransferSearchError: a bad budget, count, probability, spread, seed, switch, growth
+            factor, direction or detour limit (the message names the option and a fix).
+    """
+
+    trials_per_rung: int | tuple[int, ...] | None = None
+    cost: Callable[[Scale], float] | None = None
+    first_rungs_trials: int = 16
+    later_rungs_trials: int = 8
+    min_trials: int = 6
+    focus: float = 0.75
+    min_spread: float = 0.15
+    n_bootstrap: int = 40
+    seed: int | None = None
+    transfer: bool = True
+    refit_growth: float = 1.25
+    direction: Direction = "minimize"
+    gate_on_law: bool = True
+    detour_limit: float = 2.0
+
+    def __post_init__(self) -> None:
+        self._set("trials_per_rung", _check_budgets(self.trials_per_rung))
+        if self.cost is not None and not callable(self.cost):
+            raise TransferSearchError(
+                f"`cost` must be a function of a Scale or None, but got cost={self.cost!r}."
+            )
+        for name in ("first_rungs_trials", "later_rungs_trials"):
+            self._set(name, check_int(name, getattr(self, name), minimum=1))
+        self._set(
+            "min_trials",
+            check_int("min_trials", self.min_trials, minimum=1, fix="E.g. min_trials=6."),
+        )
+        self._set("focus", _check_focus(self.focus))
+        self._set("min_spread", _check_min_spread(self.min_spread))
+        self._set(
+            "n_bootstrap",
+            check_int(
+                "n_bootstrap", self.n_bootstrap, minimum=0, fix="0 turns the law's resampling off."
+            ),
+        )
+        _check_seed(self.seed)
+        check_bool(
+            "transfer", self.transfer, fix="False searches each rung independently (no law)."
+        )
+        self._set("refit_growth", _check_refit_growth(self.refit_growth))
+        self._set("detour_limit", _check_detour_limit(self.detour_limit))
+        check_bool(
+            "gate_on_law", self.gate_on_law, fix="False assigns rungs in plain budget order."
+        )
+        check_direction(self.direction)
+
+    def _set(self, name: str, value: object) -> None:
+        """Store the checked (normalised) value on the frozen instance."""
+        object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> PlannerOptions:
+        """The options from keywords; an unknown keyword is refused, naming the closest option.
+
+        Raises:
+            TransferSearchError: an unknown keyword, or a value :class:`PlannerOptions` refuses.
+        """
+        _check_names(kwargs)
+        return cls(**kwargs)
+
+
+OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(PlannerOptions))
+
+
+def _check_names(kwargs: Mapping[str, object]) -> None:
+    """Refuse a keyword that is no :class:`PlannerOptions` field, naming the closest one."""
+    for name in kwargs:
+        if name not in OPTION_NAMES:
+            close = difflib.get_close_matches(name, OPTION_NAMES, n=1)
+            also = f" Did you mean {close[0]!r}?" if close else ""
+            raise TransferSearchError(
+                f"the planner has no option {name!r}.{also} Its options: "
+                f"{', '.join(sorted(OPTION_NAMES))}."
+            )
+
+
+_BUDGET_FIX = "Give an int per rung (in cost order), e.g. trials_per_rung=16 or [16, 16, 8]."
+
+
+def _check_budgets(trials_per_rung: object) -> int | tuple[int, ...] | None:
+    """None, one int >= 1, or a tuple of them (the count per rung is checked with the ladder)."""
+    if trials_per_rung is None:
+        return None
+    if isinstance(trials_per_rung, (int, bool, float, str)) or not isinstance(
+        trials_per_rung, Sequence
+    ):
+        return check_int("trials_per_rung", trials_per_rung, minimum=1, fix=_BUDGET_FIX)
+    return tuple(
+        check_int("trials_per_rung", b, minimum=1, fix=_BUDGET_FIX) for b in trials_per_rung
+    )
+
+
+def _check_focus(focus: object) -> float:
+    if not _is_real(focus) or not 0.0 <= float(focus) <= 1.0:  # type: ignore[arg-type]
+        raise TransferSearchError(
+            f"`focus` must be a probability in [0, 1], but got focus={focus!r}, e.g. 0.75."
+        )
+    return float(focus)  # type: ignore[arg-type]
+
+
+def _check_min_spread(min_spread: object) -> float:
+    if not _is_real(min_spread) or not 0.0 < float(min_spread) < math.inf:  # type: ignore[arg-type]
+        raise TransferSearchError(
+            f"`min_spread` must be a finite number > 0, but got min_spread={min_spread!r}, "
+            "e.g. 0.15 (natural-log units for log coordinates, a fraction of the range else)."
+        )
+    return float(min_spread)  # type: ignore[arg-type]
+
+
+def _check_seed(seed: object) -> None:
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise TransferSearchError(
+            f"`seed` must be None or an int >= 0, but got seed={seed!r}. Pass e.g. seed=0 "
+            "for reproducible draws, or leave it out for fresh ones per process."
+        )
+
+
+def _check_refit_growth(refit_growth: object) -> float:
+    if not (_is_real(refit_growth) and 1.0 <= float(refit_growth) < math.inf):  # type: ignore[arg-type]
+        raise TransferSearchError(
+            f"`refit_growth` must be a number >= 1, but got refit_growth={refit_growth!r}, "
+            "e.g. 1.25 (refit when a rung's trials grew by 25%)."
+        )
+    return float(refit_growth)  # type: ignore[arg-type]
+
+
+def _check_detour_limit(detour_limit: object) -> float:
+    if isinstance(detour_limit, bool) or not (
+        isinstance(detour_limit, (int, float)) and detour_limit >= 1.0
+    ):
+        raise TransferSearchError(
+            f"`detour_limit` must be a number >= 1, but got detour_limit={detour_limit!r}."
+        )
+    return float(detour_limit)
+
+
+class TransferPlanner:
+    """Rung assignment and law-guided proposals over a ladder of proxy scales.
+
+    Args:
+        space: the :class:`TransferSpace` whose coordinates are swept.
+        ladder: the proxy scales (order does not matter; rungs are indexed in cost order).
+        options: the :class:`PlannerOptions` (None: the defaults, changed by ``kwargs``).
+        **kwargs: options by name (``min_trials=6``, ``focus=0.5`` ...), as :class:`PlannerOptions`
+            fields; given with ``options``, they change those.
+
+    Raises:
+        TransferSearchError: an empty ladder, duplicate scales, a budget per rung of the wrong
+            length, costs that are not positive, an unknown option or a value
+            :class:`PlannerOptions` refuses.
     """
 
     def __init__(
         self,
         space: TransferSpace,
         ladder: Sequence[Scale | Mapping[str, float]],
-        *,
-        trials_per_rung: int | Sequence[int] | None = None,
-        cost: Callable[[Scale], float] | None = None,
-        first_rungs_trials: int = 16,
-        later_rungs_trials: int = 8,
-        min_trials: int = 6,
-        focus: float = 0.75,
-        min_spread: float = 0.15,
-        n_bootstrap: int = 40,
-        seed: int | None = None,
-        transfer: bool = True,
-        refit_growth: float = 1.25,
-        direction: Direction = "minimize",
-        gate_on_law: bool = True,
-        detour_limit: float = 2.0,
+        options: PlannerOptions | None = None,
+        **kwargs: Any,
     ) -> None:
-        self._options: dict[str, Any] = {
-            "trials_per_rung": trials_per_rung,
-            "cost": cost,
-            "first_rungs_trials": first_rungs_trials,
-            "later_rungs_trials": later_rungs_trials,
-            "min_trials": min_trials,
-            "focus": focus,
-            "min_spread": min_spread,
-            "n_bootstrap": n_bootstrap,
-            "seed": seed,
-            "transfer": transfer,
-            "refit_growth": refit_growth,
-            "direction": direction,
-            "gate_on_law": gate_on_law,
-            "detour_limit": detour_limit,
-        }
+        if options is None:
+            options = PlannerOptions.from_kwargs(**kwargs)
+        elif not isinstance(options, PlannerOptions):
+            raise TransferSearchError(
+                f"`options` must be a PlannerOptions, but got {options!r}. Pass e.g. "
+                "PlannerOptions(min_trials=6), or the options as keywords."
+            )
+        elif kwargs:
+            _check_names(kwargs)
+            options = dataclasses.replace(options, **kwargs)
+        self.options = options
         if not isinstance(space, TransferSpace):
             raise TransferSearchError(f"`space` must be a TransferSpace, but got {space!r}.")
         if not ladder:
@@ -193,61 +337,25 @@ class TransferPlanner:
         if len(set(scales)) != len(scales):
             raise TransferSearchError(f"`ladder` holds duplicate scales: {scales}.")
         self.space = space
-        self.cost: Callable[[Scale], float] = cost or default_cost
+        self.cost: Callable[[Scale], float] = options.cost or default_cost
         costs = [float(self.cost(s)) for s in scales]
         if any(not math.isfinite(c) or c <= 0 for c in costs):
             raise TransferSearchError(f"`cost` must give positive finite costs, but gave {costs}.")
         self.ladder: tuple[Scale, ...] = tuple(by_cost(scales, self.cost))
         self.costs: tuple[float, ...] = tuple(costs[scales.index(s)] for s in self.ladder)
-        self.budgets: tuple[int, ...] = self._budgets(
-            trials_per_rung, first_rungs_trials, later_rungs_trials
-        )
-        self.min_trials = check_int("min_trials", min_trials, minimum=1, fix="E.g. min_trials=6.")
-        if not _is_real(focus) or not 0.0 <= float(focus) <= 1.0:
-            raise TransferSearchError(
-                f"`focus` must be a probability in [0, 1], but got focus={focus!r}, e.g. 0.75."
-            )
-        if not _is_real(min_spread) or not 0.0 < float(min_spread) < math.inf:
-            raise TransferSearchError(
-                f"`min_spread` must be a finite number > 0, but got min_spread={min_spread!r}, "
-                "e.g. 0.15 (natural-log units for log coordinates, a fraction of the range else)."
-            )
-        self.focus = float(focus)
-        self.min_spread = float(min_spread)
-        self.n_bootstrap = check_int(
-            "n_bootstrap", n_bootstrap, minimum=0, fix="0 turns the law's resampling off."
-        )
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise TransferSearchError(
-                f"`seed` must be None or an int >= 0, but got seed={seed!r}. Pass e.g. seed=0 "
-                "for reproducible draws, or leave it out for fresh ones per process."
-            )
-        self.seed = seed
-        self.transfer = check_bool(
-            "transfer", transfer, fix="False searches each rung independently (no law)."
-        )
-        if not (_is_real(refit_growth) and 1.0 <= float(refit_growth) < math.inf):
-            raise TransferSearchError(
-                f"`refit_growth` must be a number >= 1, but got refit_growth={refit_growth!r}, "
-                "e.g. 1.25 (refit when a rung's trials grew by 25%)."
-            )
-        self.refit_growth = float(refit_growth)
-        if isinstance(detour_limit, bool) or not (
-            isinstance(detour_limit, (int, float)) and detour_limit >= 1.0
-        ):
-            raise TransferSearchError(
-                f"`detour_limit` must be a number >= 1, but got detour_limit={detour_limit!r}."
-            )
-        self.gate_on_law = check_bool(
-            "gate_on_law", gate_on_law, fix="False assigns rungs in plain budget order."
-        )
-        self.detour_limit = float(detour_limit)
-        check_direction(direction)
-        self._direction: Direction = direction
+        self.budgets: tuple[int, ...] = self._budgets(options)
+        self.min_trials = options.min_trials
+        self.focus = options.focus
+        self.min_spread = options.min_spread
+        self.n_bootstrap = options.n_bootstrap
+        self.transfer = options.transfer
+        self.refit_growth = options.refit_growth
+        self.gate_on_law = options.gate_on_law
+        self.detour_limit = options.detour_limit
         self._numeric = [
             n for n, d in self.space.distributions.items() if isinstance(d, (Float, Int))
         ]
-        self._rng = np.random.default_rng(seed)
+        self._rng = np.random.default_rng(options.seed)
         # rung -> (complete trials per qualifying rung at the last fit, the fit's result)
         self._cache: dict[
             int, tuple[dict[Scale, int], tuple[dict[str, float], dict[str, float]] | None]
@@ -255,34 +363,30 @@ class TransferPlanner:
         self._fit_attempts: list[FitAttempt] = []
         self._suggested: Scale | None = None
 
-    def _budgets(
-        self, trials_per_rung: int | Sequence[int] | None, first: int, later: int
-    ) -> tuple[int, ...]:
+    def _budgets(self, options: PlannerOptions) -> tuple[int, ...]:
         n = len(self.ladder)
-        fix = "Give an int per rung (in cost order), e.g. trials_per_rung=16 or [16, 16, 8]."
-        if trials_per_rung is None:
-            first = check_int("first_rungs_trials", first, minimum=1)
-            later = check_int("later_rungs_trials", later, minimum=1)
-            budgets = [first if i < 2 else later for i in range(n)]
-        elif isinstance(trials_per_rung, (int, bool, float, str)) or not isinstance(
-            trials_per_rung, Sequence
-        ):
-            budgets = [check_int("trials_per_rung", trials_per_rung, minimum=1, fix=fix)] * n
-        else:
-            budgets = [check_int("trials_per_rung", b, minimum=1, fix=fix) for b in trials_per_rung]
-            if len(budgets) != n:
-                raise TransferSearchError(
-                    f"`trials_per_rung` has {len(budgets)} entries for {n} rungs; give one per rung "
-                    "(in cost order) or a single int."
-                )
-        if any(b < 1 for b in budgets):
-            raise TransferSearchError(f"`trials_per_rung` must be >= 1, but got {budgets}.")
-        return tuple(budgets)
+        if options.trials_per_rung is None:
+            first, later = options.first_rungs_trials, options.later_rungs_trials
+            return tuple(first if i < 2 else later for i in range(n))
+        if isinstance(options.trials_per_rung, int):
+            return (options.trials_per_rung,) * n
+        budgets = options.trials_per_rung
+        if len(budgets) != n:
+            raise TransferSearchError(
+                f"`trials_per_rung` has {len(budgets)} entries for {n} rungs; give one per rung "
+                "(in cost order) or a single int."
+            )
+        return budgets
+
+    @property
+    def seed(self) -> int | None:
+        """The seed the planner's random draws started from (see :class:`PlannerOptions`)."""
+        return self.options.seed
 
     @property
     def direction(self) -> Direction:
         """Whether the law looks for the smallest (``"minimize"``) or largest metric."""
-        return self._direction
+        return self.options.direction
 
     def replace(self, **changes: Any) -> TransferPlanner:
         """A planner with the same space, ladder and options except ``changes`` (e.g.
@@ -291,12 +395,10 @@ class TransferPlanner:
         Raises:
             TransferSearchError: an unknown option, or a value the constructor refuses.
         """
-        unknown = sorted(set(changes) - set(self._options))
-        if unknown:
-            raise TransferSearchError(
-                f"TransferPlanner has no option {unknown}; it has {sorted(self._options)}."
-            )
-        planner = TransferPlanner(self.space, self.ladder, **{**self._options, **changes})
+        _check_names(changes)
+        planner = TransferPlanner(
+            self.space, self.ladder, dataclasses.replace(self.options, **changes)
+        )
         if "seed" not in changes:
             planner.load_state_dict(self.state_dict())
         return planner
@@ -486,7 +588,7 @@ class TransferPlanner:
         self, rung: int, usable: list[Observation], counts: Mapping[Scale, int]
     ) -> tuple[dict[str, float], dict[str, float]] | None:
         """Fit the law on ``usable`` and predict at ``rung``; a failure is logged and recorded."""
-        from transfersearch.extrapolate import extrapolate
+        from transfersearch.api import extrapolate
 
         names = self._numeric
         error: str | None = None
@@ -498,7 +600,7 @@ class TransferPlanner:
                     usable,
                     target=self.ladder[rung],
                     params=names,
-                    direction=self._direction,
+                    direction=self.options.direction,
                     n_bootstrap=self.n_bootstrap,
                     seed=0 if self.seed is None else self.seed,
                     cost=self.cost,
@@ -602,6 +704,20 @@ class TransferPlanner:
                 f"planner state version {version!r} is not supported (expected {STATE_VERSION})."
             )
         self._rng.bit_generator.state = state["rng"]
+
+
+def _planner_signature() -> inspect.Signature:
+    """``TransferPlanner(space, ladder, options=None, *, <each PlannerOptions field>)``: what
+    ``**kwargs`` takes, spelt out for :func:`inspect.signature`, ``help()`` and editors."""
+    own = list(inspect.signature(TransferPlanner.__init__).parameters.values())[1:4]
+    fields = [
+        inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default)
+        for f in dataclasses.fields(PlannerOptions)
+    ]
+    return inspect.Signature([*own, *fields])
+
+
+TransferPlanner.__signature__ = _planner_signature()  # type: ignore[attr-defined]
 
 
 def _complete_counts(observations: Sequence[Observation]) -> Mapping[Scale, int]:
