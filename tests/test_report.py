@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import transfersearch as ts
+from transfersearch import extrapolate
 from transfersearch.errors import TransferSearchError
-from transfersearch.extrapolate import extrapolate
 from transfersearch.observations import Observation
 from transfersearch.report import TITLE_WIDTH, format_table, plot_report
 
@@ -188,7 +188,7 @@ def test_a_law_known_to_no_useful_width_draws_without_overflow(tmp_path: Path) -
     pytest.importorskip("matplotlib")
     import dataclasses
 
-    from transfersearch.report import MAX_LOG_BAR, band_ends
+    from transfersearch._figure_info import MAX_LOG_BAR, band_ends
 
     assert band_ends(math.log(0.01), 800.0, 1.645, True) == pytest.approx(
         (0.01, 0.01 * math.exp(-MAX_LOG_BAR), 0.01 * math.exp(MAX_LOG_BAR))
@@ -212,3 +212,71 @@ def test_a_law_known_to_no_useful_width_draws_without_overflow(tmp_path: Path) -
     from transfersearch.visualization import plot_optimum_vs_scale
 
     plot_optimum_vs_scale(result)
+
+
+def test_the_law_panel_info_is_the_fit_s_own_numbers() -> None:
+    """Each number of the optimum-vs-compute panel, by hand from the Extrapolation."""
+    from statistics import NormalDist
+
+    from transfersearch._figure_info import MAX_LOG_BAR, PATH_POINTS, law_panel_info
+
+    obs = ladder_observations()
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=20, seed=0)
+    info = law_panel_info(result, "lr", level=0.8)
+    z = NormalDist().inv_cdf(0.9)
+    assert info.log_space and info.percent == "80%"
+    assert [r.scale["width"] for r in info.rungs] == [32, 64, 128]  # cheapest first
+    assert [r.compute for r in info.rungs] == pytest.approx([1.0, 4.0, 16.0])  # width² / 32²
+    assert info.target_compute == pytest.approx(1024.0)
+    for rung, optimum in zip(info.rungs, sorted(result.optima, key=lambda o: o.scale["width"])):
+        point, err = optimum.params["lr"], optimum.stderr["lr"]
+        assert rung.value == point
+        assert z * err <= MAX_LOG_BAR and rung.bar == pytest.approx(
+            (point * math.exp(-z * err), point * math.exp(z * err))
+        )
+        assert rung.law_value == pytest.approx(result.laws["lr"].predict(optimum.scale))
+    assert info.path is not None and len(info.path.compute) == PATH_POINTS
+    assert info.path.compute[0] == pytest.approx(1.0)
+    assert info.path.compute[-1] == pytest.approx(info.target_compute)
+    coord, stderr = result.laws["lr"].predict_coord(ts.Scale(width=1024))
+    assert info.path.centre[-1] == pytest.approx(math.exp(coord))
+    assert info.path.upper[-1] == pytest.approx(math.exp(coord + z * stderr))
+    assert info.decision == result.params["lr"] and info.interval == result.interval(0.8)["lr"]
+    assert info.drawn_interval == info.interval  # narrower than e^±5: not cut
+    assert info.law_terms == f"width^{result.laws['lr'].exponents['width']:+.2f}"
+
+
+def test_the_png_and_the_plotly_figures_draw_the_same_numbers() -> None:
+    """The matplotlib picture and the plotly figures render one info layer: the rungs' optima and
+    bars, the law and its band, the target and its bar, the trials are the same numbers in both."""
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("plotly")
+    from transfersearch import visualization as tsv
+    from transfersearch.report import draw_report
+
+    obs = ladder_observations()
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=20, seed=0)
+    figure = draw_report(obs, result, level=0.8)
+    top, bottom = figure.axes
+    plotly = tsv.plot_optimum_vs_scale(result, level=0.8)
+    rungs = [t for t in plotly.data if t.marker.symbol == "circle"]
+    drawn = [line for line in bottom.lines if line.get_marker() == "o"]
+    assert len(rungs) == len(drawn) == 3
+    for trace, line in zip(rungs, drawn):
+        assert (trace.x[0], trace.y[0]) == tuple(line.get_xydata()[0])
+    bars = [c.get_segments()[0] for c in bottom.collections if hasattr(c, "get_segments")]
+    plotly_bars = [
+        [[t.x[0], t.y[0] - t.error_y.arrayminus[0]], [t.x[0], t.y[0] + t.error_y.array[0]]]
+        for t in [*rungs, *[t for t in plotly.data if (t.name or "").startswith("target")]]
+    ]
+    assert np.allclose(np.array(bars), np.array(plotly_bars), rtol=1e-12)
+    (law,) = [line for line in bottom.lines if line.get_label() == "fitted law"]
+    (plotly_law,) = [t for t in plotly.data if (t.name or "").startswith("law (")]
+    assert np.array_equal(law.get_xydata(), np.column_stack([plotly_law.x, plotly_law.y]))
+    (band,) = [c for c in bottom.collections if c.get_label().endswith("band")]
+    (upper,) = [t for t in plotly.data if t.hoverinfo == "skip"]
+    assert set(upper.y) <= set(band.get_paths()[0].vertices[:, 1])
+    landscapes = tsv.plot_rung_landscapes(obs, result)
+    png_points = {tuple(p) for c in top.collections for p in c.get_offsets() if p[1] < 2.5}
+    plotly_points = {(x, y) for t in landscapes.data for x, y in zip(t.x, t.y)}
+    assert png_points and png_points <= plotly_points  # the PNG's unclipped trials

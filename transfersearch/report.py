@@ -26,20 +26,31 @@ import math
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
-from transfersearch.cost import by_cost, default_cost
+from transfersearch._figure_info import (
+    BAND_NOTE,
+    LandscapeInfo,
+    LawPanelInfo,
+    LawPath,
+    constant_names,
+    landscape_info,
+    law_panel_info,
+    law_terms,
+    rung_label,
+    short_number,
+)
 from transfersearch.errors import TransferSearchError
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
 if TYPE_CHECKING:
-    from transfersearch.extrapolate import Extrapolation
+    from transfersearch.fitting.result import Extrapolation
 
 __all__ = [
     "BAND_NOTE",
     "constant_names",
+    "draw_report",
     "format_table",
     "law_terms",
     "new_figure",
@@ -47,41 +58,8 @@ __all__ = [
     "rung_label",
 ]
 
-MAX_LOG_BAR = (
-    5.0  # widest error bar drawn on a log axis, in log units (a factor e^5 ~ 150 each way)
-)
-#: Largest log value turned back into a number for a figure (exp(700) ~ 1e304 < float max).
-_MAX_EXP = 700.0
-
-
-def band_ends(coord: float, stderr: float, z: float, log_space: bool) -> tuple[float, float, float]:
-    """(centre, low, high) of ``coord ± z·stderr`` in natural units, for a figure.
-
-    On a log axis the band is cut at ``MAX_LOG_BAR`` log units either side (a law whose band is
-    wider than a factor e^5 each way says "unknown" there, and an uncut band would overflow exp()
-    and swamp the panel); :data:`BAND_NOTE` says so.
-    """
-    half = z * stderr if math.isfinite(stderr) else math.inf
-    if not log_space:
-        return coord, coord - half, coord + half
-    half = min(half, MAX_LOG_BAR)
-    centre = max(min(coord, _MAX_EXP), -_MAX_EXP)
-    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
-
-
-#: The metric axis of the landscapes ends this many times the median trial's distance above the
-#: best trial: the valley around the optimum fills the panel, the far slopes are marked as clipped.
-CLIP_SPREADS = 2.5
 #: Longest line of a panel title, in characters (a 5.2-inch panel at font size 9 holds about 60).
 TITLE_WIDTH = 52
-#: How the law's band and the target's interval differ (both pictures say it).
-BAND_NOTE = (
-    "band: the law's own uncertainty (its fitted coefficients and the rungs' scatter about it; "
-    "on a log axis cut at a factor e^5 either way); "
-    "target bar: the prediction interval of the target's optimum, Extrapolation.interval(), which "
-    "also carries the rung-resampling spread, the misfit every rung shares and the scale "
-    "directions no rung measured, so it is never narrower than the band's end"
-)
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -155,46 +133,6 @@ def _output_path(path: str | Path) -> Path:
     return out
 
 
-def constant_names(scales: Iterable[Scale]) -> dict[str, float]:
-    """The scale variables that take one value on every one of ``scales`` (name -> value)."""
-    listed = list(scales)
-    if len(listed) < 2:
-        return {}
-    first = listed[0]
-    return {
-        name: value
-        for name, value in first.items()
-        if all(name in s and s[name] == value for s in listed[1:])
-    }
-
-
-def rung_label(scale: Scale, constant: Mapping[str, float]) -> str:
-    """``scale``'s varying names and values, ``width=64, dataset_size=2e+04`` (the constant ones
-    are named once elsewhere)."""
-    shown = [f"{k}={_short(v)}" for k, v in scale.items() if k not in constant]
-    return ", ".join(shown) or ", ".join(f"{k}={_short(v)}" for k, v in scale.items())
-
-
-def law_terms(extrapolation: Extrapolation, name: str) -> str:
-    """``dataset_size^+0.25 · width^-0.60``: the law's exponents, without a variable the ladder
-    never varied whose exponent is 0 (it says nothing); ``const`` when none is left."""
-    constant = constant_names(o.scale for o in extrapolation.optima)
-    exponents = sorted(extrapolation.laws[name].exponents.items())
-    terms = [f"{k}^{v:+.2f}" for k, v in exponents if not (k in constant and v == 0.0)]
-    return " · ".join(terms) or "const"
-
-
-def path_scales(start: Scale, end: Scale, names: Sequence[str], points: int) -> list[Scale]:
-    """Scales on the geometric path from ``start`` to ``end`` over ``names``."""
-    path = []
-    for i in range(points):
-        t = i / (points - 1)
-        path.append(
-            Scale({n: math.exp((1 - t) * math.log(start[n]) + t * math.log(end[n])) for n in names})
-        )
-    return path
-
-
 def plot_report(
     observations: Sequence[Observation],
     extrapolation: Extrapolation,
@@ -225,79 +163,75 @@ def plot_report(
             or ``path`` has an extension matplotlib cannot write.
         ImportError: matplotlib is not installed.
     """
+    obs = _checked(observations, extrapolation, "plot_report")
+    out = _output_path(path)
+    figure = draw_report(obs, extrapolation, level=level, title=title, marks=marks)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=110, format=out.suffix[1:].lower())
+    return out
+
+
+def draw_report(
+    observations: Sequence[Observation],
+    extrapolation: Extrapolation,
+    *,
+    level: float = 0.9,
+    title: str | None = None,
+    marks: Mapping[str, Mapping[str, float]] | None = None,
+) -> Any:
+    """The picture :func:`plot_report` writes, as a ``matplotlib.figure.Figure`` of no pyplot
+    window (:func:`new_figure`): show it in a notebook, or save it yourself.
+
+    Args:
+        observations, extrapolation, level, title, marks: as for :func:`plot_report`.
+
+    Raises:
+        TransferSearchError: there are no observations, or the extrapolation predicts no
+            parameter. ImportError: matplotlib is not installed.
+    """
+    obs = _checked(observations, extrapolation, "draw_report")
     params = list(extrapolation.params)
-    if not params:
-        raise TransferSearchError("plot_report: the extrapolation predicts no parameter.")
+    figure = new_figure(figsize=(5.2 * len(params), 8.4))
+    trials = landscape_info(obs, extrapolation, params)
+    color_of = _rung_colors(trials.scales)
+    axes = figure.subplots(2, len(params), squeeze=False)
+    for column, name in enumerate(params):
+        _landscape_panel(axes[0][column], trials, name, color_of, first=column == 0)
+        panel = law_panel_info(extrapolation, name, level=level, start=trials.scales[0])
+        _law_panel(axes[1][column], panel, color_of, marks or {})
+    _head(figure, axes[0][0], title, trials.constant)
+    return figure
+
+
+def _checked(
+    observations: Sequence[Observation], extrapolation: Extrapolation, caller: str
+) -> list[Observation]:
+    """The trials as a list, once it is known that there are some and parameters to draw."""
+    if not extrapolation.params:
+        raise TransferSearchError(f"{caller}: the extrapolation predicts no parameter.")
     obs = list(observations)
     if not obs:
         raise TransferSearchError(
-            "plot_report needs the proxy observations, but got none. Pass the trials you fitted."
+            f"{caller} needs the proxy observations, but got none. Pass the trials you fitted."
         )
-    figure = new_figure(figsize=(5.2 * len(params), 8.4))
-    colormaps = importlib.import_module("matplotlib").colormaps
-    out = _output_path(path)
-    scales = by_cost({o.scale for o in obs})
-    constant = constant_names(scales)
-    colors = colormaps["viridis"]
-    color_of = {s: colors(i / max(1, len(scales) - 1)) for i, s in enumerate(scales)}
-    axes = figure.subplots(2, len(params), squeeze=False)
-    optimum_of = {o.scale: o for o in extrapolation.optima}
-    finite = [o.value for o in obs if o.usable]
-    low = min(finite) if finite else 0.0
-    spread = (sorted(finite)[len(finite) // 2] - low) if finite else 1.0
-    top = low + CLIP_SPREADS * max(spread, 1e-12 * max(1.0, abs(low)))
-    for column, name in enumerate(params):
-        ax = axes[0][column]
-        clipped: list[float] = []
-        diverged = 0
-        for scale in scales:
-            here = [o for o in obs if o.scale == scale and name in o.params]
-            inside = [o for o in here if o.usable and o.value <= top]
-            above = [o for o in here if o.usable and o.value > top]
-            bad = [o for o in here if o.diverged]
-            ax.scatter(
-                [o.params[name] for o in inside],
-                [o.value for o in inside],
-                s=14,
-                color=color_of[scale],
-                label=rung_label(scale, constant),
-            )
-            if above:  # beyond the axis: an open triangle on the edge, never a point at a value
-                ax.scatter(
-                    [o.params[name] for o in above],
-                    [top] * len(above),
-                    marker="^",
-                    s=22,
-                    facecolors="none",
-                    edgecolors=color_of[scale],
-                )
-                clipped += [o.value for o in above]
-            if bad:
-                ax.scatter(
-                    [o.params[name] for o in bad],
-                    [top] * len(bad),
-                    marker="x",
-                    s=18,
-                    color=color_of[scale],
-                )
-                diverged += len(bad)
-            if scale in optimum_of:
-                ax.axvline(optimum_of[scale].params[name], color=color_of[scale], ls="--", lw=1)
-        if name in extrapolation.log_params:
-            ax.set_xscale("log")
-        ax.set_ylim(low - 0.05 * (top - low), top + 0.05 * (top - low))
-        ax.set_xlabel(name)
-        ax.set_ylabel("metric" if column else "metric (proxy trials)")
-        ax.set_title(
-            _fit(f"{name} per rung (dashed: estimated optimum)")
-            + _edge_note(clipped, diverged, top),
-            fontsize=9,
-        )
-        _law_panel(axes[1][column], name, extrapolation, scales, color_of, level, marks or {})
-    handles, labels = axes[0][0].get_legend_handles_labels()
+    return obs
+
+
+def _rung_colors(scales: Sequence[Scale]) -> dict[Scale, Any]:
+    """One colour per rung along viridis, cheapest darkest."""
+    colors = importlib.import_module("matplotlib").colormaps["viridis"]
+    return {s: colors(i / max(1, len(scales) - 1)) for i, s in enumerate(scales)}
+
+
+def _head(figure: Any, first: Any, title: str | None, constant: Mapping[str, float]) -> None:
+    """The figure's title (with the scale variables every rung shares), the rungs' legend above
+    the panels, and the layout that keeps clear of both."""
+    handles, labels = first.get_legend_handles_labels()
     heading = [title] if title else []
     if constant:
-        heading.append("every rung: " + ", ".join(f"{k}={_short(v)}" for k, v in constant.items()))
+        heading.append(
+            "every rung: " + ", ".join(f"{k}={short_number(v)}" for k, v in constant.items())
+        )
     columns = min(3, max(1, len(labels)))
     rows = -(-len(labels) // columns)
     # the legend's rows (0.16" each at font size 7) as a figure fraction; tight_layout already
@@ -315,9 +249,49 @@ def plot_report(
         bbox_to_anchor=(0.5, 1.0 - 0.22 * len(heading) / 8.4),
     )
     figure.tight_layout(rect=(0.0, 0.0, 1.0, 1.0 - head))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out, dpi=110, format=out.suffix[1:].lower())
-    return out
+
+
+def _landscape_panel(
+    ax: Any, info: LandscapeInfo, name: str, color_of: Mapping[Scale, Any], *, first: bool
+) -> None:
+    """Top row: the metric against ``name``, one colour per rung, the axis clipped at
+    ``info.clip`` (trials above it and diverged ones marked on the edge and counted)."""
+    top, low = info.clip, info.best
+    clipped: list[float] = []
+    diverged = 0
+    for rung in info.panels[name]:
+        color = color_of[rung.scale]
+        inside = [(x, v) for x, v in rung.usable if v <= top]
+        above = [(x, v) for x, v in rung.usable if v > top]
+        ax.scatter(
+            [x for x, _ in inside], [v for _, v in inside], s=14, color=color, label=rung.label
+        )
+        if above:  # beyond the axis: an open triangle on the edge, never a point at a value
+            ax.scatter(
+                [x for x, _ in above],
+                [top] * len(above),
+                marker="^",
+                s=22,
+                facecolors="none",
+                edgecolors=color,
+            )
+            clipped += [v for _, v in above]
+        if rung.diverged:
+            ax.scatter(
+                list(rung.diverged), [top] * len(rung.diverged), marker="x", s=18, color=color
+            )
+            diverged += len(rung.diverged)
+        if rung.optimum is not None:
+            ax.axvline(rung.optimum, color=color, ls="--", lw=1)
+    if name in info.log_params:
+        ax.set_xscale("log")
+    ax.set_ylim(low - 0.05 * (top - low), top + 0.05 * (top - low))
+    ax.set_xlabel(name)
+    ax.set_ylabel("metric (proxy trials)" if first else "metric")
+    ax.set_title(
+        _fit(f"{name} per rung (dashed: estimated optimum)") + _edge_note(clipped, diverged, top),
+        fontsize=9,
+    )
 
 
 def _fit(text: str, width: int = TITLE_WIDTH) -> str:
@@ -335,116 +309,80 @@ def _edge_note(clipped: Sequence[float], diverged: int, top: float) -> str:
     return "\n" + _fit("; ".join(parts) + ": on the top edge") if parts else ""
 
 
-def _short(value: float) -> str:
-    return f"{value:g}" if value < 1e5 else f"{value:.2g}"
-
-
 def _law_panel(
     ax: Any,
-    name: str,
-    extrapolation: Extrapolation,
-    scales: Sequence[Scale],
+    info: LawPanelInfo,
     color_of: Mapping[Scale, Any],
-    level: float,
     marks: Mapping[str, Mapping[str, float]],
 ) -> None:
     """Bottom row: optimum vs compute, the law along the path to the target, the target interval."""
-    target = extrapolation.target
-    law = extrapolation.laws[name]
-    z = NormalDist().inv_cdf(0.5 + level / 2.0)
-    log_space = name in extrapolation.log_params
-    base_cost = default_cost(scales[0])
-    for optimum in extrapolation.optima:
-        point = optimum.params[name]
-        err = optimum.stderr.get(name, math.inf)
-        # A rung whose optimum is barely located (interval wider than e^±MAX_LOG_BAR) gets a hollow
-        # marker and no bar: the bar would swamp the panel (and overflow exp()).
-        located = math.isfinite(err) and (not log_space or z * err <= MAX_LOG_BAR)
-        if located:
-            if log_space:
-                yerr = [[point - point * math.exp(-z * err)], [point * math.exp(z * err) - point]]
-            else:
-                yerr = [[z * err], [z * err]]
-        else:
-            yerr = None
+    for rung in info.rungs:  # a barely located optimum: hollow, no bar (it would swamp the panel)
+        bar = rung.bar
         ax.errorbar(
-            default_cost(optimum.scale) / base_cost,
-            point,
-            yerr=yerr,
+            rung.compute,
+            rung.value,
+            yerr=None if bar is None else [[rung.value - bar[0]], [bar[1] - rung.value]],
             fmt="o",
-            color=color_of.get(optimum.scale, "black"),
-            markerfacecolor=None if located else "none",
+            color=color_of.get(rung.scale, "black"),
+            markerfacecolor=None if bar is not None else "none",
             capsize=3,
         )
-    names = sorted(law.exponents)
-    start = scales[0]
-    shared = [n for n in target if n in start]
-    if all(n in shared for n in names):
-        path = path_scales(start, target, shared, 40)
-        xs = [default_cost(s) / base_cost for s in path]
-        ax.plot(xs, [law.predict(s) for s in path], color="tab:red", lw=1.5, label="fitted law")
-        lower, upper = [], []
-        for scale in path:
-            _, low, high = band_ends(*law.predict_coord(scale), z, log_space)
-            lower.append(low)
-            upper.append(high)
-        ax.fill_between(
-            xs,
-            lower,
-            upper,
-            color="tab:red",
-            alpha=0.12,
-            lw=0,
-            label=f"law's own {int(level * 100)}% band",
-        )
-        for optimum in extrapolation.optima:
-            if all(n in optimum.scale for n in names):
-                ax.scatter(
-                    default_cost(optimum.scale) / base_cost,
-                    law.predict(optimum.scale),
-                    marker="_",
-                    s=120,
-                    color="tab:red",
-                )
-    predicted = extrapolation.params[name]
-    interval = extrapolation.interval(level)[name]
-    if log_space and predicted > 0:  # drawn at most e^MAX_LOG_BAR either way (0 / inf: unbounded)
-        reach = math.exp(MAX_LOG_BAR)
-        interval = (max(interval[0], predicted / reach), min(interval[1], predicted * reach))
-    target_x = default_cost(target) / base_cost
+    if info.path is not None:
+        _law_path(ax, info.path, info)
+    low, high = info.drawn_interval
+    decision, target = info.decision, info.target_compute
     ax.errorbar(
-        target_x,
-        predicted,
-        yerr=[[predicted - interval[0]], [interval[1] - predicted]],
+        target,
+        decision,
+        yerr=[[decision - low], [high - decision]],
         fmt="*",
         ms=12,
         color="tab:red",
         capsize=4,
-        label=f"target: decision, {int(level * 100)}% prediction interval",
+        label=f"target: decision, {info.percent} prediction interval",
     )
-    ax.axvline(target_x, color="grey", ls=":", lw=1)
+    ax.axvline(target, color="grey", ls=":", lw=1)
     for index, (label, values) in enumerate(marks.items()):
-        if name in values:
+        if info.param in values:
             ax.scatter(
-                target_x * (1.15 + 0.15 * index),
-                values[name],
-                marker="D",
-                s=30,
-                label=label,
+                target * (1.15 + 0.15 * index), values[info.param], marker="D", s=30, label=label
             )
     ax.set_xscale("log")
-    shown = [o.params[name] for o in extrapolation.optima] + [predicted, *interval]
-    shown += [values[name] for values in marks.values() if name in values]
-    shown = [v for v in shown if math.isfinite(v)]  # an unbounded interval end is 0 / inf
-    if log_space:
+    _law_limits(ax, info, marks)
+    ax.set_title(_fit(f"optimal {info.param} ∝ {info.law_terms}"), fontsize=9)
+    ax.set_xlabel("relative compute (model size × data, default_cost)")
+    ax.set_ylabel(f"optimal {info.param}")
+    ax.legend(fontsize=7, loc="best")
+
+
+def _law_path(ax: Any, path: LawPath, info: LawPanelInfo) -> None:
+    """The law along its path with its own band, and a tick where it passes each rung."""
+    ax.plot(path.compute, path.centre, color="tab:red", lw=1.5, label="fitted law")
+    ax.fill_between(
+        path.compute,
+        path.lower,
+        path.upper,
+        color="tab:red",
+        alpha=0.12,
+        lw=0,
+        label=f"law's own {info.percent} band",
+    )
+    for rung in info.rungs:
+        if rung.law_value is not None:
+            ax.scatter(rung.compute, rung.law_value, marker="_", s=120, color="tab:red")
+
+
+def _law_limits(ax: Any, info: LawPanelInfo, marks: Mapping[str, Mapping[str, float]]) -> None:
+    """The optimum axis holds the rungs, the decision, its interval and the marks; wider error
+    bars are clipped (they would hide the points); an unbounded end (0 / inf) is left out."""
+    shown = [r.value for r in info.rungs] + [info.decision, *info.drawn_interval]
+    shown += [values[info.param] for values in marks.values() if info.param in values]
+    shown = [v for v in shown if math.isfinite(v)]
+    if info.log_space:
         ax.set_yscale("log")
         positive = [v for v in shown if v > 0]
-        if positive:  # error bars wider than this are clipped: they would hide the points
+        if positive:
             ax.set_ylim(min(positive) / 3.0, max(positive) * 3.0)
     else:
         span = (max(shown) - min(shown)) or 1.0
         ax.set_ylim(min(shown) - 0.5 * span, max(shown) + 0.5 * span)
-    ax.set_title(_fit(f"optimal {name} ∝ {law_terms(extrapolation, name)}"), fontsize=9)
-    ax.set_xlabel("relative compute (model size × data, default_cost)")
-    ax.set_ylabel(f"optimal {name}")
-    ax.legend(fontsize=7, loc="best")

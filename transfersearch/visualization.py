@@ -20,29 +20,28 @@ from __future__ import annotations
 
 import html
 import importlib
-import math
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
 
-from transfersearch import default_cost
-from transfersearch.cost import by_cost
-from transfersearch.errors import TransferSearchError
-from transfersearch.observations import Observation, as_observations
-from transfersearch.report import (
+from transfersearch._figure_info import (
     BAND_NOTE,
-    MAX_LOG_BAR,
-    band_ends,
-    constant_names,
-    path_scales,
-    rung_label,
+    LandscapeInfo,
+    LawPanelInfo,
+    LawPath,
+    RungOptimum,
+    RungTrials,
+    landscape_info,
+    law_panel_info,
 )
+from transfersearch.errors import TransferSearchError
+from transfersearch.fitting.coords import to_natural
+from transfersearch.observations import Observation, as_observations
 from transfersearch.scale import Scale
 
 if TYPE_CHECKING:
-    from transfersearch.extrapolate import Extrapolation
+    from transfersearch.fitting.result import Extrapolation
 
 __all__ = [
     "PLOTLYJS",
@@ -52,8 +51,6 @@ __all__ = [
     "write_html_report",
 ]
 
-#: Points on the law's path from the cheapest rung to the target (smooth at plotting resolution).
-_PATH_POINTS = 40
 #: ``write_html_report(plotlyjs=...)``: where the page gets plotly.js from. "inline" embeds it
 #: (about 4.8 MB, works offline); "cdn" loads it from plotly's CDN (a page of tens of kB, 61 kB
 #: for 120 trials, that needs the network to show); "directory" writes ``plotly.min.js`` once
@@ -129,63 +126,63 @@ def plot_rung_landscapes(
             if extrapolation
             else sorted({n for o in obs for n in o.params})
         )
-    scales = by_cost({o.scale for o in obs})
-    constant = constant_names(scales)
-    finite = sorted(o.value for o in obs if o.usable)
-    top = finite[-1] if finite else 1.0
+    info = landscape_info(obs, extrapolation, params)
     figure = make_subplots(rows=1, cols=len(params), subplot_titles=list(params))
-    optima = {o.scale: o for o in extrapolation.optima} if extrapolation else {}
-    for scale, color in zip(scales, _colors(len(scales))):
-        label = rung_label(scale, constant)
+    for index, color in enumerate(_colors(len(info.scales))):
         for column, name in enumerate(params, start=1):
-            here = [o for o in obs if o.scale == scale and name in o.params]
-            good = [o for o in here if o.usable]
-            bad = [o for o in here if o.diverged]
-            figure.add_trace(
-                go.Scatter(
-                    x=[o.params[name] for o in good],
-                    y=[o.value for o in good],
-                    mode="markers",
-                    marker={"color": color, "size": 6},
-                    name=label,
-                    legendgroup=label,
-                    showlegend=column == 1,
-                ),
-                row=1,
-                col=column,
-            )
-            if bad:
-                figure.add_trace(
-                    go.Scatter(
-                        x=[o.params[name] for o in bad],
-                        y=[top] * len(bad),
-                        mode="markers",
-                        marker={"color": color, "symbol": "x", "size": 7},
-                        name=f"{label} (diverged)",
-                        legendgroup=label,
-                        showlegend=False,
-                    ),
-                    row=1,
-                    col=column,
-                )
-            if scale in optima and name in optima[scale].params:
-                figure.add_vline(
-                    x=optima[scale].params[name],
-                    line={"color": color, "dash": "dash", "width": 1},
-                    row=1,
-                    col=column,
-                )
+            _add_rung_trials(figure, go, info, info.panels[name][index], color, column)
     for column, name in enumerate(params, start=1):
-        log_axis = extrapolation is not None and name in extrapolation.log_params
+        log_axis = name in info.log_params
         figure.update_xaxes(
             title_text=name, type="log" if log_axis else "linear", row=1, col=column
         )
     figure.update_yaxes(title_text="metric", row=1, col=1)
     figure.update_layout(
         title="Proxy trials per rung (dashed: each rung's estimated optimum)"
-        + _every_rung(constant)
+        + _every_rung(info.constant)
     )
     return figure
+
+
+def _add_rung_trials(
+    figure: Any, go: Any, info: LandscapeInfo, rung: RungTrials, color: str, column: int
+) -> None:
+    """One rung's trials in one panel: its usable ones, its diverged ones as crosses at the top
+    (the worst usable metric), its estimated optimum as a dashed line."""
+    figure.add_trace(
+        go.Scatter(
+            x=[x for x, _ in rung.usable],
+            y=[v for _, v in rung.usable],
+            mode="markers",
+            marker={"color": color, "size": 6},
+            name=rung.label,
+            legendgroup=rung.label,
+            showlegend=column == 1,
+        ),
+        row=1,
+        col=column,
+    )
+    if rung.diverged:
+        figure.add_trace(
+            go.Scatter(
+                x=list(rung.diverged),
+                y=[info.worst] * len(rung.diverged),
+                mode="markers",
+                marker={"color": color, "symbol": "x", "size": 7},
+                name=f"{rung.label} (diverged)",
+                legendgroup=rung.label,
+                showlegend=False,
+            ),
+            row=1,
+            col=column,
+        )
+    if rung.optimum is not None:
+        figure.add_vline(
+            x=rung.optimum,
+            line={"color": color, "dash": "dash", "width": 1},
+            row=1,
+            col=column,
+        )
 
 
 def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -> Any:
@@ -203,116 +200,24 @@ def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -
         TransferSearchError: ``level`` is not in (0, 1). ImportError: plotly is not installed.
     """
     go, make_subplots = _plotly()
-    interval = extrapolation.interval(level)  # validates level
-    z = NormalDist().inv_cdf(0.5 + level / 2.0)
+    extrapolation.interval(level)  # validates level
     params = list(extrapolation.params)
-    rank = {s: i for i, s in enumerate(by_cost(o.scale for o in extrapolation.optima))}
-    optima = sorted(extrapolation.optima, key=lambda o: rank[o.scale])
-    base_cost = default_cost(optima[0].scale) if optima else default_cost(extrapolation.target)
+    panels = [law_panel_info(extrapolation, name, level=level) for name in params]
     figure = make_subplots(
         rows=1, cols=len(params), subplot_titles=[f"optimal {n}" for n in params]
     )
-    colors = _colors(len(optima)) if optima else []
-    constant = constant_names(o.scale for o in optima)
-    percent = f"{round(level * 100)}%"
-    for column, name in enumerate(params, start=1):
-        log_space = name in extrapolation.log_params
-        for optimum, color in zip(optima, colors):
-            point = optimum.params[name]
-            err = optimum.stderr.get(name, math.inf)
-            located = math.isfinite(err) and (not log_space or z * err <= MAX_LOG_BAR)
-            bar = None
-            if located:
-                low, high = (
-                    (point * math.exp(-z * err), point * math.exp(z * err))
-                    if log_space
-                    else (point - z * err, point + z * err)
-                )
-                bar = {
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [high - point],
-                    "arrayminus": [point - low],
-                }
-            figure.add_trace(
-                go.Scatter(
-                    x=[default_cost(optimum.scale) / base_cost],
-                    y=[point],
-                    error_y=bar,
-                    mode="markers",
-                    marker={
-                        "color": color,
-                        "size": 9,
-                        "symbol": "circle" if located else "circle-open",
-                    },
-                    name=rung_label(optimum.scale, constant),
-                    legendgroup=rung_label(optimum.scale, constant),
-                    showlegend=column == 1,
-                ),
-                row=1,
-                col=column,
-            )
-        law = extrapolation.laws[name]
-        needed = sorted(law.exponents)
-        start, target = (optima[0].scale if optima else extrapolation.target), extrapolation.target
-        if all(n in start and n in target for n in needed):
-            names = [n for n in target if n in start]
-            path = path_scales(start, target, names, _PATH_POINTS)
-            xs = [default_cost(s) / base_cost for s in path]
-            centre, lower, upper = [], [], []
-            for scale in path:
-                values = band_ends(*law.predict_coord(scale), z, log_space)
-                centre.append(values[0])
-                lower.append(values[1])
-                upper.append(values[2])
-            band = {"color": "rgba(214,39,40,0)"}
-            figure.add_trace(
-                go.Scatter(
-                    x=xs, y=upper, mode="lines", line=band, showlegend=False, hoverinfo="skip"
-                ),
-                row=1,
-                col=column,
-            )
-            figure.add_trace(
-                go.Scatter(
-                    x=xs, y=lower, mode="lines", line=band, fill="tonexty",
-                    fillcolor="rgba(214,39,40,0.15)", name=f"law's own {percent} band",
-                    legendgroup="band", showlegend=column == 1,
-                ),
-                row=1,
-                col=column,
-            )  # fmt: skip
-            figure.add_trace(
-                go.Scatter(
-                    x=xs, y=centre, mode="lines", line={"color": "rgb(214,39,40)"},
-                    name=f"law ({law.model})", legendgroup="law", showlegend=column == 1,
-                ),
-                row=1,
-                col=column,
-            )  # fmt: skip
-        decision = extrapolation.params[name]
-        low, high = interval[name]
-        figure.add_trace(
-            go.Scatter(
-                x=[default_cost(target) / base_cost],
-                y=[decision],
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [high - decision],
-                    "arrayminus": [decision - low],
-                },
-                mode="markers",
-                marker={"symbol": "star", "size": 14, "color": "rgb(214,39,40)"},
-                name=f"target: decision, {percent} prediction interval",
-                legendgroup="target",
-                showlegend=column == 1,
-            ),
-            row=1,
-            col=column,
-        )
+    for column, info in enumerate(panels, start=1):
+        colors = _colors(len(info.rungs)) if info.rungs else []
+        for rung, color in zip(info.rungs, colors):
+            figure.add_trace(_rung_optimum(go, rung, color, column), row=1, col=column)
+        if info.path is not None:
+            model = extrapolation.laws[info.param].model
+            for trace in _law_traces(go, info.path, info, model, column):
+                figure.add_trace(trace, row=1, col=column)
+        figure.add_trace(_target_trace(go, info, column), row=1, col=column)
         figure.update_xaxes(title_text="relative compute", type="log", row=1, col=column)
-        figure.update_yaxes(type="log" if log_space else "linear", row=1, col=column)
+        figure.update_yaxes(type="log" if info.log_space else "linear", row=1, col=column)
+    constant = panels[0].constant if panels else {}
     figure.update_layout(
         title=f"Optimum vs scale: law ({extrapolation.model}) and target "
         f"{_label(extrapolation.target)}{_every_rung(constant)}",
@@ -332,6 +237,73 @@ def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -
         font={"size": 11},
     )
     return figure
+
+
+def _rung_optimum(go: Any, rung: RungOptimum, color: str, column: int) -> Any:
+    """One rung's optimum with its error bar (hollow and without one when barely located)."""
+    bar = None
+    if rung.bar is not None:
+        low, high = rung.bar
+        bar = {
+            "type": "data",
+            "symmetric": False,
+            "array": [high - rung.value],
+            "arrayminus": [rung.value - low],
+        }
+    return go.Scatter(
+        x=[rung.compute],
+        y=[rung.value],
+        error_y=bar,
+        mode="markers",
+        marker={
+            "color": color,
+            "size": 9,
+            "symbol": "circle" if rung.bar is not None else "circle-open",
+        },
+        name=rung.label,
+        legendgroup=rung.label,
+        showlegend=column == 1,
+    )
+
+
+def _law_traces(go: Any, path: LawPath, info: LawPanelInfo, model: str, column: int) -> list[Any]:
+    """The law's band (an invisible upper edge, then the lower edge filled up to it) and the law."""
+    band = {"color": "rgba(214,39,40,0)"}
+    xs = list(path.compute)
+    return [
+        go.Scatter(
+            x=xs, y=list(path.upper), mode="lines", line=band, showlegend=False, hoverinfo="skip"
+        ),
+        go.Scatter(
+            x=xs, y=list(path.lower), mode="lines", line=band, fill="tonexty",
+            fillcolor="rgba(214,39,40,0.15)", name=f"law's own {info.percent} band",
+            legendgroup="band", showlegend=column == 1,
+        ),
+        go.Scatter(
+            x=xs, y=list(path.centre), mode="lines", line={"color": "rgb(214,39,40)"},
+            name=f"law ({model})", legendgroup="law", showlegend=column == 1,
+        ),
+    ]  # fmt: skip
+
+
+def _target_trace(go: Any, info: LawPanelInfo, column: int) -> Any:
+    """The target's decision with its prediction interval (``Extrapolation.interval``)."""
+    low, high = info.interval
+    return go.Scatter(
+        x=[info.target_compute],
+        y=[info.decision],
+        error_y={
+            "type": "data",
+            "symmetric": False,
+            "array": [high - info.decision],
+            "arrayminus": [info.decision - low],
+        },
+        mode="markers",
+        marker={"symbol": "star", "size": 14, "color": "rgb(214,39,40)"},
+        name=f"target: decision, {info.percent} prediction interval",
+        legendgroup="target",
+        showlegend=column == 1,
+    )
 
 
 def plot_walk_forward(extrapolation: Extrapolation) -> Any:
@@ -366,7 +338,7 @@ def plot_walk_forward(extrapolation: Extrapolation) -> Any:
                 index = list(surface.names).index(name)
                 predicted = float(fold.points[model][index])
                 xs.append(surface.params[name])
-                ys.append(math.exp(predicted) if log_space else predicted)
+                ys.append(to_natural(predicted, log_space))
                 text.append(
                     f"{_label(fold.scale)}<br>from {fold.n_train} cheaper rung(s)<br>regret {fold.regret[model]:.3g}"
                 )
