@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from scipy.special import log_ndtr, ndtr
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.fitting.coords import FloatArray, observation_arrays
+from transfersearch.fitting.coords import FloatArray, observation_arrays, to_fitted
 from transfersearch.fitting.laws import UNSEEN_PRIOR_SD
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
@@ -213,7 +213,7 @@ class StabilityBoundary:
 
     def fitted(self, value: float) -> float:
         """A natural value in fitted coordinates (``log`` for a log parameter)."""
-        return math.log(value) if self.log_space else float(value)
+        return to_fitted(value, self.log_space)
 
     @property
     def value(self) -> float:
@@ -258,6 +258,7 @@ class StabilityBoundary:
 
 
 def _exp(value: float) -> float:
+    """``exp`` that gives ``inf`` near the float range (a boundary that far says "unknown")."""
     return math.exp(value) if value < 709.0 else math.inf
 
 

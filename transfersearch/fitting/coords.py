@@ -132,7 +132,7 @@ def observation_arrays(
                     f"{sorted(obs.params)}). Record every swept parameter, or drop {name!r} from "
                     "params."
                 ) from None
-            coords[i, j] = math.log(raw) if name in log_params else raw
+            coords[i, j] = to_fitted(raw, name in log_params)
         values[i] = sign * obs.value if obs.usable else math.nan
     return coords, values
 

@@ -32,7 +32,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from transfersearch.fitting.boundary import StabilityBoundary, boundary_rungs, fit_boundaries
-from transfersearch.fitting.coords import FloatArray
+from transfersearch.fitting.coords import FloatArray, natural_params, to_fitted
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
@@ -238,10 +238,7 @@ class TargetLoss:
         return np.asarray(np.isfinite(np.diag(self.hessian)) & np.isfinite(self.sd))
 
     def natural(self, coords: FloatArray) -> dict[str, float]:
-        return {
-            n: (math.exp(c) if n in self.log_params else float(c))
-            for n, c in zip(self.names, coords, strict=True)
-        }
+        return natural_params(self.names, coords, self.log_params)
 
     def expected_regret(self, coords: FloatArray) -> float:
         """``E[L(x) − L(x*)]`` at ``coords`` if the run does not diverge (metric units)."""
@@ -301,7 +298,7 @@ def with_stability(
     )
     fits = tuple(boundaries.values())
     columns = tuple(names.index(n) for n in boundaries)
-    law = np.array([_coord(result.law_params[n], n in ladder.logs) for n in names])
+    law = np.array([to_fitted(result.law_params[n], n in ladder.logs) for n in names])
     valley = law + np.array([result.decision_shift[n] for n in names])
     lower, upper = stability_limits(len(names), fits, columns, point=valley)
     decision = np.clip(valley, lower, upper)
@@ -344,10 +341,6 @@ def with_stability(
         stable_up_to=loss.natural(last.coords[finite].max(axis=0)) if finite.any() else {},
         target_loss=loss,
     )
-
-
-def _coord(value: float, log_space: bool) -> float:
-    return math.log(value) if log_space else float(value)
 
 
 def _span(ladder: Ladder) -> FloatArray:

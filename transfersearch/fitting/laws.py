@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.special import log_ndtr
 
-from transfersearch.fitting.coords import FloatArray
+from transfersearch.fitting.coords import FloatArray, to_natural
 from transfersearch.scale import Scale
 
 __all__ = [
@@ -121,7 +121,7 @@ class PowerLaw:
     @property
     def coefficient(self) -> float:
         """``exp(intercept)`` for a log parameter, else the intercept."""
-        return math.exp(self.intercept) if self.log_space else self.intercept
+        return to_natural(self.intercept, self.log_space)
 
     @property
     def stderr(self) -> dict[str, float]:
@@ -154,7 +154,7 @@ class PowerLaw:
             TransferSearchError: ``scale`` lacks a scale variable the law needs.
         """
         value, _ = self.predict_coord(scale)
-        return math.exp(value) if self.log_space else value
+        return to_natural(value, self.log_space)
 
 
 @dataclass(frozen=True, eq=False)

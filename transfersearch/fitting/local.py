@@ -1,4 +1,4 @@
-"""The optimum of one scale's trials alone: a local quadratic model (:func:`estimate_optimum`).
+"""The optimum of one scale's trials alone: a local quadratic model (:func:`locate_optimum`).
 
 ``f(u) = c + gᵀu + ½uᵀHu`` (plus diagonal cubic terms when the trials allow), in fitted
 coordinates, fitted to the best region of the trials (the ``k ≈ 2.5·√n`` lowest finite values,
@@ -11,10 +11,9 @@ the pooled valley cannot hold.
 from __future__ import annotations
 
 import math
-import warnings
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -27,7 +26,10 @@ from transfersearch.fitting.coords import (
     check_params,
     observation_arrays,
     resolve_log_params,
+    to_natural,
 )
+from transfersearch.fitting.diagnostics import Diagnostic
+from transfersearch.fitting.optimum import LocalFit, RejectedModel, ScaleOptimum, to_optimum
 from transfersearch.fitting.quadratic import (
     gradient_jacobian,
     min_cubic_trials,
@@ -38,18 +40,14 @@ from transfersearch.fitting.quadratic import (
     select_region,
     unpack_quadratic,
 )
-from transfersearch.observations import TransferSearchWarning, as_observations
+from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
 __all__ = [
-    "LocalFit",
-    "Method",
-    "ScaleOptimum",
-    "edge_notes",
-    "estimate_optimum",
     "fit_local",
     "implausible_message",
-    "to_optimum",
+    "implausible_reason",
+    "locate_optimum",
 ]
 
 #: stderr floor, as a fraction of the typical trial spacing per coordinate: a noise-free bowl
@@ -94,152 +92,10 @@ VARIANCE_GUARD = 1e-300
 #: (:data:`transfersearch.fitting.rungs.EDGE_BOUND_Z`).
 EDGE_SLOPE_Z = 1.6448536269514722
 
-Method = Literal["quadratic", "fallback", "fallback-implausible", "pooled"]
-
-
-# ------------------------------------------------------------------------------------------------
-# Results
-# ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class ScaleOptimum:
-    """The estimated optimum at one scale.
-
-    Attributes:
-        scale: where the trials ran.
-        params: the estimated optimal parameters, in natural units.
-        coords: the same in fitted coordinates (``log(p)`` for log parameters).
-        stderr: standard error of each fitted coordinate (log-space for log parameters; ``inf`` for
-            a parameter that was not swept at this scale).
-        covariance: covariance of the fitted coordinates, in the order of ``names``.
-        names: parameter order of ``covariance`` and ``hessian``.
-        log_params: names fitted in log space.
-        value: the model's best metric (in the user's direction), or the best trial's.
-        hessian: curvature of the local model in fitted coordinates (minimisation sign), or None
-            for a fallback estimate.
-        n_trials: complete trials with a finite value at this scale.
-        n_diverged: diverged (NaN, inf, failed) trials at this scale.
-        n_used: trials inside the best region the quadratic was fitted to.
-        method: ``"quadratic"`` (local quadratic model), ``"fallback"`` (best trial: too few
-            trials for the model) or ``"fallback-implausible"`` (the model's minimum was not
-            supported by the trials, see :func:`estimate_optimum`: the rank-weighted mean of the
-            best trials, with their spread as stderr) or ``"pooled"`` (read off the valley fitted
-            over every rung at once, :mod:`transfersearch.fitting.surface`).
-        at_boundary: the optimum was pulled onto the edge of the region the trials cover.
-        wall: extra curvature above the optimum per coordinate (fitted coordinates, minimisation
-            sign): the valley is ``½δᵀHδ + ½Σ_j wall_j·max(δ_j, 0)²``; zeros when symmetric.
-        past_edge: per parameter, how far the optimum lies past the box of the rung's finite
-            trials (fitted units, + above the upper edge, − below the lower; absent inside): an
-            extrapolation of the valley's shape (docs/science.md §7.1).
-        bounds: per parameter whose optimum the rung only bounds, the interval ``(low, high)``
-            it lies in (fitted units; ±inf for an open side): an optimum far past the trials'
-            edge, past a diverged trial, or a rung with one finite trial. The laws use it as a
-            censored observation (docs/science.md §7.1, §7.3); ``coords`` then holds the nearest
-            point the rung supports and the variance there is the bound's resolution.
-        diverged_past: per parameter past whose trials' edge (the side of :attr:`past_edge`) a
-            trial diverged on the best trial's line, the nearest such trial's coordinate (fitted
-            units): the optimum lies below it (:func:`transfersearch.fitting.rungs.diverged_bracket`).
-    """
-
-    scale: Scale
-    params: dict[str, float]
-    coords: dict[str, float]
-    stderr: dict[str, float]
-    covariance: FloatArray
-    names: tuple[str, ...]
-    log_params: tuple[str, ...]
-    value: float
-    hessian: FloatArray | None
-    n_trials: int
-    n_diverged: int
-    n_used: int
-    method: Method
-    at_boundary: bool
-    wall: FloatArray | None = None
-    past_edge: dict[str, float] = field(default_factory=dict)
-    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
-    diverged_past: dict[str, float] = field(default_factory=dict)
-
-    def regret(self, params: Mapping[str, float]) -> float | None:
-        """The model's metric excess at ``params`` over its optimum, ``½δᵀHδ`` (+ the wall term), ≥ 0.
-
-        Args:
-            params: a point in natural units with every name in :attr:`names`.
-
-        Returns:
-            The regret in metric units, or None for a fallback estimate (no local model).
-
-        Raises:
-            TransferSearchError: a name is missing or a log parameter is not positive.
-        """
-        if self.hessian is None:
-            return None
-        delta = np.empty(len(self.names))
-        for index, name in enumerate(self.names):
-            if name not in params:
-                raise TransferSearchError(
-                    f"regret() needs every parameter {list(self.names)}, but {name!r} is missing."
-                )
-            value = float(params[name])
-            if name in self.log_params:
-                if not value > 0.0:
-                    raise TransferSearchError(
-                        f"`{name}` is fitted in log space and must be > 0, but got {value!r}."
-                    )
-                value = math.log(value)
-            delta[index] = value
-        return self.regret_coords(delta)
-
-    def regret_coords(self, point: FloatArray) -> float | None:
-        """:meth:`regret` at a point given in fitted coordinates (order of :attr:`names`)."""
-        if self.hessian is None:
-            return None
-        delta = np.asarray(point, dtype=np.float64) - np.array([self.coords[n] for n in self.names])
-        finite = np.isfinite(np.diag(self.hessian))
-        sub = self.hessian[np.ix_(finite, finite)]
-        step = delta[finite]
-        excess = 0.5 * float(step @ sub @ step)
-        if self.wall is not None:
-            above = np.clip(step, 0.0, None)
-            excess += 0.5 * float(self.wall[finite] @ above**2)
-        return float(max(0.0, excess))
-
 
 # ------------------------------------------------------------------------------------------------
 # Local quadratic (array core, shared with extrapolate and the bootstrap)
 # ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class LocalFit:
-    """One scale's optimum from :func:`fit_local`, in fitted coordinates and the minimisation sign.
-
-    The array form of :class:`ScaleOptimum` (see there for the fields); ``rejected`` holds the
-    distrusted model's optimum when ``method`` is ``"fallback-implausible"``.
-    """
-
-    coords: FloatArray  # (d,) fitted coordinates of the optimum
-    covariance: FloatArray  # (d, d)
-    value: float  # minimisation sign
-    hessian: FloatArray | None  # (d, d) in fitted coordinates
-    n_trials: int
-    n_diverged: int
-    n_used: int
-    method: Method
-    at_boundary: bool
-    rejected: _Rejected | None = None
-
-
-@dataclass(frozen=True, eq=False)
-class _Rejected:
-    """A local model's optimum that :func:`implausible_reason` did not trust (minimisation sign)."""
-
-    coords: FloatArray  # (d,) the model's minimiser, fitted coordinates
-    value: float  # the model's value there
-    best: float  # the best trial's value
-    spread: float  # value spread of the fitted trials
-    residual: float  # residual standard deviation of the fit
-    leverage_ratio: float  # h(u*) / max_i h(u_i)
-    reason: str  # which test failed, in words
-
-
 @dataclass(frozen=True, eq=False)
 class _Box:
     """Where one scale's finite trials lie, in fitted coordinates (:func:`_box`)."""
@@ -308,7 +164,7 @@ class _Minimum(NamedTuple):
 def fit_local(coords: FloatArray, values: FloatArray) -> LocalFit:
     """Local quadratic optimum from fitted coordinates and minimisation-sign values (NaN=diverged).
 
-    The method is :func:`estimate_optimum`'s. In steps: the box the finite trials span
+    The method is :func:`locate_optimum`'s. In steps: the box the finite trials span
     (:func:`_box`); their best region, standardised (:func:`_region`); the local model and its
     minimiser (:func:`_fit_model`); the plausibility check (:func:`_rejection`); the optimum and
     its covariance in every coordinate (:func:`_quadratic_fit`).
@@ -646,7 +502,7 @@ def implausible_reason(
     return None
 
 
-def _rejection(model: _LocalModel, region: _Region, box: _Box) -> _Rejected | None:
+def _rejection(model: _LocalModel, region: _Region, box: _Box) -> RejectedModel | None:
     """The model's optimum with the reason :func:`implausible_reason` gives for distrusting it, or
     None when the trials support it."""
     best_value = model.value + region.offset
@@ -655,7 +511,7 @@ def _rejection(model: _LocalModel, region: _Region, box: _Box) -> _Rejected | No
     reason = implausible_reason(region.offset - best_value, region.spread, residual, leverage_ratio)
     if reason is None:
         return None
-    return _Rejected(
+    return RejectedModel(
         coords=_embed(model.minimiser, region, box),
         value=best_value,
         best=region.offset,
@@ -671,7 +527,7 @@ def _fallback_implausible(
     values: FloatArray,
     finite: NDArray[np.bool_],
     spacing: FloatArray,
-    rejected: _Rejected,
+    rejected: RejectedModel,
 ) -> LocalFit:
     """The rank-weighted mean of the best ``max(d + 2, ⌈√n⌉)`` trials, their spread as covariance.
 
@@ -775,88 +631,6 @@ def _embed(u: FloatArray, region: _Region, box: _Box) -> FloatArray:
     return np.asarray(point, dtype=np.float64)
 
 
-def to_optimum(
-    local: LocalFit,
-    scale: Scale,
-    params: Sequence[str],
-    log_params: Sequence[str],
-    sign: float,
-) -> ScaleOptimum:
-    stderr = np.sqrt(np.diag(local.covariance))
-    return ScaleOptimum(
-        scale=scale,
-        params={
-            p: (math.exp(c) if p in log_params else float(c))
-            for p, c in zip(params, local.coords, strict=True)
-        },
-        coords={p: float(c) for p, c in zip(params, local.coords, strict=True)},
-        stderr={p: float(s) for p, s in zip(params, stderr, strict=True)},
-        covariance=local.covariance,
-        names=tuple(params),
-        log_params=tuple(p for p in params if p in log_params),
-        value=sign * local.value,
-        hessian=local.hessian,
-        n_trials=local.n_trials,
-        n_diverged=local.n_diverged,
-        n_used=local.n_used,
-        method=local.method,
-        at_boundary=local.at_boundary,
-    )
-
-
-def edge_notes(optima: Sequence[ScaleOptimum]) -> list[str]:
-    """Lines for ``summary()``: rungs whose optimum lay past the edge of their trials (read off
-    the valley's extrapolated shape) or is known only as a bound (a censored observation in the
-    laws); docs/science.md §7.1."""
-    lines: list[str] = []
-    if optima:
-        for name in optima[0].names:
-            if all(math.isinf(o.stderr[name]) for o in optima):
-                values = {o.params[name] for o in optima}
-                if len(values) == 1:
-                    lines.append(
-                        f"  {name} was never varied (every trial used {values.pop():.4g}): "
-                        "dropped from the fit; the prediction keeps that value. Sweep it to fit it."
-                    )
-    for optimum in optima:
-        for name, (low, high) in optimum.bounds.items():
-            log = name in optimum.log_params
-            ends = [math.exp(v) if log and math.isfinite(v) else v for v in (low, high)]
-            if math.isfinite(low) and math.isfinite(high):
-                where = f"between {ends[0]:.4g} and {ends[1]:.4g}"
-            elif math.isfinite(low):
-                where = f"above {ends[0]:.4g}"
-            else:
-                where = f"below {ends[1]:.4g}"
-            lines.append(
-                f"  at {optimum.scale!r} the {name} optimum is only bounded, {where}: the laws "
-                "use it as a censored observation."
-            )
-        for name, distance in optimum.past_edge.items():
-            if name in optimum.bounds:
-                continue
-            units = "log units" if name in optimum.log_params else "units"
-            side = "above" if distance > 0 else "below"
-            head = (
-                f"  at {optimum.scale!r} the {name} optimum ({optimum.params[name]:.4g}) lies "
-                f"{abs(distance):.2g} {units} {side} the trials' edge: extrapolated by the "
-                "valley's shape, its stderr grows with the distance."
-            )
-            if name in optimum.diverged_past:
-                # never advise sweeping past a divergence: it bounds the optimum instead
-                value = optimum.diverged_past[name]
-                natural = math.exp(value) if name in optimum.log_params else value
-                lines.append(
-                    f"{head} A trial at {name}={natural:.4g} diverged: the optimum is bounded by "
-                    f"that divergence ({'below' if distance > 0 else 'above'} it)."
-                )
-            else:
-                lines.append(
-                    f"{head} Sweep further {'up' if distance > 0 else 'down'} there to bracket it."
-                )
-    return lines
-
-
 def implausible_message(
     local: LocalFit,
     scale: Scale,
@@ -871,7 +645,7 @@ def implausible_message(
 
     def where(point: FloatArray) -> str:
         return ", ".join(
-            f"{name}={math.exp(c) if name in log_params else float(c):.4g}"
+            f"{name}={to_natural(c, name in log_params):.4g}"
             for name, c in zip(params, point, strict=True)
         )
 
@@ -884,45 +658,43 @@ def implausible_message(
     )
 
 
-def estimate_optimum(
-    observations: Any,
+def locate_optimum(
+    observations: Sequence[Observation],
     params: Sequence[str],
     *,
     direction: Direction = "minimize",
     log_params: Iterable[str] | None = None,
-    warn: bool = True,
-) -> ScaleOptimum:
-    """Estimate the optimum of the trials at one scale with a local quadratic model.
+) -> tuple[ScaleOptimum, tuple[Diagnostic, ...]]:
+    """The optimum of the trials at one scale, by a local quadratic model, and what to report.
 
     Method (see the module docstring): fit ``f(u) = c + gᵀu + ½uᵀHu`` with all interactions, in
     fitted coordinates (log for log parameters), to the best ~2.5·√n finite trials weighted by rank
     in value; minimise it inside the box spanned by the finite trials; the standard error comes from
     the delta method on ``u* = −H⁻¹g``. Diverged runs (NaN, inf, failed) only bound the region;
     pruned runs are ignored. With fewer finite trials than the quadratic needs (``n_coef + 2``),
-    return the best trial with a stderr of half the trial spacing
+    the estimate is the best trial with a stderr of half the trial spacing
     (:data:`FALLBACK_SPACING_FRACTION`, ``method="fallback"``).
 
     The model's minimum is not trusted when the trials do not support it (:func:`implausible_reason`):
     (1) it lies below the best trial by more than the fitted trials' whole value spread ``V`` and
     three residual standard deviations ``s`` — no fitted trial supports such a drop; or (2) its
     leverage ``x(u*)ᵀ(AᵀWA)⁻¹x(u*)`` exceeds :data:`LEVERAGE_RATIO` (10) times every fitted
-    trial's, i.e. the minimiser
-    lies well outside the trials' regressor-variable hull and is an extrapolation (Montgomery,
-    Peck & Vining, §3.8). Then the estimate is the ``1 − ¾t²`` rank-weighted mean of the best
-    ``⌈√n⌉`` trials with their weighted covariance (plus half the spacing squared) as its
-    covariance (``method="fallback-implausible"``): a wide stderr, so power laws weigh that scale
-    little.
+    trial's, i.e. the minimiser lies well outside the trials' regressor-variable hull and is an
+    extrapolation (Montgomery, Peck & Vining, §3.8). Then the estimate is the ``1 − ¾t²``
+    rank-weighted mean of the best ``max(d + 2, ⌈√n⌉)`` trials with their weighted covariance
+    (plus half the spacing squared) as its covariance (``method="fallback-implausible"``): a wide
+    stderr, so power laws weigh that scale little.
 
     Args:
-        observations: trials at a single scale (any source :func:`as_observations` reads).
+        observations: trials at a single scale.
         params: the swept parameters to locate jointly.
         direction: ``"minimize"`` (default) or ``"maximize"`` the value.
         log_params: names fitted in log space (default: every all-positive parameter).
-        warn: warn (TransferSearchWarning) when falling back to the best trial or rejecting the
-            local model as implausible (the warning names the scale and the numbers).
 
     Returns:
-        A :class:`ScaleOptimum`.
+        The optimum, and a ``"fallback"`` :class:`Diagnostic` (``act=True``, naming the scale and
+        the numbers) when the estimate fell back to the best trial or rejected the local model as
+        implausible; no diagnostic otherwise.
 
     Raises:
         TransferSearchError: no observations, more than one scale, an empty or unknown ``params``,
@@ -930,8 +702,8 @@ def estimate_optimum(
             diverged.
     """
     sign = check_direction(direction)
-    obs = as_observations(observations, params=params)
     names = check_params(params)
+    obs = list(observations)
     if not obs:
         raise TransferSearchError(
             "estimate_optimum() got no observations. Pass the trials of one scale."
@@ -950,18 +722,23 @@ def estimate_optimum(
             "every trial at this scale was pruned: no value to locate an optimum."
         )
     local = fit_local(coords, values)
-    if warn and local.method == "fallback":
-        warnings.warn(
-            f"only {local.n_trials} finite trials at {obs[0].scale!r}, fewer than the "
+    scale = obs[0].scale
+    optimum = to_optimum(local, scale, names, logs, sign)
+    return optimum, _fallback_diagnostics(local, scale, names, logs, sign)
+
+
+def _fallback_diagnostics(
+    local: LocalFit, scale: Scale, names: tuple[str, ...], logs: Sequence[str], sign: float
+) -> tuple[Diagnostic, ...]:
+    """The record of a fallback (too few trials, or an implausible model) at ``scale``."""
+    if local.method == "fallback":
+        message = (
+            f"only {local.n_trials} finite trials at {scale!r}, fewer than the "
             f"{min_quadratic_trials(len(names))} a quadratic in {len(names)} parameters needs: using the "
-            "best trial (method='fallback'). Add trials for a better estimate.",
-            TransferSearchWarning,
-            stacklevel=2,
+            "best trial (method='fallback'). Add trials for a better estimate."
         )
-    if warn and local.method == "fallback-implausible":
-        warnings.warn(
-            implausible_message(local, obs[0].scale, names, logs, sign),
-            TransferSearchWarning,
-            stacklevel=2,
-        )
-    return to_optimum(local, obs[0].scale, names, logs, sign)
+    elif local.method == "fallback-implausible":
+        message = implausible_message(local, scale, names, logs, sign)
+    else:
+        return ()
+    return (Diagnostic(kind="fallback", message=message, act=True, scale=scale),)

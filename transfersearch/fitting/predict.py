@@ -17,8 +17,8 @@ from transfersearch.fitting.laws import (
     PowerLaw,
     to_power_law,
 )
-from transfersearch.fitting.local import ScaleOptimum
 from transfersearch.fitting.models import LawModel
+from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.rungs import Ladder, law_data
 
 __all__ = ["Prediction", "predict", "unseen_variance"]

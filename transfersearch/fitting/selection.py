@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from transfersearch.fitting.coords import FloatArray
-from transfersearch.fitting.local import ScaleOptimum
 from transfersearch.fitting.models import LawModel
+from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.predict import decades, predict
 from transfersearch.fitting.rungs import Ladder, read_optima
 from transfersearch.scale import Scale

@@ -14,8 +14,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from transfersearch.fitting.coords import FloatArray
-from transfersearch.fitting.local import ScaleOptimum
 from transfersearch.fitting.models import LawModel
+from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.predict import predict
 from transfersearch.fitting.rungs import Ladder, read_optima
 from transfersearch.fitting.surface import RungTrials, unvaried_coordinates
