@@ -48,7 +48,8 @@ OUTSIDE_CITATION = re.compile(
 )
 #: "docs/science.md §7.1", "docs/science.md §7.1, §7.3", "docs/science.md §7.1-7.6".
 SCIENCE_CITATION = re.compile(
-    r"docs/science\.md,?\s*((?:§+\s*\d+(?:\.\d+)*(?:\s*(?:[-–,]|and|or)\s*(?=§|\d))?\s*)+)"
+    r"docs/science\.md,?\s*(§+\s*\d+(?:\.\d+)*"
+    r"(?:(?:\s*[-–]\s*§*|\s*(?:,|and|or)\s*§+)\s*\d+(?:\.\d+)*)*)"
 )
 
 
@@ -428,14 +429,22 @@ def bad_citations(label: str, text: str, sections: set[str]) -> list[str]:
             where = f"{label}:{line + number}"
             for match in OUTSIDE_CITATION.finditer(row):
                 found.append(f"{where} cites {match.group(0)!r}, outside the repository")
-        flat = " ".join(chunk.split())
-        for match in SCIENCE_CITATION.finditer(flat):
-            for cited in re.findall(r"\d+(?:\.\d+)*", match.group(1)):
-                if cited not in sections:
-                    found.append(
-                        f"{label}:{line} cites docs/science.md §{cited}, which has no such section"
-                    )
+        for cited in cited_sections(chunk):
+            if cited not in sections:
+                found.append(
+                    f"{label}:{line} cites docs/science.md §{cited}, which has no such section"
+                )
     return found
+
+
+def cited_sections(text: str) -> list[str]:
+    """The section numbers ``text`` cites as "docs/science.md §N" (line breaks allowed)."""
+    flat = " ".join(text.split())
+    return [
+        cited
+        for match in SCIENCE_CITATION.finditer(flat)
+        for cited in re.findall(r"\d+(?:\.\d+)*", match.group(1))
+    ]
 
 
 def test_no_citation_outside_the_repository() -> None:
@@ -447,6 +456,20 @@ def test_no_citation_outside_the_repository() -> None:
             str(path.relative_to(ROOT)), path.read_text(encoding="utf-8"), sections
         )
     assert not found, "citations that point nowhere:\n" + "\n".join(found)
+
+
+def test_pages_cite_existing_science_sections() -> None:
+    sections = science_sections((ROOT / "docs" / "science.md").read_text(encoding="utf-8"))
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    missing = [
+        f"{page.relative_to(ROOT)} cites docs/science.md §{cited}"
+        for page in pages
+        for cited in cited_sections(page.read_text(encoding="utf-8"))
+        if cited not in sections
+    ]
+    assert not missing, "citations of sections docs/science.md does not have:\n" + "\n".join(
+        missing
+    )
 
 
 def test_citation_check_finds_bad_citations() -> None:
@@ -468,6 +491,11 @@ def test_citation_check_finds_bad_citations() -> None:
         "m.py:6 cites '../shared', outside the repository",
     ]
     assert bad_citations("m.py", '"""docs/science.md §7.1 and §1."""\n', sections) == []
+    assert cited_sections("see docs/science.md §7.1-7.6, and docs/science.md\n§8. §9") == [
+        "7.1",
+        "7.6",
+        "8",
+    ]
 
 
 # --------------------------------------------------------------------------------------------- design
@@ -501,11 +529,7 @@ def unnamed_modules(design: str, names: Mapping[str, tuple[str, ...]]) -> list[s
 
 
 def test_design_names_every_module() -> None:
-    modules = [
-        path
-        for name, path in repository_modules().items()
-        if not name.startswith("transfersearch_demo")
-    ]
+    modules = list(repository_modules().values())
     design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
     missing = unnamed_modules(design, design_names(modules))
     assert not missing, "docs/design.md does not name these modules:\n" + "\n".join(missing)
