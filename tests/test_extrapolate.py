@@ -13,13 +13,11 @@ import pytest
 
 import transfersearch
 import transfersearch as ts
-from transfersearch import synthetic
-from transfersearch.errors import TransferSearchError
-from transfersearch.extrapolate import extrapolate, validate
-from transfersearch.fitting import models
+from transfersearch import extrapolate, synthetic, validate
+from transfersearch.errors import TransferSearchError, TransferSearchWarning
 from transfersearch.fitting.laws import UNSEEN_PRIOR_SD, LawData, LawFit
-from transfersearch.fitting.models import available_models, register_model
-from transfersearch.observations import Observation, TransferSearchWarning
+from transfersearch.fitting.models import DEFAULT_MODELS
+from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
 LADDER: list[tuple[float, float]] = [
@@ -96,7 +94,7 @@ def test_recovers_known_laws_8x_beyond_ladder_with_covering_intervals() -> None:
 def test_result_fields_and_law_shapes() -> None:
     res = extrapolate(landscape(0), target=TARGET, params=["lr", "tau"], n_bootstrap=50, seed=1)
     assert set(res.params) == set(res.law_params) == {"lr", "tau"}
-    assert res.model in available_models()
+    assert res.model in [m.name for m in DEFAULT_MODELS]
     # "prior" is a candidate only when some prior exponent is not 0.
     assert set(res.model_scores) == {"nearest", "constant", "shrunk", "free"}
     assert all(math.isfinite(v) for v in res.model_scores.values())
@@ -449,7 +447,7 @@ def test_stability_is_a_finite_bootstrap_spread_per_parameter() -> None:
 
 @dataclass(frozen=True)
 class Pinned:
-    """A registered model for the test: every parameter's optimum is 0.05, at every scale."""
+    """A model passed for the test: every parameter's optimum is 0.05, at every scale."""
 
     name: str = "pinned"
     drift: bool = True
@@ -468,23 +466,24 @@ class Pinned:
         )
 
 
-def test_registered_model_is_used_and_names_are_unique(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The registry is process-wide: work on a copy so no other test sees "pinned".
-    monkeypatch.setattr(models, "_REGISTRY", dict(models._REGISTRY))
-    register_model(Pinned())
-    assert available_models()[-1] == "pinned"
+def test_a_model_passed_is_used_and_names_are_unique() -> None:
+    family = (*DEFAULT_MODELS, Pinned())
     obs = landscape(4, n=40)
-    forced = extrapolate(obs, target=TARGET, params=["lr", "tau"], model="pinned", n_bootstrap=0)
+    forced = extrapolate(
+        obs, target=TARGET, params=["lr", "tau"], model="pinned", n_bootstrap=0, models=family
+    )
     assert forced.model == "pinned" and forced.laws["lr"].model == "pinned"
     assert forced.law_params == pytest.approx({"lr": 0.05, "tau": 0.05})
-    auto = extrapolate(obs, target=TARGET, params=["lr", "tau"], n_bootstrap=0)
+    auto = extrapolate(obs, target=TARGET, params=["lr", "tau"], n_bootstrap=0, models=family)
     assert "pinned" in auto.model_scores and auto.model != "pinned"
-    with pytest.raises(TransferSearchError, match="already registered"):
-        register_model(Pinned())
-    with pytest.raises(TransferSearchError, match="already registered"):
-        register_model(Pinned(name="nearest"))
+    with pytest.raises(TransferSearchError, match="one of"):  # not in the default family
+        extrapolate(obs, target=TARGET, params=["lr", "tau"], model="pinned", n_bootstrap=0)
+    with pytest.raises(TransferSearchError, match="appears twice"):
+        extrapolate(obs, target=TARGET, n_bootstrap=0, models=(*family, Pinned()))
+    with pytest.raises(TransferSearchError, match="appears twice"):
+        extrapolate(obs, target=TARGET, n_bootstrap=0, models=(*family, Pinned(name="nearest")))
     with pytest.raises(TransferSearchError, match="`name`"):
-        register_model(object())  # type: ignore[arg-type]
+        extrapolate(obs, target=TARGET, n_bootstrap=0, models=(object(),))  # type: ignore[arg-type]
 
 
 def test_metric_units_do_not_move_the_extrapolation() -> None:
@@ -501,9 +500,9 @@ def test_metric_units_do_not_move_the_extrapolation() -> None:
         assert scaled.model_scores[name] == pytest.approx(score * 1e-12, rel=1e-6)
 
 
-def test_package_exports_the_model_registry() -> None:
-    assert transfersearch.fitting.register_model is register_model
-    assert available_models()[:2] == ("nearest", "constant")
+def test_package_exports_the_default_models() -> None:
+    assert transfersearch.fitting.DEFAULT_MODELS is DEFAULT_MODELS
+    assert [m.name for m in DEFAULT_MODELS][:2] == ["nearest", "constant"]
 
 
 def test_an_interval_past_the_float_range_is_unbounded_not_an_error() -> None:

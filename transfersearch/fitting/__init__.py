@@ -2,23 +2,31 @@
 
 One module per concern — ``coords`` (fitted coordinates), ``quadratic`` and ``local`` (one rung's
 own quadratic), ``surface`` (the valley pooled over rungs), ``laws`` (power laws with a prior),
-``models`` (the family and its registry), ``selection`` (walk-forward validation), ``decision``
-(least expected loss), ``stability`` (resampling), ``result`` and ``api``. README's "Fitting and
+``models`` (the family), ``selection`` (walk-forward validation), ``decision`` (least expected
+loss), ``stability`` (resampling), ``options`` and ``diagnostics`` (what goes in and what comes
+out besides the result), ``result`` and ``engine`` (:func:`fit_sweep`, :func:`validate_sweep`:
+a :class:`~transfersearch.sweep.Sweep` in, no I/O, no warnings). README's "Fitting and
 extrapolating" gives the method in a page.
 """
 
 from __future__ import annotations
 
-from transfersearch.fitting.api import extrapolate, infer_params, validate
+from transfersearch.fitting.diagnostics import KINDS, Diagnostic
+from transfersearch.fitting.engine import fit_sweep, infer_params, validate_sweep
 from transfersearch.fitting.laws import LawData, LawFit, PowerLaw
-from transfersearch.fitting.local import ScaleOptimum, estimate_optimum
-from transfersearch.fitting.models import LawModel, available_models, register_model
+from transfersearch.fitting.local import ScaleOptimum
+from transfersearch.fitting.models import DEFAULT_MODELS, LawModel
+from transfersearch.fitting.options import FitOptions
 from transfersearch.fitting.result import Collinearity, Extrapolation, Validation
 from transfersearch.fitting.selection import Fold
 
 __all__ = [
+    "DEFAULT_MODELS",
+    "KINDS",
     "Collinearity",
+    "Diagnostic",
     "Extrapolation",
+    "FitOptions",
     "Fold",
     "LawData",
     "LawFit",
@@ -26,10 +34,7 @@ __all__ = [
     "PowerLaw",
     "ScaleOptimum",
     "Validation",
-    "available_models",
-    "estimate_optimum",
-    "extrapolate",
+    "fit_sweep",
     "infer_params",
-    "register_model",
-    "validate",
+    "validate_sweep",
 ]

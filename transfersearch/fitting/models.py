@@ -1,6 +1,6 @@
 """The family of optimum-vs-scale models that walk-forward validation chooses from.
 
-Null models first (SCIENCE.md §7): in invariant coordinates the papers predict no drift, so drift
+Null models first (docs/science.md §7): in invariant coordinates the papers predict no drift, so drift
 must be earned.
 
 - ``"nearest"`` — no drift: the optimum of the rung(s) nearest the target.
@@ -11,13 +11,16 @@ must be earned.
   restricted marginal likelihood (empirical Bayes).
 - ``"free"`` — power laws with a nearly flat prior.
 
-Another model is registered with :func:`register_model`: an object with ``name``, ``drift`` (False
-for a no-drift model, which is then a baseline every drifting model must beat) and
-``fit(data, target_logs) -> LawFit``.
+The family is passed, not registered: :data:`DEFAULT_MODELS` is the default of
+``extrapolate(models=...)``; another model is an object with ``name``, ``drift`` (False for a
+no-drift model, which is then a baseline every drifting model must beat),
+``applies(data) -> bool`` (whether it is worth trying on a parameter's data: a model that applies
+to no parameter is not scored) and ``fit(data, target_logs) -> LawFit``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -35,7 +38,7 @@ from transfersearch.fitting.laws import (
     reml_fit,
 )
 
-__all__ = ["DEFAULT_MODELS", "LawModel", "available_models", "model_named", "register_model"]
+__all__ = ["DEFAULT_MODELS", "LawModel", "check_models", "model_named"]
 
 
 class LawModel(Protocol):
@@ -162,51 +165,45 @@ DEFAULT_MODELS: tuple[LawModel, ...] = (
     FreeLaw(),
 )
 
-_REGISTRY: dict[str, LawModel] = {}
 
-
-def register_model(model: LawModel) -> None:
-    """Add a model to the family ``extrapolate(model="auto")`` chooses from.
-
-    Args:
-        model: an object with ``name`` (str), ``drift`` (bool), ``applies(data)`` and
-            ``fit(data, target_logs) -> LawFit`` (see :class:`LawModel`).
+def check_models(models: Sequence[LawModel]) -> tuple[LawModel, ...]:
+    """``models`` as a tuple, each with the members of :class:`LawModel` and its own name.
 
     Raises:
-        TransferSearchError: the name is taken or the object lacks one of those members.
+        TransferSearchError: a model lacks a member, two share a name, one is named "auto", or
+            there is none.
     """
-    for member in ("name", "drift", "applies", "fit"):
-        if not hasattr(model, member):
-            raise TransferSearchError(
-                f"a law model needs `{member}`, but {model!r} has none. See "
-                "transfersearch.fitting.models.LawModel."
-            )
-    if model.name in _REGISTRY or model.name == "auto":
+    checked = tuple(models)
+    if not checked:
         raise TransferSearchError(
-            f"a law model named {model.name!r} is already registered (or reserved). Pick "
-            "another name."
+            "`models` is empty. Pass the family to choose from, e.g. models=DEFAULT_MODELS."
         )
-    _REGISTRY[model.name] = model
+    seen: set[str] = set()
+    for model in checked:
+        for member in ("name", "drift", "applies", "fit"):
+            if not hasattr(model, member):
+                raise TransferSearchError(
+                    f"a law model needs `{member}`, but {model!r} has none. See "
+                    "transfersearch.fitting.models.LawModel."
+                )
+        if model.name in seen or model.name == "auto":
+            raise TransferSearchError(
+                f"a law model named {model.name!r} appears twice in `models` (or is reserved). "
+                "Give each model its own name."
+            )
+        seen.add(model.name)
+    return checked
 
 
-def available_models() -> tuple[str, ...]:
-    """The registered model names, null models first."""
-    return tuple(_REGISTRY)
-
-
-def model_named(name: str) -> LawModel:
-    """The registered model called ``name``.
+def model_named(name: str, models: Sequence[LawModel]) -> LawModel:
+    """The model called ``name`` among ``models``.
 
     Raises:
         TransferSearchError: no such model.
     """
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise TransferSearchError(
-            f"`model` must be 'auto' or one of {list(_REGISTRY)}, but got model={name!r}."
-        ) from None
-
-
-for _model in DEFAULT_MODELS:
-    register_model(_model)
+    for model in models:
+        if model.name == name:
+            return model
+    raise TransferSearchError(
+        f"`model` must be 'auto' or one of {[m.name for m in models]}, but got model={name!r}."
+    )

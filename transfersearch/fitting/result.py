@@ -13,6 +13,7 @@ from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.boundary import StabilityBoundary
 from transfersearch.fitting.coords import Direction, FloatArray
 from transfersearch.fitting.decision import TargetLoss
+from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.laws import PowerLaw
 from transfersearch.fitting.local import ScaleOptimum, edge_notes
 from transfersearch.fitting.portfolio import DEFAULT_SEED, N_DRAWS, Portfolio, choose_candidates
@@ -103,6 +104,10 @@ class Extrapolation:
             the ladder, kept at the ladder's value (already in ``target``).
         duplicates_collapsed: exact copies among the observations (same scale, parameters and
             value), each counted once (:func:`transfersearch.observations.collapse_duplicates`).
+        diagnostics: what the fit found worth saying
+            (:class:`~transfersearch.fitting.diagnostics.Diagnostic`: rungs left out or fallen
+            back, a far target, ...), in the order found; ``act=True`` ones are what
+            :func:`transfersearch.extrapolate` warns about.
     """
 
     target: Scale
@@ -134,6 +139,7 @@ class Extrapolation:
     target_loss: TargetLoss | None = field(default=None, repr=False)
     target_from_ladder: dict[str, float] = field(default_factory=dict)
     duplicates_collapsed: int = 0
+    diagnostics: tuple[Diagnostic, ...] = ()
 
     def interval(self, level: float = 0.9) -> dict[str, tuple[float, float]]:
         """Central interval of the target optimum per parameter, natural units.

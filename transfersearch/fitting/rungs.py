@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -24,12 +23,16 @@ from transfersearch.fitting.coords import (
     check_fixed_exponents,
     check_params,
     common_variables,
+    natural_params,
     observation_arrays,
     resolve_log_params,
+    to_natural,
 )
+from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.laws import UNSEEN_PRIOR_SD, LawData
 from transfersearch.fitting.local import (
     FALLBACK_SPACING_FRACTION,
+    LocalFit,
     ScaleOptimum,
     fit_local,
     implausible_message,
@@ -37,7 +40,7 @@ from transfersearch.fitting.local import (
 )
 from transfersearch.fitting.quadratic import min_quadratic_trials
 from transfersearch.fitting.surface import RungTrials, Valley, fit_valley
-from transfersearch.observations import Observation, TransferSearchWarning
+from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
 __all__ = ["Ladder", "diverged_bracket", "law_data", "prepare", "read_optima"]
@@ -132,7 +135,10 @@ def _rung_trials(
     logs: tuple[str, ...],
     sign: float,
     cost: Callable[[Scale], float] | None,
+    notes: list[Diagnostic],
 ) -> list[tuple[Scale, RungTrials]]:
+    """Each scale's trials in fitted coordinates, cheapest scale first; a scale with no finite
+    trial is left out (noted)."""
     rungs: list[tuple[Scale, RungTrials]] = []
     dropped: list[str] = []
     for scale, group in groups.items():
@@ -142,11 +148,13 @@ def _rung_trials(
             continue
         rungs.append((scale, RungTrials(coords, values)))
     if dropped:
-        warnings.warn(
-            f"every trial diverged or failed at {dropped}: those scales are left out. Add trials "
-            "at smaller learning rates there.",
-            TransferSearchWarning,
-            stacklevel=4,
+        notes.append(
+            Diagnostic(
+                "dropped",
+                f"every trial diverged or failed at {dropped}: those scales are left out. Add "
+                "trials at smaller learning rates there.",
+                act=True,
+            )
         )
     if len(rungs) < 2:
         raise TransferSearchError(
@@ -169,8 +177,12 @@ def prepare(
     prior_exponents: Exponents | None,
     target: Scale | None,
     cost: Callable[[Scale], float] | None = None,
-) -> Ladder:
+) -> tuple[Ladder, tuple[Diagnostic, ...]]:
     """Check and arrange the trials for the fits.
+
+    Returns:
+        The ladder, and what the checks found worth saying (scales left out, a target that moves
+        along a variable the ladder does not).
 
     Raises:
         TransferSearchError: fewer than two scales with a finite trial, no shared scale variable,
@@ -185,7 +197,8 @@ def prepare(
             f"extrapolation needs trials at two or more scales, but got {len(groups)} "
             f"({[repr(s) for s in groups]}). Run the sweep at another proxy scale too."
         )
-    rungs = _rung_trials(groups, names, logs, sign, cost)
+    notes: list[Diagnostic] = []
+    rungs = _rung_trials(groups, names, logs, sign, cost, notes)
     scales = tuple(scale for scale, _ in rungs)
     variables = common_variables(scales, scale_variables, purpose="fit the power laws")
     if not variables:
@@ -196,28 +209,12 @@ def prepare(
     fixed = _check_exponents(fixed_exponents, "fixed_exponents", names, variables)
     prior = _check_exponents(prior_exponents, "prior_exponents", names, variables)
     log_scales = np.log(np.array([[s[v] for v in variables] for s in scales]))
-    finite = np.vstack([t.coords[np.isfinite(t.values)] for _, t in rungs])
-    for j in np.flatnonzero(
-        np.ptp(finite, axis=0) <= 1e-12 * np.maximum(1.0, np.abs(finite).max(axis=0))
-    ):
-        logger.info(
-            "%r was never varied (every finite trial at %.6g): dropped from the fit, the prediction "
-            "keeps that value",
-            names[j],
-            math.exp(finite[0, j]) if names[j] in logs else finite[0, j],
-        )
+    _log_unvaried(names, logs, [t for _, t in rungs])
     if target is not None:
         target.require(*variables, purpose="predict from the fitted power laws")
-        _warn_unseen(variables, log_scales, target, fixed)
-        unseen = sorted(set(target) - {name for scale in scales for name in scale})
-        if unseen and scale_variables is None:
-            warnings.warn(
-                f"the target names {unseen}, which no trial records: the laws cannot see them, "
-                "so their effect at the target is ignored. Record them in every trial's scale.",
-                TransferSearchWarning,
-                stacklevel=3,
-            )
-    return Ladder(
+        notes.extend(_unseen_notes(variables, log_scales, target, fixed))
+        notes.extend(_unrecorded_notes(scales, target, scale_variables))
+    ladder = Ladder(
         names,
         logs,
         sign,
@@ -229,57 +226,102 @@ def prepare(
         prior,
         np.log([float((cost or default_cost)(s)) for s in scales]),
     )
+    return ladder, tuple(notes)
 
 
-def _warn_unseen(
+def _log_unvaried(names: Sequence[str], logs: Sequence[str], trials: Sequence[RungTrials]) -> None:
+    """Log each parameter no finite trial varied: the fit drops it and keeps its one value."""
+    finite = np.vstack([t.coords[np.isfinite(t.values)] for t in trials])
+    unvaried = np.ptp(finite, axis=0) <= 1e-12 * np.maximum(1.0, np.abs(finite).max(axis=0))
+    for j in map(int, np.flatnonzero(unvaried)):
+        logger.info(
+            "%r was never varied (every finite trial at %.6g): dropped from the fit, the prediction "
+            "keeps that value",
+            names[j],
+            to_natural(finite[0, j], names[j] in logs),
+        )
+
+
+def _unrecorded_notes(
+    scales: Sequence[Scale], target: Scale, scale_variables: Sequence[str] | None
+) -> list[Diagnostic]:
+    """A note when the target names scale variables no trial records (and the caller did not
+    choose the variables): the laws cannot see them."""
+    unseen = sorted(set(target) - {name for scale in scales for name in scale})
+    if not unseen or scale_variables is not None:
+        return []
+    return [
+        Diagnostic(
+            "unseen",
+            f"the target names {unseen}, which no trial records: the laws cannot see them, "
+            "so their effect at the target is ignored. Record them in every trial's scale.",
+            act=True,
+        )
+    ]
+
+
+def _unseen_notes(
     variables: Sequence[str],
     log_scales: FloatArray,
     target: Scale,
     fixed: Mapping[str, Mapping[str, float]],
-) -> None:
-    """Warn when the target moves along a scale variable the ladder holds constant."""
+) -> list[Diagnostic]:
+    """A note for each scale variable the ladder holds constant that the target moves along."""
+    notes: list[Diagnostic] = []
     for k, variable in enumerate(variables):
         held = bool(fixed) and all(variable in row for row in fixed.values())
         if np.ptp(log_scales[:, k]) > 1e-9 or held:
             continue
         if not np.allclose(math.log(target[variable]), log_scales[:, k]):
-            warnings.warn(
+            message = (
                 f"scale variable {variable!r} is constant over the ladder, yet the target has "
                 f"{variable}={target[variable]:g}: its exponent comes from the prior alone (0 "
                 "unless prior_exponents or fixed_exponents say otherwise, with a prior sd of "
                 f"{UNSEEN_PRIOR_SD} that widens the interval and the decision's hedge). Vary it "
-                "across the proxies.",
-                TransferSearchWarning,
-                stacklevel=4,
+                "across the proxies."
             )
+            notes.append(Diagnostic("unseen", message, act=True))
+    return notes
 
 
 def _fallback_optimum(
-    ladder: Ladder, scale: Scale, trials: RungTrials, valley: Valley | None, warn: bool
+    ladder: Ladder,
+    scale: Scale,
+    trials: RungTrials,
+    valley: Valley | None,
+    notes: list[Diagnostic] | None,
 ) -> ScaleOptimum:
+    """The rung's optimum from its own trials (the valley could not hold it); noted in ``notes``
+    when given."""
     local = fit_local(trials.coords, trials.values)
-    if warn and local.method == "fallback-implausible":
-        message = implausible_message(local, scale, ladder.names, ladder.logs, ladder.sign)
-        warnings.warn(message, TransferSearchWarning, stacklevel=4)
-    if warn and local.method == "fallback":
-        dims = len(ladder.names)
-        use = (
-            "it says only what its diverged trials bound"
-            if local.n_trials <= dims
-            else "using the best trial there (method='fallback')"
-        )
-        warnings.warn(
-            f"too few finite trials at {scale!r} ({local.n_trials}; the pooled valley needs "
-            f"{dims + 1} that vary every parameter, a local quadratic "
-            f"{min_quadratic_trials(dims)}): {use}. Add trials.",
-            TransferSearchWarning,
-            stacklevel=4,
-        )
+    if notes is not None:
+        notes.extend(_fallback_notes(ladder, scale, local))
     optimum = to_optimum(local, scale, ladder.names, ladder.logs, ladder.sign)
     if valley is not None:
         # regret at this rung is measured with the pooled curvature: its own trials are too few
         optimum = replace(optimum, hessian=valley.hessian, wall=valley.wall)
     return _censor_alone(ladder, optimum, trials)
+
+
+def _fallback_notes(ladder: Ladder, scale: Scale, local: LocalFit) -> list[Diagnostic]:
+    """What to tell the user about a rung located from its own trials."""
+    if local.method == "fallback-implausible":
+        message = implausible_message(local, scale, ladder.names, ladder.logs, ladder.sign)
+        return [Diagnostic("fallback", message, act=True, scale=scale)]
+    if local.method != "fallback":
+        return []
+    dims = len(ladder.names)
+    use = (
+        "it says only what its diverged trials bound"
+        if local.n_trials <= dims
+        else "using the best trial there (method='fallback')"
+    )
+    message = (
+        f"too few finite trials at {scale!r} ({local.n_trials}; the pooled valley needs "
+        f"{dims + 1} that vary every parameter, a local quadratic "
+        f"{min_quadratic_trials(dims)}): {use}. Add trials."
+    )
+    return [Diagnostic("fallback", message, act=True, scale=scale)]
 
 
 def _spacing(trials: RungTrials) -> FloatArray:
@@ -343,7 +385,7 @@ def _with_bounds(
         named[ladder.names[j]] = (float(low), float(high))
     return replace(
         optimum,
-        params=_natural(ladder, coords),
+        params=natural_params(ladder.names, coords, ladder.logs),
         coords={p: float(c) for p, c in zip(ladder.names, coords, strict=True)},
         stderr={p: float(s) for p, s in zip(ladder.names, np.sqrt(np.diag(cov)), strict=True)},
         covariance=cov,
@@ -376,20 +418,12 @@ def _censor_alone(ladder: Ladder, optimum: ScaleOptimum, trials: RungTrials) -> 
     return _with_bounds(optimum, ladder, bounds, resolution)
 
 
-def _natural(ladder: Ladder, coords: FloatArray) -> dict[str, float]:
-    """Fitted coordinates back to the parameters' own units (exp on log-fitted ones)."""
-    return {
-        p: (math.exp(c) if p in ladder.logs else float(c))
-        for p, c in zip(ladder.names, coords, strict=True)
-    }
-
-
 def read_optima(
     ladder: Ladder,
     subset: Sequence[int],
     trials: Sequence[RungTrials] | None = None,
     *,
-    warn: bool = False,
+    notes: list[Diagnostic] | None = None,
     with_covariance: bool = True,
     walls: NDArray[np.bool_] | None = None,
     unvaried: NDArray[np.bool_] | None = None,
@@ -401,7 +435,8 @@ def read_optima(
         subset: the rungs to fit together.
         trials: replacement trials per rung in ``subset`` (a bootstrap resample); default the
             ladder's own.
-        warn: warn about rungs that fall back to their own trials.
+        notes: where to add a :class:`Diagnostic` for each rung that falls back to its own
+            trials (None: say nothing).
         with_covariance: compute the optima's covariance (NaN otherwise).
         walls: the valley's upper walls per coordinate (default: decided from the data; see
             :func:`transfersearch.fitting.surface.fit_valley`).
@@ -417,7 +452,7 @@ def read_optima(
     for position, index in enumerate(subset):
         scale = ladder.scales[index]
         if valley is None or not valley.pooled[position]:
-            optima.append(_fallback_optimum(ladder, scale, chosen[position], valley, warn))
+            optima.append(_fallback_optimum(ladder, scale, chosen[position], valley, notes))
         else:
             optima.append(_pooled_optimum(ladder, scale, chosen[position], valley, position))
     return optima, valley
@@ -432,7 +467,7 @@ def _pooled_optimum(
     past = valley.past_edge[position]
     optimum = ScaleOptimum(
         scale=scale,
-        params=_natural(ladder, centre),
+        params=natural_params(ladder.names, centre, ladder.logs),
         coords={p: float(c) for p, c in zip(ladder.names, centre, strict=True)},
         stderr={p: float(s) for p, s in zip(ladder.names, np.sqrt(np.diag(cov)), strict=True)},
         covariance=cov,
