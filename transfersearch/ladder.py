@@ -588,7 +588,7 @@ class TransferPlanner:
         self, rung: int, usable: list[Observation], counts: Mapping[Scale, int]
     ) -> tuple[dict[str, float], dict[str, float]] | None:
         """Fit the law on ``usable`` and predict at ``rung``; a failure is logged and recorded."""
-        from transfersearch.api import extrapolate
+        from transfersearch import extrapolate  # the public function, wherever it lives
 
         names = self._numeric
         error: str | None = None
