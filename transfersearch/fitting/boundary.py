@@ -726,10 +726,65 @@ def _fit_one(
     prior: Mapping[str, float],
     fixed: Mapping[str, float],
 ) -> StabilityBoundary:
+    """One parameter's boundary law (docs/science.md §8): the posterior averaged over the prior
+    sds (:func:`_averaged_posterior`), its predictive mixture at the target resampled to
+    :data:`PREDICTIVE_DRAWS` equal draws (:func:`_equal_weights`)."""
     sign = 1.0 if side == "upper" else -1.0
-    logs = np.array([r.log_scale for r in rungs])
     free = [k for k, v in enumerate(variables) if v not in fixed]
     fixed_e = np.array([fixed.get(v, 0.0) for v in variables])
+    theta, draws, weights = _averaged_posterior(
+        bounds, rungs, column, sign, log_space, variables, free, prior, fixed_e
+    )
+    p = len(free)
+    gradient = np.concatenate([[1.0], target_logs[free]])
+    means = sign * (draws[:, : p + 1] @ gradient) + float(target_logs @ fixed_e)
+    sds = np.exp(draws[:, p + 1])
+    mean = float(weights @ means)
+    spread = float(weights @ (sds**2 + (means - mean) ** 2))
+    centred = draws[:, : p + 1] - weights @ draws[:, : p + 1]
+    cov = (centred.T * weights) @ centred
+    means, sds, weights = _equal_weights(means, sds, weights)
+    exponents = {v: float(fixed_e[k]) for k, v in enumerate(variables)}
+    for position, k in enumerate(free):
+        exponents[variables[k]] = sign * float(theta[1 + position])
+    return StabilityBoundary(
+        param=name,
+        side=side,
+        log_space=log_space,
+        bounds=bounds,
+        variables=tuple(variables),
+        intercept=sign * float(theta[0]),
+        exponents=exponents,
+        covariance=np.asarray(cov, dtype=np.float64),
+        free=tuple(variables[k] for k in free),
+        scatter=math.exp(float(theta[p + 1])),
+        at_target=mean,
+        sd=math.sqrt(spread),
+        draw_means=np.asarray(means, dtype=np.float64),
+        draw_sds=np.asarray(sds, dtype=np.float64),
+        draw_weights=np.asarray(weights, dtype=np.float64),
+    )
+
+
+def _averaged_posterior(
+    bounds: tuple[CensoredBound, ...],
+    rungs: Sequence[BoundaryRung],
+    column: int,
+    sign: float,
+    log_space: bool,
+    variables: Sequence[str],
+    free: list[int],
+    prior: Mapping[str, float],
+    fixed_e: FloatArray,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The boundary law's posterior, pooled over :data:`EXPONENT_PRIOR_SDS` by evidence
+    (Bayesian model averaging, docs/science.md §8), in the upper side's sign.
+
+    Returns:
+        The MAP of the prior sd with the most evidence, every draw ``(a, free e, log σ)`` and
+        its weight (summing to 1 over all).
+    """
+    logs = np.array([r.log_scale for r in rungs])
     low = np.array([b.low if sign > 0 else -b.high for b in bounds])
     high = np.array([b.high if sign > 0 else -b.low for b in bounds])
     if log_space:
@@ -753,41 +808,18 @@ def _fit_one(
     evidence = np.array([f[3] for f in fits])
     share = np.exp(evidence - evidence.max())
     share /= share.sum()
-    theta = fits[int(np.argmax(share))][0]
     draws = np.vstack([f[1] for f in fits])
     weights = np.concatenate([w * f[2] for w, f in zip(share, fits, strict=True)])
-    p = len(free)
-    gradient = np.concatenate([[1.0], target_logs[free]])
-    means = sign * (draws[:, : p + 1] @ gradient) + float(target_logs @ fixed_e)
-    sds = np.exp(draws[:, p + 1])
-    mean = float(weights @ means)
-    spread = float(weights @ (sds**2 + (means - mean) ** 2))
-    centred = draws[:, : p + 1] - weights @ draws[:, : p + 1]
-    cov = (centred.T * weights) @ centred
-    # systematic resampling to equal weights: the mixture's quantiles are bisected many times
+    return fits[int(np.argmax(share))][0], draws, weights
+
+
+def _equal_weights(
+    means: FloatArray, sds: FloatArray, weights: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The weighted mixture resampled systematically to :data:`PREDICTIVE_DRAWS` equal weights:
+    its quantiles are bisected many times, over fewer components."""
     picks = np.searchsorted(
         np.cumsum(weights), (np.arange(PREDICTIVE_DRAWS) + 0.5) / PREDICTIVE_DRAWS
     )
     picks = np.minimum(picks, len(weights) - 1)
-    means, sds = means[picks], sds[picks]
-    weights = np.full(PREDICTIVE_DRAWS, 1.0 / PREDICTIVE_DRAWS)
-    exponents = {v: float(fixed_e[k]) for k, v in enumerate(variables)}
-    for position, k in enumerate(free):
-        exponents[variables[k]] = sign * float(theta[1 + position])
-    return StabilityBoundary(
-        param=name,
-        side=side,
-        log_space=log_space,
-        bounds=bounds,
-        variables=tuple(variables),
-        intercept=sign * float(theta[0]),
-        exponents=exponents,
-        covariance=np.asarray(cov, dtype=np.float64),
-        free=tuple(variables[k] for k in free),
-        scatter=math.exp(float(theta[p + 1])),
-        at_target=mean,
-        sd=math.sqrt(spread),
-        draw_means=np.asarray(means, dtype=np.float64),
-        draw_sds=np.asarray(sds, dtype=np.float64),
-        draw_weights=np.asarray(weights, dtype=np.float64),
-    )
+    return means[picks], sds[picks], np.full(PREDICTIVE_DRAWS, 1.0 / PREDICTIVE_DRAWS)

@@ -278,24 +278,7 @@ def with_stability(
     the decision diverges (``p_diverge_law``: the law's point). docs/science.md §8.
     """
     names = ladder.names
-    rungs = boundary_rungs(
-        ladder.scales,
-        [t.coords for t in ladder.trials],
-        [t.values for t in ladder.trials],
-        observations,
-        names,
-        ladder.logs,
-        ladder.variables,
-    )
-    boundaries = fit_boundaries(
-        rungs,
-        names,
-        ladder.logs,
-        ladder.variables,
-        ladder.target_logs(result.target),
-        prior=ladder.prior,
-        fixed=ladder.fixed,
-    )
+    boundaries = _boundaries(result, ladder, observations)
     fits = tuple(boundaries.values())
     columns = tuple(names.index(n) for n in boundaries)
     law = np.array([to_fitted(result.law_params[n], n in ladder.logs) for n in names])
@@ -340,6 +323,31 @@ def with_stability(
         p_diverge_law=p_diverge(law, fits, columns),
         stable_up_to=loss.natural(last.coords[finite].max(axis=0)) if finite.any() else {},
         target_loss=loss,
+    )
+
+
+def _boundaries(
+    result: Extrapolation, ladder: Ladder, observations: Sequence[Observation]
+) -> dict[str, StabilityBoundary]:
+    """Every parameter's stability boundary, predicted at the result's target (docs/science.md
+    §8; :func:`~transfersearch.fitting.boundary.fit_boundaries`)."""
+    rungs = boundary_rungs(
+        ladder.scales,
+        [t.coords for t in ladder.trials],
+        [t.values for t in ladder.trials],
+        observations,
+        ladder.names,
+        ladder.logs,
+        ladder.variables,
+    )
+    return fit_boundaries(
+        rungs,
+        ladder.names,
+        ladder.logs,
+        ladder.variables,
+        ladder.target_logs(result.target),
+        prior=ladder.prior,
+        fixed=ladder.fixed,
     )
 
 

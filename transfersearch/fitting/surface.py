@@ -541,30 +541,17 @@ def _valley(
     with_covariance: bool,
     misfit: tuple[FloatArray, FloatArray] | None,
 ) -> Valley:
+    """The :class:`Valley` in fitted coordinates, out of the standardised fit: each pooled rung's
+    centre (held at :data:`EXTRAPOLATION_LIMIT` past its edge), covariance, depth and bounds."""
     n_rungs, dims = solved.centers.shape
-    if with_covariance:
-        cov_u = _center_covariance(solved, rows, n_rungs)
-        if misfit is not None:
-            cov_u = cov_u + np.diag(misfit[0])[None, :, :]
-    else:
-        cov_u = np.full((n_rungs, dims, dims), np.nan)
     inside = np.clip(solved.centers, rows.low, rows.high)
     past = solved.centers - inside  # signed distance past the box, standardised
+    cov_u = _pooled_covariance(solved, rows, with_covariance, misfit, past)
     boundary = np.any(np.abs(past) > 1e-12, axis=1)
     limit = EXTRAPOLATION_LIMIT * (rows.high - rows.low)
     censored = np.where(past > limit, 1, np.where(past < -limit, -1, 0)).astype(np.int8)
     # an extrapolation past the limit is held there: the rung then says only "past this edge"
     placed = np.clip(solved.centers, rows.low - limit, rows.high + limit)
-    floor = (POOLED_FLOOR * rows.spacing) ** 2
-    for s in range(n_rungs):
-        # past the edge the delta method's variance grows with the distance (the centre is an
-        # extrapolation of the fitted slope and curvature); at least a trial spacing of doubt
-        # there, as no trial brackets it (§7.1). Measured on the box_drift scenarios (20 seeds):
-        # centres past the edge have rms z 0.4, those inside 1.5.
-        least = np.where(np.abs(past[s]) > 1e-12, rows.spacing[s] ** 2, floor[s])
-        diag = np.diag(cov_u[s])
-        fix = np.sqrt(np.maximum(diag, least) / np.maximum(diag, 1e-300))
-        cov_u[s] = cov_u[s] * np.outer(fix, fix)
     total = len(pooled)
     centers = np.full((total, dims), np.nan)
     covs = np.full((total, dims, dims), np.nan)
@@ -605,6 +592,37 @@ def _valley(
         censored=censored_all,
         edges=edges,
     )
+
+
+def _pooled_covariance(
+    solved: _Solved,
+    rows: _Rows,
+    with_covariance: bool,
+    misfit: tuple[FloatArray, FloatArray] | None,
+    past: FloatArray,
+) -> FloatArray:
+    """(S, d, d) the pooled centres' covariance, standardised: the delta method
+    (:func:`_center_covariance`) plus each rung's own misfit, every sd at least
+    :data:`POOLED_FLOOR` of a trial spacing, or a whole spacing past the edge (NaN without
+    covariance)."""
+    n_rungs, dims = solved.centers.shape
+    if with_covariance:
+        cov_u = _center_covariance(solved, rows, n_rungs)
+        if misfit is not None:
+            cov_u = cov_u + np.diag(misfit[0])[None, :, :]
+    else:
+        cov_u = np.full((n_rungs, dims, dims), np.nan)
+    floor = (POOLED_FLOOR * rows.spacing) ** 2
+    for s in range(n_rungs):
+        # past the edge the delta method's variance grows with the distance (the centre is an
+        # extrapolation of the fitted slope and curvature); at least a trial spacing of doubt
+        # there, as no trial brackets it (docs/science.md §7.1, which gives the z-scores this
+        # was checked against on the box_drift scenarios).
+        least = np.where(np.abs(past[s]) > 1e-12, rows.spacing[s] ** 2, floor[s])
+        diag = np.diag(cov_u[s])
+        fix = np.sqrt(np.maximum(diag, least) / np.maximum(diag, 1e-300))
+        cov_u[s] = cov_u[s] * np.outer(fix, fix)
+    return cov_u
 
 
 def _reach(rows: _Rows, n_rungs: int) -> FloatArray:
