@@ -473,11 +473,9 @@ def implausible_reason(
       out of the sampled region. A step outside is normal for a minimum just past the best
       trials — and the rule, not the exception, on a rung whose trials a law-guided sampler
       clustered around a prediction that was slightly off — so the test rejects only
-      ``h(u*) > 10·maxᵢ h(uᵢ)`` (prediction stderr above √10 ≈ 3.2× the worst fitted trial's).
-      Calibrated by measurement: at 3× the Optuna sampler's synthetic-law test lost its transfer
-      (correct extrapolations at ratios 3.1–16 on clustered rungs were rejected for a worse mean
-      of the best trials); at 10× those are kept and the clustered-valley test cases (ratios in
-      the hundreds and more) are still caught.
+      ``h(u*) > 10·maxᵢ h(uᵢ)`` (prediction stderr above √10 ≈ 3.2× the worst fitted trial's):
+      correct extrapolations on such clustered rungs reach ratios of 3.1–16, while the
+      clustered-valley cases of ``tests/test_fit.py`` reach hundreds and more.
 
     Args:
         depth: ``D``, the best fitted trial's value minus the model's minimum.

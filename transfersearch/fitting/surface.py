@@ -17,9 +17,9 @@ The centres' covariance is the delta method on ``μ_s = −H⁻¹g_s`` (noise) p
 misfit, read from how far the centres move when the regions double, net of noise (a Hausman
 contrast, :func:`_misfit_variance`). The misfit splits in two: the part that differs between rungs
 joins each centre's covariance; the part they share (one valley shape) is
-``Valley.shared_bias_var``, which a prediction carries but the drift does not. On skewed valleys
-(``tests/test_fit.py``, ``skewed_rungs``) the delta method alone gave centre z-scores of rms 5.8;
-with both misfit parts, rms 1.5.
+``Valley.shared_bias_var``, which a prediction carries but the drift does not. On the skewed
+valleys of ``tests/test_fit.py`` (``skewed_rungs``) the delta method alone gives centre z-scores
+of rms 5.8, with both misfit parts rms 1.5.
 """
 
 from __future__ import annotations
@@ -39,9 +39,8 @@ __all__ = ["RungTrials", "Valley", "fit_valley", "pooled_region_size", "unvaried
 
 #: The wall's fixed-point iteration (centres → wall columns → refit) stops once no centre moves by
 #: more than this, in standardised coordinates (the pooled trials span 1): far below any trial
-#: spacing. It converges linearly (a 3× steeper upper wall needed ~10 plain passes; 3 passes left
-#: the centres biased by 3 standard errors), so every third pass takes Aitken's Δ² step
-#: (docs/science.md §7.2).
+#: spacing. It converges linearly (a 3× steeper upper wall needs ~10 plain passes), so every third
+#: pass takes Aitken's Δ² step (docs/science.md §7.2).
 WALL_TOLERANCE = 1e-5
 #: At most this many passes (the iteration is a contraction on every valley measured; the cap only
 #: bounds a pathological one, whose last pass is kept).
