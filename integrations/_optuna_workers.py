@@ -430,20 +430,6 @@ def run_worker(
     Raises:
         TransferSearchError: the study does not exist in ``storage``.
     """
-
-    from transfersearch.integrations._optuna_shim import (
-        BudgetSpent,
-        ClaimingRDBStorage,
-        fail_silent_trials,
-        heartbeat_enabled,
-        rdb_backend,
-        set_trial_attrs,
-        storage_of,
-        study_id,
-        study_lock,
-        system_attrs,
-    )
-    from transfersearch.integrations._optuna_trials import RUNG_ATTR
     from transfersearch.integrations.optuna import make_storage
 
     func, sampler, pruner = _load(objective, sampler_attr)
@@ -461,23 +447,59 @@ def run_worker(
         sampler=sampler,
         pruner=pruner,
     )
+    gated = _gate_new_trials(study, n_trials)
+    lease = _GpuLease(Path(lock_dir), gpu, capacity) if gpu is not None and lock_dir else None
+    leased = _leased_objective(study, func, lease, units, capacity)
+    grace = float(grace_period or 2 * (heartbeat_interval or 1))
+    poll = min(1.0, float(heartbeat_interval or 1))
+    return _trial_loop(study, leased, n_trials, gated=gated, grace=grace, poll=poll)
+
+
+def _gate_new_trials(study: optuna.Study, n_trials: int) -> bool:
+    """Let the study's storage create a fresh trial only while the study is short of
+    ``n_trials`` (:func:`_wanted`, counted under the study-wide lock).
+
+    Returns:
+        Whether the storage is gated: False for one without the claiming RDB backend (a
+        journal file), whose worker counts before each trial instead.
+    """
+    from transfersearch.integrations._optuna_shim import (
+        ClaimingRDBStorage,
+        rdb_backend,
+        storage_of,
+        study_id,
+        study_lock,
+    )
+
     backend = rdb_backend(storage_of(study))
+    if not isinstance(backend, ClaimingRDBStorage):
+        return False
+    claiming: ClaimingRDBStorage = backend
 
     @contextlib.contextmanager
     def gate() -> Iterator[bool]:
-        assert backend is not None
-        with study_lock(backend, study_id(study)):
-            yield _wanted(backend, study, n_trials)
+        with study_lock(claiming, study_id(study)):
+            yield _wanted(claiming, study, n_trials)
 
-    gated = isinstance(backend, ClaimingRDBStorage)
-    if gated:
-        backend.trial_gate = gate
-    lease = _GpuLease(Path(lock_dir), gpu, capacity) if gpu is not None and lock_dir else None
-    host, pid = socket.gethostname(), os.getpid()
+    claiming.trial_gate = gate
+    return True
+
+
+def _leased_objective(
+    study: optuna.Study,
+    func: Callable[..., Any],
+    lease: _GpuLease | None,
+    units: Mapping[int, int] | None,
+    capacity: int,
+) -> Callable[[optuna.Trial], Any]:
+    """The user's objective, run after recording where it runs (host, pid, visible GPUs) and
+    while holding its rung's units of the GPU (``units[rung]``, else ``capacity``: all of it)."""
+    from transfersearch.integrations._optuna_shim import set_trial_attrs, system_attrs
+    from transfersearch.integrations._optuna_trials import RUNG_ATTR
 
     where = {
-        "worker.host": host,
-        "worker.pid": pid,
+        "worker.host": socket.gethostname(),
+        "worker.pid": os.getpid(),
         "worker.cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
     }
 
@@ -499,8 +521,26 @@ def run_worker(
             logging.getLogger("optuna.study._optimize").addFilter(lambda r: r.levelno < 30)
             raise
 
-    grace = float(grace_period or 2 * (heartbeat_interval or 1))
-    poll = min(1.0, float(heartbeat_interval or 1))
+    return leased
+
+
+def _trial_loop(
+    study: optuna.Study,
+    objective: Callable[[optuna.Trial], Any],
+    n_trials: int,
+    *,
+    gated: bool,
+    grace: float,
+    poll: float,
+) -> int:
+    """Run trials (:func:`_next_trial`) until the study needs none from this worker, failing
+    silent trials (no heartbeat for ``grace`` seconds) at most once per ``poll`` seconds.
+
+    Returns:
+        The number of trials this worker ran.
+    """
+    from transfersearch.integrations._optuna_shim import fail_silent_trials
+
     # Silent trials (no heartbeat ever) can be failed only after `grace` seconds: looking once
     # per poll interval is as prompt as looking before every trial, at a fraction of the queries.
     next_silent_check = 0.0
@@ -510,25 +550,13 @@ def run_worker(
             if time.monotonic() >= next_silent_check:
                 fail_silent_trials(study, grace)
                 next_silent_check = time.monotonic() + poll
-            try:
-                # A queued trial first; else a new one if the gate finds the study short of
-                # n_trials (counted under the study lock: the only count a trial costs). A
-                # journal storage has no gate: count first (a race may overshoot by a trial).
-                if not gated:
-                    progress = _Progress(study)
-                    if not (progress.waiting or progress.claimed < n_trials):
-                        raise BudgetSpent("the study holds its trials")
-                study.optimize(leased, n_trials=1, catch=(Exception,), gc_after_trial=False)
+            step = _next_trial(study, objective, n_trials, gated=gated, poll=poll)
+            if step == "done":
+                return ran
+            if step == "queued":
+                continue  # queued meanwhile (a retry): run it
+            if step == "ran":
                 ran += 1
-            except BudgetSpent:
-                progress = _Progress(study)
-                if progress.waiting:
-                    continue  # queued meanwhile (a retry): run it
-                if not (progress.running and heartbeat_enabled(study)):
-                    return ran
-                # A running trial may belong to a dead worker: wait for its retry. Each wait is
-                # bounded: a live trial heartbeats, a dead one is failed after the grace period.
-                time.sleep(poll)
             errors = 0
         except Exception as exc:
             # Optuna's optimize raises when the storage refuses this worker's update: another
@@ -540,10 +568,54 @@ def run_worker(
             logger.warning(
                 "worker pid %d: a trial ended in a storage error (%s: %s); going on with the "
                 "next one",
-                pid,
+                os.getpid(),
                 type(exc).__name__,
                 exc,
             )
+
+
+#: What one step of a worker did: ran a trial; found one queued meanwhile (run it next);
+#: waited for running trials that may be a dead worker's; or found the study needs no more.
+_Step = Literal["ran", "queued", "waited", "done"]
+
+
+def _next_trial(
+    study: optuna.Study,
+    objective: Callable[[optuna.Trial], Any],
+    n_trials: int,
+    *,
+    gated: bool,
+    poll: float,
+) -> _Step:
+    """One step of a worker: a queued trial first; else a new one if the study is short of
+    ``n_trials``; else wait ``poll`` seconds if a running trial may still need a retry."""
+    from transfersearch.integrations._optuna_shim import BudgetSpent, heartbeat_enabled
+
+    # With a gate, the storage counts under the study lock (the only count a trial costs) and
+    # refuses with BudgetSpent. A journal storage has no gate: count first (a race may
+    # overshoot by a trial).
+    if gated or _short(study, n_trials):
+        try:
+            study.optimize(objective, n_trials=1, catch=(Exception,), gc_after_trial=False)
+            return "ran"
+        except BudgetSpent:
+            pass
+    progress = _Progress(study)
+    if progress.waiting:
+        return "queued"
+    if not (progress.running and heartbeat_enabled(study)):
+        return "done"
+    # A running trial may belong to a dead worker: wait for its retry. Each wait is bounded: a
+    # live trial heartbeats, a dead one is failed after the grace period.
+    time.sleep(poll)
+    return "waited"
+
+
+def _short(study: optuna.Study, n_trials: int) -> bool:
+    """Whether a worker without a gate should run a trial: one is queued, or the study holds
+    fewer than ``n_trials`` done, running or queued."""
+    progress = _Progress(study)
+    return bool(progress.waiting or progress.claimed < n_trials)
 
 
 def _wanted(backend: Any, study: optuna.Study, n_trials: int) -> bool:
@@ -649,10 +721,80 @@ def launch_workers(
         KeyboardInterrupt: Ctrl-C; the workers' running trials are recorded as interrupted
             (user attribute ``transfersearch:interrupted``) and re-enqueued for the next start.
     """
+    _check_launch(direction, n_trials, cpu_workers, max_per_gpu, timeout, progress_interval)
+    gpu_ids = _resolve_gpus(gpus)
+    _, sampler, _ = _load(objective, sampler_attr)
+    packing = _packing(sampler, trials_per_gpu, max_per_gpu)
+    capacity, units = lease_units(packing)
+    slots = plan_slots(
+        gpu_ids, packing, min(4, os.cpu_count() or 1) if cpu_workers is None else cpu_workers
+    )
+    logs = _log_folder(log_dir)
+    study = _study_short_of(storage, study_name, direction, heartbeat_interval, n_trials)
+    if study is None:
+        return []
+    reporter = _Reporter(study, n_trials, sampler, progress_interval)
+    lock_dir = _new_lock_dir() if gpu_ids else None
+    launch = _WorkerLaunch(
+        study_name=study_name, objective=objective, n_trials=n_trials,
+        sampler_attr=sampler_attr, heartbeat_interval=heartbeat_interval,
+        grace_period=grace_period, max_retry=max_retry, capacity=capacity, units=units,
+        lock_dir=lock_dir, env=_worker_env(storage, env),
+    )  # fmt: skip
+    workers: list[_Worker] = []
+    try:
+        for slot in slots:
+            workers.append(launch.start(slot, logs))
+        return _wait_for(workers, reporter, timeout)
+    finally:
+        for worker in workers:
+            if worker.process.poll() is None:
+                worker.process.terminate()
+                worker.process.wait()
+        if lock_dir is not None:
+            shutil.rmtree(lock_dir, ignore_errors=True)
+
+
+def _study_short_of(
+    storage: str,
+    study_name: str,
+    direction: Literal["minimize", "maximize"],
+    heartbeat_interval: int | None,
+    n_trials: int,
+) -> optuna.Study | None:
+    """The study (created with ``direction`` if new), or None when it holds ``n_trials``
+    finished trials already and queues none: then no worker is needed."""
     import optuna
 
-    from transfersearch.integrations.optuna import TransferSampler, make_storage
+    from transfersearch.integrations.optuna import make_storage
 
+    study = optuna.create_study(
+        storage=make_storage(storage, heartbeat_interval=heartbeat_interval),
+        study_name=study_name,
+        direction=direction,
+        load_if_exists=True,
+    )
+    start = _Progress(study)
+    if not start.waiting and start.done >= n_trials:
+        logger.info(
+            "study %r already holds %d finished trials of the %d asked for; no worker started",
+            study_name,
+            start.done,
+            n_trials,
+        )
+        return None
+    return study
+
+
+def _check_launch(
+    direction: str,
+    n_trials: int,
+    cpu_workers: int | None,
+    max_per_gpu: int,
+    timeout: float | None,
+    progress_interval: float | None,
+) -> None:
+    """The launcher's scalar arguments, each checked with an error naming it."""
     if direction not in ("minimize", "maximize"):
         raise TransferSearchError(
             f"`direction` must be 'minimize' or 'maximize', but got {direction=!r}."
@@ -668,93 +810,118 @@ def launch_workers(
             raise TransferSearchError(
                 f"`{name}` must be a number of seconds > 0 or None, but got {name}={seconds!r}."
             )
-    gpu_ids = _resolve_gpus(gpus)
-    _, sampler, _ = _load(objective, sampler_attr)
+
+
+def _packing(
+    sampler: Any, trials_per_gpu: int | Mapping[int, int] | None, max_per_gpu: int
+) -> tuple[int, ...]:
+    """Trials per GPU for each rung of the module's sampler (:func:`resolve_packing`; the cost
+    rule of a :class:`TransferSampler`'s rungs by default; one rung for another sampler)."""
+    from transfersearch.integrations.optuna import TransferSampler
+
     default_packing = None
     n_rungs = 1
     if isinstance(sampler, TransferSampler):
         n_rungs = len(sampler.ladder)
         default_packing = packing_by_cost(sampler.planner.costs, max_per_gpu)
-    packing = resolve_packing(trials_per_gpu, n_rungs, default_packing)
-    capacity, units = lease_units(packing)
-    slots = plan_slots(
-        gpu_ids, packing, min(4, os.cpu_count() or 1) if cpu_workers is None else cpu_workers
-    )
-    logs = _log_folder(log_dir)
-    study = optuna.create_study(
-        storage=make_storage(storage, heartbeat_interval=heartbeat_interval),
-        study_name=study_name,
-        direction=direction,
-        load_if_exists=True,
-    )
-    start = _Progress(study)
-    if not start.waiting and start.done >= n_trials:
-        logger.info(
-            "study %r already holds %d finished trials of the %d asked for; no worker started",
-            study_name,
-            start.done,
-            n_trials,
-        )
-        return []
-    reporter = _Reporter(study, n_trials, sampler, progress_interval)
-    lock_dir = _new_lock_dir() if gpu_ids else None
+    return resolve_packing(trials_per_gpu, n_rungs, default_packing)
+
+
+def _worker_env(storage: str, env: Mapping[str, str] | None) -> dict[str, str]:
+    """The workers' environment: the launcher's, ``env``, the storage URL (not on a command
+    line ``ps`` shows) and the launcher's folder first on ``PYTHONPATH`` (the objective's)."""
     base_env = {**os.environ, **(env or {}), STORAGE_ENV: storage}
     paths = [os.getcwd(), *filter(None, base_env.get("PYTHONPATH", "").split(os.pathsep))]
     base_env["PYTHONPATH"] = os.pathsep.join(paths)
-    processes: list[tuple[WorkerSlot, subprocess.Popen[bytes], Path | None]] = []
-    try:
-        for slot in slots:
-            command = [
-                sys.executable, "-m", "transfersearch.integrations.optuna", "worker",
-                "--study-name", study_name, "--objective", objective,
-                "--total-trials", str(n_trials), "--sampler-attr", sampler_attr,
-                "--max-retry", "none" if max_retry is None else str(max_retry),
-                "--heartbeat-interval", "none" if heartbeat_interval is None
-                else str(heartbeat_interval),
+    return base_env
+
+
+@dataclass(frozen=True)
+class _Worker:
+    """A started worker process, its slot and its log file (None: output inherited)."""
+
+    slot: WorkerSlot
+    process: subprocess.Popen[bytes]
+    log: Path | None
+
+
+@dataclass(frozen=True)
+class _WorkerLaunch:
+    """What the workers of one launch share: the ``worker`` command's options and the
+    environment; :meth:`start` adds a slot's GPU (``--gpu``, ``CUDA_VISIBLE_DEVICES``)."""
+
+    study_name: str
+    objective: str
+    n_trials: int
+    sampler_attr: str
+    heartbeat_interval: int | None
+    grace_period: int | None
+    max_retry: int | None
+    capacity: int
+    units: dict[int, int]
+    lock_dir: str | None
+    env: Mapping[str, str]
+
+    def command(self, slot: WorkerSlot) -> list[str]:
+        """The command line of the worker on ``slot`` (no storage URL: that is in the env)."""
+        heartbeat = self.heartbeat_interval
+        command = [
+            sys.executable, "-m", "transfersearch.integrations.optuna", "worker",
+            "--study-name", self.study_name, "--objective", self.objective,
+            "--total-trials", str(self.n_trials), "--sampler-attr", self.sampler_attr,
+            "--max-retry", "none" if self.max_retry is None else str(self.max_retry),
+            "--heartbeat-interval", "none" if heartbeat is None else str(heartbeat),
+        ]  # fmt: skip
+        if self.grace_period is not None:
+            command += ["--grace-period", str(self.grace_period)]
+        if slot.gpu is not None and self.lock_dir is not None:
+            command += [
+                "--gpu", slot.gpu, "--capacity", str(self.capacity), "--lock-dir", self.lock_dir,
+                "--units", json.dumps(self.units),
             ]  # fmt: skip
-            if grace_period is not None:
-                command += ["--grace-period", str(grace_period)]
-            if slot.gpu is not None and lock_dir is not None:
-                command += [
-                    "--gpu", slot.gpu, "--capacity", str(capacity), "--lock-dir", lock_dir,
-                    "--units", json.dumps(units),
-                ]  # fmt: skip
-            worker_env = {**base_env, "CUDA_VISIBLE_DEVICES": slot.cuda_visible_devices}
-            log = None if logs is None else logs / f"worker-{slot.index}.log"
-            out = None if log is None else open(log, "wb")
-            try:
-                process = subprocess.Popen(
-                    command, env=worker_env, stdout=out, stderr=subprocess.STDOUT if out else None
-                )
-            finally:
-                if out is not None:
-                    out.close()
-            processes.append((slot, process, log))
-        deadline = None if timeout is None else time.monotonic() + timeout
+        return command
+
+    def start(self, slot: WorkerSlot, logs: Path | None) -> _Worker:
+        """Start the worker on ``slot``, its output to ``worker-<index>.log`` in ``logs``."""
+        worker_env = {**self.env, "CUDA_VISIBLE_DEVICES": slot.cuda_visible_devices}
+        log = None if logs is None else logs / f"worker-{slot.index}.log"
+        out = None if log is None else open(log, "wb")
         try:
-            while any(p.poll() is None for _, p, _ in processes):
-                if deadline is not None and time.monotonic() >= deadline:
-                    break
-                reporter.maybe_report()
-                time.sleep(PROCESS_POLL_S)
-        except KeyboardInterrupt:
-            _stop_interrupted([p for _, p, _ in processes])
-            reporter.report(final=True)
-            raise
-        results = []
-        for slot, process, log in processes:
-            if process.poll() is None:  # past the timeout
-                process.terminate()
-            results.append(WorkerResult(slot, process.wait(), log))
+            process = subprocess.Popen(
+                self.command(slot),
+                env=worker_env,
+                stdout=out,
+                stderr=subprocess.STDOUT if out else None,
+            )
+        finally:
+            if out is not None:
+                out.close()
+        return _Worker(slot, process, log)
+
+
+def _wait_for(
+    workers: Sequence[_Worker], reporter: _Reporter, timeout: float | None
+) -> list[WorkerResult]:
+    """Wait for the workers (at most ``timeout`` seconds, then terminate them), printing
+    progress lines; on Ctrl-C stop them (:func:`_stop_interrupted`) and raise it again."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while any(w.process.poll() is None for w in workers):
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            reporter.maybe_report()
+            time.sleep(PROCESS_POLL_S)
+    except KeyboardInterrupt:
+        _stop_interrupted([w.process for w in workers])
         reporter.report(final=True)
-        return results
-    finally:
-        for _, process, _ in processes:
-            if process.poll() is None:
-                process.terminate()
-                process.wait()
-        if lock_dir is not None:
-            shutil.rmtree(lock_dir, ignore_errors=True)
+        raise
+    results = []
+    for worker in workers:
+        if worker.process.poll() is None:  # past the timeout
+            worker.process.terminate()
+        results.append(WorkerResult(worker.slot, worker.process.wait(), worker.log))
+    reporter.report(final=True)
+    return results
 
 
 #: How often the launcher looks at its workers (seconds): short, so it returns soon after they do.
@@ -950,69 +1117,75 @@ def _parser() -> argparse.ArgumentParser:
         "TransferSampler; optionally `pruner`).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    for name in ("workers", "worker"):
-        sub = commands.add_parser(
-            name,
-            help="launch one worker per GPU slot (or CPU workers)"
-            if name == "workers"
-            else "run one worker in this process (what 'workers' starts)",
-        )
-        sub.add_argument(
-            "--storage",
-            default=None,
-            help=f"sqlite:///x.db, postgresql://..., ... (default: ${STORAGE_ENV}; put a URL "
-            "with a password there, not on the command line)",
-        )
-        sub.add_argument("--study-name", required=True)
-        sub.add_argument(
-            "--objective",
-            required=True,
-            help="module:function or file.py:function; the module defines `sampler` too",
-        )
-        total = sub.add_mutually_exclusive_group(required=True)
-        total.add_argument("--total-trials", type=int, help=_TOTAL_HELP)
-        total.add_argument(
-            "--n-trials", type=int, dest="total_trials", help="the same as --total-trials"
-        )
-        if name == "workers":
-            total.add_argument(
-                "--add-trials",
-                type=int,
-                help="run this many trials more than the study holds when the launcher starts",
-            )
-        sub.add_argument("--sampler-attr", default="sampler")
-        sub.add_argument("--heartbeat-interval", type=_optional_int, default=10)
-        sub.add_argument("--grace-period", type=int, default=None)
-        sub.add_argument("--max-retry", type=_optional_int, default=3)
-        sub.add_argument(
-            "--verbose",
-            action="store_true",
-            help="print the full traceback of an error (e.g. the objective module's)",
-        )
-        if name == "workers":
-            sub.add_argument("--gpus", default="auto", help="auto, a count, or ids '0,1'")
-            sub.add_argument(
-                "--trials-per-gpu",
-                type=_trials_per_gpu,
-                default=None,
-                help="k for all rungs, or '0=4,1=2,2=1' (default: cost rule)",
-            )
-            sub.add_argument("--max-per-gpu", type=int, default=4)
-            sub.add_argument("--cpu-workers", type=int, default=None)
-            sub.add_argument("--direction", default="minimize")
-            sub.add_argument("--log-dir", default=None)
-            sub.add_argument(
-                "--progress-interval",
-                type=float,
-                default=PROGRESS_INTERVAL_S,
-                help="seconds between progress lines on stderr (0: none)",
-            )
-        else:
-            sub.add_argument("--gpu", default=None)
-            sub.add_argument("--capacity", type=int, default=1)
-            sub.add_argument("--lock-dir", default=None)
-            sub.add_argument("--units", default=None, help="JSON rung -> units")
+    workers = commands.add_parser("workers", help="launch one worker per GPU slot (or CPU workers)")
+    _add_common_arguments(workers, launcher=True)
+    _add_launcher_arguments(workers)
+    worker = commands.add_parser(
+        "worker", help="run one worker in this process (what 'workers' starts)"
+    )
+    _add_common_arguments(worker, launcher=False)
+    worker.add_argument("--gpu", default=None)
+    worker.add_argument("--capacity", type=int, default=1)
+    worker.add_argument("--lock-dir", default=None)
+    worker.add_argument("--units", default=None, help="JSON rung -> units")
     return parser
+
+
+def _add_common_arguments(sub: argparse.ArgumentParser, *, launcher: bool) -> None:
+    """The options ``workers`` and ``worker`` share (``--add-trials`` only for the launcher)."""
+    sub.add_argument(
+        "--storage",
+        default=None,
+        help=f"sqlite:///x.db, postgresql://..., ... (default: ${STORAGE_ENV}; put a URL "
+        "with a password there, not on the command line)",
+    )
+    sub.add_argument("--study-name", required=True)
+    sub.add_argument(
+        "--objective",
+        required=True,
+        help="module:function or file.py:function; the module defines `sampler` too",
+    )
+    total = sub.add_mutually_exclusive_group(required=True)
+    total.add_argument("--total-trials", type=int, help=_TOTAL_HELP)
+    total.add_argument(
+        "--n-trials", type=int, dest="total_trials", help="the same as --total-trials"
+    )
+    if launcher:
+        total.add_argument(
+            "--add-trials",
+            type=int,
+            help="run this many trials more than the study holds when the launcher starts",
+        )
+    sub.add_argument("--sampler-attr", default="sampler")
+    sub.add_argument("--heartbeat-interval", type=_optional_int, default=10)
+    sub.add_argument("--grace-period", type=int, default=None)
+    sub.add_argument("--max-retry", type=_optional_int, default=3)
+    sub.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print the full traceback of an error (e.g. the objective module's)",
+    )
+
+
+def _add_launcher_arguments(sub: argparse.ArgumentParser) -> None:
+    """The options of ``workers`` alone: GPUs, packing, CPU workers, logs and progress."""
+    sub.add_argument("--gpus", default="auto", help="auto, a count, or ids '0,1'")
+    sub.add_argument(
+        "--trials-per-gpu",
+        type=_trials_per_gpu,
+        default=None,
+        help="k for all rungs, or '0=4,1=2,2=1' (default: cost rule)",
+    )
+    sub.add_argument("--max-per-gpu", type=int, default=4)
+    sub.add_argument("--cpu-workers", type=int, default=None)
+    sub.add_argument("--direction", default="minimize")
+    sub.add_argument("--log-dir", default=None)
+    sub.add_argument(
+        "--progress-interval",
+        type=float,
+        default=PROGRESS_INTERVAL_S,
+        help="seconds between progress lines on stderr (0: none)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
