@@ -18,7 +18,8 @@ What :func:`publish` writes (``transfersearch report --storage ... --study ...``
   each call adds a new pair, and the user attribute below names the latest;
 * the study user attribute :data:`TARGET_ATTR`: the target, the decision, its interval, the model
   and the artifact ids (the dashboard lists user attributes on the study page);
-* the study note (Markdown): the same in a table, with the hidden group's lr and weight decay;
+* the study note (Markdown): the same in a table, with the hidden group's lr and weight decay,
+  and what the fit found (``Extrapolation.diagnostics``, those to act on first);
 * the plotly figures of :mod:`transfersearch.visualization` as dashboard graphs (replaced on
   each call), when plotly is installed.
 """
@@ -47,11 +48,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without optuna
 from transfersearch.errors import TransferSearchError
 from transfersearch.observations import Observation, as_observations
 from transfersearch.report import format_table
-from transfersearch.stored_space import target_hyperparameters
+from transfersearch.stored_space import stored_space
 from transfersearch.summary import extrapolation_to_dict
 
 if TYPE_CHECKING:
-    from transfersearch.extrapolate import Extrapolation
+    from transfersearch.fitting.result import Extrapolation
 
 __all__ = ["TARGET_ATTR", "Published", "default_artifact_dir", "publish"]
 
@@ -122,8 +123,18 @@ def _note(result: Extrapolation, level: float, data: dict[str, Any]) -> str:
         groups = [[g, v["lr"], v["weight_decay"]] for g, v in hp["groups"].items()]
         lines += ["", format_table(["group", "lr", "weight_decay"], groups)]
         lines.append(f"betas={hp['betas']} eps={hp['eps']:g} ema_momentum={hp['ema_momentum']}")
-    lines += ["```", "", "Artifacts: `report.png` (the picture), `laws.json` (every number)."]
+    lines += ["```", *_diagnostic_lines(result)]
+    lines += ["", "Artifacts: `report.png` (the picture), `laws.json` (every number)."]
     return "\n".join(lines)
+
+
+def _diagnostic_lines(result: Extrapolation) -> list[str]:
+    """The fit's diagnostics as a Markdown list, those the user must act on first and marked."""
+    records = sorted(getattr(result, "diagnostics", ()), key=lambda d: not d.act)
+    if not records:
+        return []
+    items = [f"- {'**act:** ' if d.act else ''}{d.message}" for d in records]
+    return ["", "### What the fit found", *items]
 
 
 def _save_figures(
@@ -185,47 +196,18 @@ def publish(
         TransferSearchError: no place for the artifacts, or no trials.
         ImportError: matplotlib is missing and ``png`` is not given.
     """
-    folder: Path | None = None
-    if artifact_store is None:
-        if artifact_dir is not None:
-            folder = Path(artifact_dir)
-        elif storage is not None:
-            folder = default_artifact_dir(storage)
-        else:
-            raise TransferSearchError(
-                "publish() needs a place for the artifacts: pass storage='sqlite:///proxy.db' "
-                "(artifacts beside the file), artifact_dir='...' or artifact_store=..."
-            )
-        folder.mkdir(parents=True, exist_ok=True)
-        artifact_store = FileSystemArtifactStore(str(folder))
+    artifact_store, folder = _artifact_store(storage, artifact_dir, artifact_store)
     obs = list(observations) if observations is not None else as_observations(study)
-    hp = target_hyperparameters(result, study)
+    space = result.space if result.space is not None else stored_space(study)
+    hp = None if space is None else result.hyperparameters(space)
     data = extrapolation_to_dict(result, level, hp)
-    with tempfile.TemporaryDirectory(prefix="transfersearch-") as tmp:
-        picture = Path(tmp) / "report.png"
-        if png is None:
-            from transfersearch.report import plot_report
-
-            plot_report(obs, result, picture, level=level)
-        else:
-            picture.write_bytes(Path(png).read_bytes())
-        laws = Path(tmp) / "laws.json"
-        laws.write_text(json.dumps(data, indent=2, allow_nan=True), encoding="utf-8")
-        report_id = upload_artifact(
-            artifact_store=artifact_store, file_path=str(picture), study_or_trial=study,
-            mimetype="image/png",
-        )  # fmt: skip
-        laws_id = upload_artifact(
-            artifact_store=artifact_store, file_path=str(laws), study_or_trial=study,
-            mimetype="application/json",
-        )  # fmt: skip
-    interval = data["interval"]
+    report_id, laws_id = _upload(study, artifact_store, obs, result, level, png, data)
     study.set_user_attr(
         TARGET_ATTR,
         {
             "target": data["target"],
             "params": data["params"],
-            "interval": interval,
+            "interval": data["interval"],
             "level": level,
             "model": result.model,
             "hidden_lr": None if hp is None else hp.lr,
@@ -245,3 +227,56 @@ def publish(
     graphs = _save_figures(study, obs, result, level)
     logger.info("published the transfer to study %r: %s, %s", study.study_name, report_id, laws_id)
     return Published(folder, report_id, laws_id, graphs)
+
+
+def _artifact_store(
+    storage: str | None,
+    artifact_dir: str | os.PathLike[str] | None,
+    artifact_store: Any,
+) -> tuple[Any, Path | None]:
+    """The store to upload to and its folder (None for a store passed in): ``artifact_store``,
+    else a ``FileSystemArtifactStore`` in ``artifact_dir`` or beside the SQLite file."""
+    if artifact_store is not None:
+        return artifact_store, None
+    if artifact_dir is not None:
+        folder = Path(artifact_dir)
+    elif storage is not None:
+        folder = default_artifact_dir(storage)
+    else:
+        raise TransferSearchError(
+            "publish() needs a place for the artifacts: pass storage='sqlite:///proxy.db' "
+            "(artifacts beside the file), artifact_dir='...' or artifact_store=..."
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    return FileSystemArtifactStore(str(folder)), folder
+
+
+def _upload(
+    study: optuna.Study,
+    artifact_store: Any,
+    observations: Sequence[Observation],
+    result: Extrapolation,
+    level: float,
+    png: str | os.PathLike[str] | None,
+    data: dict[str, Any],
+) -> tuple[str, str]:
+    """Upload ``report.png`` (``png``, or drawn now) and ``laws.json``; their artifact ids."""
+    with tempfile.TemporaryDirectory(prefix="transfersearch-") as tmp:
+        picture = Path(tmp) / "report.png"
+        if png is None:
+            from transfersearch.report import plot_report
+
+            plot_report(observations, result, picture, level=level)
+        else:
+            picture.write_bytes(Path(png).read_bytes())
+        laws = Path(tmp) / "laws.json"
+        laws.write_text(json.dumps(data, indent=2, allow_nan=True), encoding="utf-8")
+        report_id = upload_artifact(
+            artifact_store=artifact_store, file_path=str(picture), study_or_trial=study,
+            mimetype="image/png",
+        )  # fmt: skip
+        laws_id = upload_artifact(
+            artifact_store=artifact_store, file_path=str(laws), study_or_trial=study,
+            mimetype="application/json",
+        )  # fmt: skip
+    return report_id, laws_id
