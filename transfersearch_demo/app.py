@@ -22,9 +22,10 @@ import optuna
 import torch
 from tqdm.auto import tqdm
 
+from transfersearch import Extrapolation, extrapolate
 from transfersearch.errors import TransferSearchError
-from transfersearch.extrapolate import Extrapolation, extrapolate
-from transfersearch.observations import Observation, as_observations
+from transfersearch.observations import Observation
+from transfersearch.readers import as_observations
 from transfersearch.report import format_table, plot_report
 from transfersearch.rules import MuP, Standard
 from transfersearch.scale import Scale
@@ -354,20 +355,7 @@ def run(
     Raises:
         TransferSearchError: conflicting modes, a bad trial count or an unusable device.
     """
-    if full and quick:
-        raise TransferSearchError("--full and --quick exclude each other; pick one.")
-    config = MODES["full" if full else "quick" if quick else "default"]
-    if trials is not None:
-        if (
-            isinstance(trials, bool)
-            or not isinstance(trials, int)
-            or trials < 2 * len(config.ladder)
-        ):
-            raise TransferSearchError(
-                f"`--trials` must be an integer >= {2 * len(config.ladder)} (two per rung of the "
-                f"{len(config.ladder)}-rung ladder), but got trials={trials!r}."
-            )
-        config = DemoConfig(**{**asdict(config), "trials": trials})
+    config = _config(full=full, quick=quick, trials=trials)
     started = time.perf_counter()
     dev = task.resolve_device(device)
     folder = Path(out)
@@ -387,29 +375,8 @@ def run(
     )
     best = best_proxy(observations)
     hps = method_hyperparameters(config, space, result.params, best)
-
     target_runs = TargetRuns(folder / "target_runs.json", config, dev)
-    runs: list[tuple[str, Hyperparameters]] = list(hps.items())
-    for lr in config.grid_lr:
-        for tau in config.grid_tau:
-            runs.append(
-                (
-                    f"grid base_lr={lr:g} tau_epoch={tau:g}",
-                    space.concretize({"base_lr": lr, "tau_epoch": tau}, target),
-                )
-            )
-    losses: dict[str, float] = {}
-    bar = tqdm(runs, desc="target runs", unit="run")
-    for label, hp in bar:
-        bar.set_postfix_str(label)
-        losses[label] = target_runs.loss(label, hp)
-    bar.close()
-    finite = [v for v in losses.values() if math.isfinite(v)]
-    best_loss = min(finite) if finite else math.nan
-    best_label = min(
-        (k for k in losses if math.isfinite(losses[k])), key=losses.__getitem__, default="none"
-    )
-    regret = {m: losses[m] - best_loss if math.isfinite(losses[m]) else math.inf for m in METHODS}
+    losses = _target_losses(target_runs, config, space, hps)
 
     marks = {m: _coords_at_target(space, hps[m]) for m in METHODS[1:]}
     plot_report(
@@ -420,13 +387,88 @@ def run(
         marks=marks,
     )
     interval = result.interval(0.9)
-    summary: dict[str, Any] = {
+    summary = _summary(config, dev, len(observations), result, interval, best, space, hps, losses)
+    summary["seconds"] = {"sweep": sweep_seconds, "total": time.perf_counter() - started}
+    (folder / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
+    _print_summary(summary, result, interval)
+    print(
+        f"wrote {folder / 'summary.json'} and {folder / 'report.png'} "
+        f"in {summary['seconds']['total']:.0f} s"
+    )
+    return summary
+
+
+def _config(*, full: bool, quick: bool, trials: int | None) -> DemoConfig:
+    """The mode's config (``MODES``), with ``trials`` proxy trials when given.
+
+    Raises:
+        TransferSearchError: both modes, or fewer than two trials per rung.
+    """
+    if full and quick:
+        raise TransferSearchError("--full and --quick exclude each other; pick one.")
+    config = MODES["full" if full else "quick" if quick else "default"]
+    if trials is None:
+        return config
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2 * len(config.ladder):
+        raise TransferSearchError(
+            f"`--trials` must be an integer >= {2 * len(config.ladder)} (two per rung of the "
+            f"{len(config.ladder)}-rung ladder), but got trials={trials!r}."
+        )
+    return DemoConfig(**{**asdict(config), "trials": trials})
+
+
+def _target_losses(
+    target_runs: TargetRuns,
+    config: DemoConfig,
+    space: TransferSpace,
+    hps: Mapping[str, Hyperparameters],
+) -> dict[str, float]:
+    """The validation loss at the target of each method, then of each point of the config's
+    base_lr × tau_epoch grid (labelled ``grid base_lr=... tau_epoch=...``)."""
+    runs: list[tuple[str, Hyperparameters]] = list(hps.items())
+    for lr in config.grid_lr:
+        for tau in config.grid_tau:
+            runs.append(
+                (
+                    f"grid base_lr={lr:g} tau_epoch={tau:g}",
+                    space.concretize({"base_lr": lr, "tau_epoch": tau}, config.target),
+                )
+            )
+    losses: dict[str, float] = {}
+    bar = tqdm(runs, desc="target runs", unit="run")
+    for label, hp in bar:
+        bar.set_postfix_str(label)
+        losses[label] = target_runs.loss(label, hp)
+    bar.close()
+    return losses
+
+
+def _summary(
+    config: DemoConfig,
+    dev: torch.device,
+    proxy_trials: int,
+    result: Extrapolation,
+    interval: Mapping[str, tuple[float, float]],
+    best: Observation,
+    space: TransferSpace,
+    hps: Mapping[str, Hyperparameters],
+    losses: Mapping[str, float],
+) -> dict[str, Any]:
+    """What ``summary.json`` holds but the timings: the run's setup, the extrapolation, the best
+    proxy, each method's loss and regret (against the best finite loss found at the target)."""
+    finite = [v for v in losses.values() if math.isfinite(v)]
+    best_loss = min(finite) if finite else math.nan
+    best_label = min(
+        (k for k in losses if math.isfinite(losses[k])), key=losses.__getitem__, default="none"
+    )
+    regret = {m: losses[m] - best_loss if math.isfinite(losses[m]) else math.inf for m in METHODS}
+    return {
         "mode": config.name,
         "device": dev.type,
-        "target": target.to_dict(),
+        "target": config.target.to_dict(),
         "ladder": [s.to_dict() for s in config.ladder],
         "epochs": config.epochs,
-        "proxy_trials": len(observations),
+        "proxy_trials": proxy_trials,
         "extrapolated": {
             **hps["transfersearch"].to_dict(),
             "predicted": dict(result.params),
@@ -452,15 +494,7 @@ def run(
         "target_grid": {k: v for k, v in losses.items() if k not in METHODS},
         "best_at_target": {"label": best_label, "val_loss": best_loss},
         "regret": regret,
-        "seconds": {"sweep": sweep_seconds, "total": time.perf_counter() - started},
     }
-    (folder / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
-    _print_summary(summary, result, interval)
-    print(
-        f"wrote {folder / 'summary.json'} and {folder / 'report.png'} "
-        f"in {summary['seconds']['total']:.0f} s"
-    )
-    return summary
 
 
 def json_safe(value: Any) -> Any:
@@ -477,51 +511,12 @@ def json_safe(value: Any) -> Any:
 def _print_summary(
     summary: Mapping[str, Any], result: Extrapolation, interval: Mapping[str, tuple[float, float]]
 ) -> None:
+    """The demo's tables and verdict on stdout: the extrapolated laws, the three methods at the
+    target, the best loss found there and which method came closest to it."""
     print()
-    print(
-        format_table(
-            ["param", "predicted at target", "90% low", "90% high", "law"],
-            [
-                [
-                    name,
-                    value,
-                    interval[name][0],
-                    interval[name][1],
-                    ", ".join(
-                        f"{k}^{v:+.2f}" for k, v in sorted(result.laws[name].exponents.items())
-                    ),
-                ]
-                for name, value in result.params.items()
-            ],
-        )
-    )
+    print(_law_table(result, interval))
     print()
-    methods = summary["methods"]
-    print(
-        format_table(
-            [
-                "method",
-                "val loss (nats/char)",
-                "regret",
-                "hidden lr",
-                "hidden wd",
-                "base_lr",
-                "tau_epoch",
-            ],
-            [
-                [
-                    m,
-                    methods[m]["val_loss"],
-                    methods[m]["regret"],
-                    methods[m]["lr"],
-                    methods[m]["weight_decay"],
-                    methods[m]["coordinates"]["base_lr"],
-                    methods[m]["coordinates"]["tau_epoch"],
-                ]
-                for m in METHODS
-            ],
-        )
-    )
+    print(_method_table(summary["methods"]))
     best = summary["best_at_target"]
     print(
         f"best loss at the target: {best['val_loss']:.4f} ({best['label']}); "
@@ -537,3 +532,48 @@ def _print_summary(
             f"{regret['transfersearch']:.4g} vs {regret[winner]:.4g}); this run's numbers are "
             "reported as measured"
         )
+
+
+def _law_table(result: Extrapolation, interval: Mapping[str, tuple[float, float]]) -> str:
+    """Each parameter's prediction at the target, its 90% interval and its law's exponents."""
+    return format_table(
+        ["param", "predicted at target", "90% low", "90% high", "law"],
+        [
+            [
+                name,
+                value,
+                interval[name][0],
+                interval[name][1],
+                ", ".join(f"{k}^{v:+.2f}" for k, v in sorted(result.laws[name].exponents.items())),
+            ]
+            for name, value in result.params.items()
+        ],
+    )
+
+
+def _method_table(methods: Mapping[str, Mapping[str, Any]]) -> str:
+    """Each method's loss and regret at the target, its hidden group's (lr, weight decay) and
+    those expressed as base_lr and tau_epoch."""
+    return format_table(
+        [
+            "method",
+            "val loss (nats/char)",
+            "regret",
+            "hidden lr",
+            "hidden wd",
+            "base_lr",
+            "tau_epoch",
+        ],
+        [
+            [
+                m,
+                methods[m]["val_loss"],
+                methods[m]["regret"],
+                methods[m]["lr"],
+                methods[m]["weight_decay"],
+                methods[m]["coordinates"]["base_lr"],
+                methods[m]["coordinates"]["tau_epoch"],
+            ]
+            for m in METHODS
+        ],
+    )
