@@ -193,7 +193,7 @@ def test_a_parameter_unrelated_to_divergence_gets_no_boundary() -> None:
 
 
 # ----------------------------------------------------------------------------------------------
-# extrapolate(): the held-out-LLM-like case of issue 18
+# extrapolate(): a held-out-LLM-like ladder whose boundary closes in on the optimum
 # ----------------------------------------------------------------------------------------------
 SIZES = (1, 2, 4, 8)  # ×1e8 parameters, 20 tokens per parameter
 TARGET = Scale(params=32e8, tokens=640e8)
@@ -242,7 +242,7 @@ def _fit(obs: list[Observation], **options: object) -> ts.Extrapolation:
         return ts.extrapolate(obs, target=TARGET, params=["lr", "wd"], n_bootstrap=20, **options)
 
 
-def test_the_ladder_is_the_issue_case() -> None:
+def test_the_ladder_diverges_where_a_copied_optimum_would() -> None:
     top = [o for o in _llm_like(0) if o.scale["params"] == 8e8 and o.params["wd"] == 0.1]
     finite = sorted(o.params["lr"] for o in top if math.isfinite(o.value))
     diverged = sorted(o.params["lr"] for o in top if not math.isfinite(o.value))

@@ -1,4 +1,4 @@
-"""The engine at the edges of what a ladder saw (issue 18): one cost order, the wall's fixed point
+"""The engine at the edges of what a ladder saw: one cost order, the wall's fixed point
 run to convergence, two-rung collinearity, the one-SE rule's unbiased standard error, optima past
 the box, rungs with few finite trials, censored law fits and honest intervals (docs/science.md §7)."""
 
@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import transfersearch as ts
-from transfersearch import synthetic
+from transfersearch import extrapolate, synthetic, validate
 from transfersearch.cost import by_cost, default_cost
-from transfersearch.extrapolate import extrapolate, validate
 from transfersearch.fitting.laws import UNSEEN_PRIOR_SD, LawData, gls, truncated_normal_moments
+from transfersearch.fitting.local import locate_optimum
+from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.predict import unseen_variance
 from transfersearch.fitting.selection import weighted_mean_se
 from transfersearch.observations import Observation
@@ -32,7 +33,7 @@ def bowl_rung(scale: Scale, lr_opt: float, grid: np.ndarray = LR_GRID) -> list[O
 
 
 # ------------------------------------------------------------------------------------------------
-# One cost order (item 7)
+# One cost order
 # ------------------------------------------------------------------------------------------------
 INVERTED = [Scale(width=64, dataset_size=1e6), Scale(width=128, dataset_size=3e5)]
 INVERTED.append(Scale(width=256, dataset_size=1e5))
@@ -75,7 +76,7 @@ def test_planner_extrapolation_and_report_share_the_order() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# Smaller defects (item 8)
+# Collinearity, the wall's fixed point, the one-SE rule
 # ------------------------------------------------------------------------------------------------
 def test_two_rung_ladder_moving_two_variables_together_is_collinear() -> None:
     scales = [Scale(width=64, dataset_size=1e5), Scale(width=128, dataset_size=2e5)]
@@ -108,7 +109,7 @@ def test_wall_fixed_point_converges_on_a_3x_steeper_upper_wall() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# Every trial is evidence (item 1)
+# Every trial is evidence
 # ------------------------------------------------------------------------------------------------
 def test_truncated_normal_moments_match_the_closed_forms() -> None:
     from scipy.stats import truncnorm
@@ -277,8 +278,8 @@ def test_a_pooled_centre_past_the_edge_within_its_noise_is_no_bound() -> None:
 
 
 def test_box_drift_earns_drift_and_covers() -> None:
-    """The optimum drifts as width^-0.5 out of a box swept the same at every width (the issue's
-    case: clipped centres made walk-forward keep 'nearest' and the interval miss). Seeds 0-5."""
+    """The optimum drifts as width^-0.5 out of a box swept the same at every width (centres
+    clipped to the box would make walk-forward keep 'nearest' and the interval miss). Seeds 0-5."""
     kept, covered = [], 0
     for seed in range(6):
         scenario = synthetic.make_scenario("box_drift", seed)
@@ -296,7 +297,7 @@ def test_box_drift_earns_drift_and_covers() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# Honest intervals (item 3)
+# Honest intervals
 # ------------------------------------------------------------------------------------------------
 def test_one_informative_rung_gives_the_prior_width_not_zero() -> None:
     """Only the cheapest rung locates its optimum; the others have one finite trial each and no
@@ -332,8 +333,8 @@ def test_unseen_variance_is_the_prior_on_the_direction_no_rung_measured() -> Non
 def test_a_never_varied_parameter_is_dropped_with_a_note_not_the_pooled_valley(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """wd is recorded but every trial used 0.1: the valley is still pooled over lr (it switched
-    off silently before), wd keeps 0.1, and the log and summary() say why."""
+    """wd is recorded but every trial used 0.1: the valley is still pooled over lr, wd keeps 0.1,
+    and the log and summary() say why."""
     obs = []
     for width in (64, 128, 256):
         for o in bowl_rung(Scale(width=width), 1e-2 * (width / 64) ** -0.5):
@@ -355,3 +356,52 @@ def test_one_se_rule_uses_the_unbiased_standard_error() -> None:
     assert weighted_mean_se(np.ones(4), values) == pytest.approx(by_hand)
     assert weighted_mean_se(np.full(4, 0.3), values) == pytest.approx(by_hand)
     assert weighted_mean_se(np.ones(1), values[:1]) == 0.0
+
+
+# ------------------------------------------------------------------------------------------------
+# One optimum type, one rung located without warnings
+# ------------------------------------------------------------------------------------------------
+def test_scale_optimum_from_fitted_derives_natural_values_and_stderr() -> None:
+    """params = exp(coords) on a log coordinate and the coordinate itself otherwise, stderr the
+    root of the covariance's diagonal, log_params in the names' order; with_point moves a copy."""
+    cov = np.array([[0.04, 0.01], [0.01, 0.09]])
+    point = np.array([0.9, math.log(3e-3)])
+    optimum = ScaleOptimum.from_fitted(
+        Scale(width=256),
+        ("momentum", "lr"),
+        ["lr"],
+        point,
+        cov,
+        value=1.5,
+        hessian=None,
+        n_trials=10,
+        n_diverged=1,
+        n_used=8,
+        method="quadratic",
+        at_boundary=False,
+    )
+    assert optimum.params == {"momentum": 0.9, "lr": pytest.approx(3e-3, rel=1e-12)}
+    assert optimum.coords == {"momentum": 0.9, "lr": math.log(3e-3)}
+    assert optimum.stderr == {"momentum": pytest.approx(0.2), "lr": pytest.approx(0.3)}
+    assert optimum.log_params == ("lr",) and optimum.names == ("momentum", "lr")
+    moved = optimum.with_point(
+        np.array([0.8, math.log(1e-3)]), np.diag([0.0, 0.25]), bounds={"momentum": (0.7, 0.8)}
+    )
+    assert moved.params == {"momentum": 0.8, "lr": pytest.approx(1e-3, rel=1e-12)}
+    assert moved.stderr == {"momentum": 0.0, "lr": pytest.approx(0.5)}
+    assert moved.bounds == {"momentum": (0.7, 0.8)} and moved.n_trials == 10
+
+
+def test_locate_optimum_returns_its_fallback_as_a_diagnostic_not_a_warning() -> None:
+    """Three trials are fewer than the 5 a 1-D quadratic needs: the best trial, and one
+    act=True record naming the scale and the count; nothing is warned."""
+    scale = Scale(width=64)
+    obs = [Observation(scale, {"lr": lr}, v) for lr, v in ((1e-3, 2.0), (3e-3, 1.5), (1e-2, 1.8))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        optimum, diagnostics = locate_optimum(obs, ["lr"])
+    assert optimum.method == "fallback" and optimum.params["lr"] == pytest.approx(3e-3)
+    assert [(d.kind, d.act, d.scale) for d in diagnostics] == [("fallback", True, scale)]
+    assert diagnostics[0].message.startswith(f"only 3 finite trials at {scale!r}, fewer than the 5")
+    located, none = locate_optimum(bowl_rung(scale, 1e-2), ["lr"])
+    assert located.method == "quadratic" and none == ()

@@ -8,7 +8,6 @@ moved by :meth:`ScaleOptimum.with_point`. Coordinates: docs/notation.md.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -16,10 +15,10 @@ from typing import Any, Literal
 import numpy as np
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.fitting.coords import FloatArray, natural_params, to_fitted, to_natural
+from transfersearch.fitting.coords import FloatArray, natural_params, to_fitted
 from transfersearch.scale import Scale
 
-__all__ = ["LocalFit", "Method", "RejectedModel", "ScaleOptimum", "edge_notes", "to_optimum"]
+__all__ = ["LocalFit", "Method", "RejectedModel", "ScaleOptimum", "to_optimum"]
 
 Method = Literal["quadratic", "fallback", "fallback-implausible", "pooled"]
 
@@ -233,56 +232,3 @@ def to_optimum(
         method=local.method,
         at_boundary=local.at_boundary,
     )
-
-
-def edge_notes(optima: Sequence[ScaleOptimum]) -> list[str]:
-    """Lines for ``summary()``: rungs whose optimum lay past the edge of their trials (read off
-    the valley's extrapolated shape) or is known only as a bound (a censored observation in the
-    laws); docs/science.md §7.1."""
-    lines: list[str] = []
-    if optima:
-        for name in optima[0].names:
-            if all(math.isinf(o.stderr[name]) for o in optima):
-                values = {o.params[name] for o in optima}
-                if len(values) == 1:
-                    lines.append(
-                        f"  {name} was never varied (every trial used {values.pop():.4g}): "
-                        "dropped from the fit; the prediction keeps that value. Sweep it to fit it."
-                    )
-    for optimum in optima:
-        for name, (low, high) in optimum.bounds.items():
-            log = name in optimum.log_params
-            ends = [to_natural(v, log) if math.isfinite(v) else v for v in (low, high)]
-            if math.isfinite(low) and math.isfinite(high):
-                where = f"between {ends[0]:.4g} and {ends[1]:.4g}"
-            elif math.isfinite(low):
-                where = f"above {ends[0]:.4g}"
-            else:
-                where = f"below {ends[1]:.4g}"
-            lines.append(
-                f"  at {optimum.scale!r} the {name} optimum is only bounded, {where}: the laws "
-                "use it as a censored observation."
-            )
-        for name, distance in optimum.past_edge.items():
-            if name in optimum.bounds:
-                continue
-            units = "log units" if name in optimum.log_params else "units"
-            side = "above" if distance > 0 else "below"
-            head = (
-                f"  at {optimum.scale!r} the {name} optimum ({optimum.params[name]:.4g}) lies "
-                f"{abs(distance):.2g} {units} {side} the trials' edge: extrapolated by the "
-                "valley's shape, its stderr grows with the distance."
-            )
-            if name in optimum.diverged_past:
-                # never advise sweeping past a divergence: it bounds the optimum instead
-                value = optimum.diverged_past[name]
-                natural = to_natural(value, name in optimum.log_params)
-                lines.append(
-                    f"{head} A trial at {name}={natural:.4g} diverged: the optimum is bounded by "
-                    f"that divergence ({'below' if distance > 0 else 'above'} it)."
-                )
-            else:
-                lines.append(
-                    f"{head} Sweep further {'up' if distance > 0 else 'down'} there to bracket it."
-                )
-    return lines
