@@ -11,7 +11,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from transfersearch.extrapolate import Extrapolation, Validation
+    from transfersearch.fitting.result import Extrapolation, Validation
     from transfersearch.space import Hyperparameters
 
 __all__ = ["extrapolation_to_dict", "validation_to_dict"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 from transfersearch.fitting.diagnostics import KINDS, Diagnostic
 from transfersearch.fitting.engine import fit_sweep, infer_params, validate_sweep
 from transfersearch.fitting.laws import LawData, LawFit, PowerLaw
-from transfersearch.fitting.local import ScaleOptimum
 from transfersearch.fitting.models import DEFAULT_MODELS, LawModel
+from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.options import FitOptions
 from transfersearch.fitting.result import Collinearity, Extrapolation, Validation
 from transfersearch.fitting.selection import Fold

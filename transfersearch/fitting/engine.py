@@ -28,8 +28,9 @@ from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import Direction, FloatArray, natural_params
 from transfersearch.fitting.decision import safe_shift, with_stability
 from transfersearch.fitting.diagnostics import Diagnostic
-from transfersearch.fitting.local import ScaleOptimum
+from transfersearch.fitting.findings import findings
 from transfersearch.fitting.models import DEFAULT_MODELS, LawModel, check_models, model_named
+from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.options import FitOptions
 from transfersearch.fitting.predict import Prediction, predict
 from transfersearch.fitting.result import Collinearity, Extrapolation, Validation
@@ -231,7 +232,7 @@ def fit_sweep(
         space=sweep.space,
         target_from_ladder=from_ladder,
         duplicates_collapsed=duplicates,
-        diagnostics=notes + result.diagnostics,
+        diagnostics=notes + result.diagnostics + findings(result),
     )
 
 

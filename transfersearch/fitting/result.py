@@ -11,11 +11,12 @@ import numpy as np
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.boundary import StabilityBoundary
-from transfersearch.fitting.coords import Direction, FloatArray
+from transfersearch.fitting.coords import Direction, FloatArray, to_fitted
 from transfersearch.fitting.decision import TargetLoss
 from transfersearch.fitting.diagnostics import Diagnostic
+from transfersearch.fitting.findings import INDENTED_KINDS
 from transfersearch.fitting.laws import PowerLaw
-from transfersearch.fitting.local import ScaleOptimum, edge_notes
+from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.portfolio import DEFAULT_SEED, N_DRAWS, Portfolio, choose_candidates
 from transfersearch.fitting.selection import Fold
 from transfersearch.scale import Scale
@@ -168,8 +169,7 @@ class Extrapolation:
         return result
 
     def _coord(self, name: str) -> float:
-        value = self.law_params[name]
-        return math.log(value) if name in self.log_params else value
+        return to_fitted(self.law_params[name], name in self.log_params)
 
     def hyperparameters(self, space: TransferSpace | None = None) -> Hyperparameters:
         """Concrete hyperparameters at the target: ``space.concretize(self.params, self.target)``,
@@ -230,42 +230,10 @@ class Extrapolation:
         chosen = space if space is not None else self.space
         return choose_candidates(self.target_loss, k, seed=seed, n_draws=n_draws, space=chosen)
 
-    def _stability_lines(self) -> list[str]:
-        """The summary's lines on the stability boundaries (docs/science.md §8)."""
-        if not self.boundary:
-            if not self.stable_up_to:
-                return []
-            tops = ", ".join(f"{k} {v:.3g}" for k, v in self.stable_up_to.items())
-            return [
-                f"no stability boundary: no trial diverged on one side of a parameter; at the "
-                f"costliest rung trials stayed stable up to {tops} (a lower bound on any "
-                "boundary there). P(diverge) is not modelled."
-            ]
-        lines = []
-        for name, fit in self.boundary.items():
-            low, high = fit.interval(0.9)
-            where = "above" if fit.side == "upper" else "below"
-            text = (
-                f"{name} boundary at the target {fit.value:.3g} (90%: {low:.3g}–{high:.3g}; runs "
-                f"diverge {where} it)"
-            )
-            back = self.boundary_shift.get(name, 0.0)
-            if back != 0.0:
-                here = fit.fitted(self.params[name])
-                text += (
-                    f"; the valley's decision {fit.natural(here - back):.3g} lay past its "
-                    f"limit: moved back to {self.params[name]:.3g}, P(diverge) "
-                    f"{fit.p_diverge(here):.0%}"
-                )
-            lines.append(text + ".")
-        lines.append(
-            f"P(diverge) at the decision {self.p_diverge:.1%}, at the law's point "
-            f"{self.p_diverge_law:.1%}."
-        )
-        return lines
-
     def summary(self) -> str:
-        """A few lines: the decision, the model and why, how the decision differs from the law."""
+        """A few lines: the decision, the model and why, how the decision differs from the law,
+        then the :attr:`diagnostics` that ask nothing of the user (unstable parameters, collinear
+        scale variables, rungs' edges and bounds, stability boundaries), in order."""
         lines = [
             f"target {self.target!r}: {self.extrapolation_decades:.2g} decades beyond the ladder "
             f"(which spans {self.ladder_span_decades:.2g}); model {self.model!r} "
@@ -303,20 +271,10 @@ class Extrapolation:
                     else ""
                 )
             )
-        if self.unstable:
-            lines.append(
-                f"unstable: {list(self.unstable)} swing by more than their interval when the "
-                "trials are resampled; add trials to the largest rungs."
-            )
-        if self.collinearity is not None:
-            lines.append(
-                f"collinear: {list(self.collinearity.variables)} move together along the ladder "
-                f"(|corr| {self.collinearity.correlation:.3f}); their separate exponents come "
-                f"from the prior. A rung at {self.collinearity.suggested_scale!r} would separate "
-                "them."
-            )
-        lines.extend(edge_notes(self.optima))
-        lines.extend(self._stability_lines())
+        for note in self.diagnostics:
+            if not note.act:  # the act=True ones are the warnings extrapolate() raised
+                indent = "  " if note.kind in INDENTED_KINDS else ""
+                lines.append(indent + note.message)
         return "\n".join(lines)
 
 

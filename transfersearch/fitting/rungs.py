@@ -30,14 +30,8 @@ from transfersearch.fitting.coords import (
 )
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.laws import UNSEEN_PRIOR_SD, LawData
-from transfersearch.fitting.local import (
-    FALLBACK_SPACING_FRACTION,
-    LocalFit,
-    ScaleOptimum,
-    fit_local,
-    implausible_message,
-    to_optimum,
-)
+from transfersearch.fitting.local import FALLBACK_SPACING_FRACTION, fit_local, implausible_message
+from transfersearch.fitting.optimum import LocalFit, ScaleOptimum, to_optimum
 from transfersearch.fitting.quadratic import min_quadratic_trials
 from transfersearch.fitting.surface import RungTrials, Valley, fit_valley
 from transfersearch.observations import Observation
