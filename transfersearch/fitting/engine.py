@@ -189,7 +189,7 @@ def fit_sweep(
 ) -> Extrapolation:
     """Predict the optimal parameters at ``target`` from a sweep over a ladder of scales.
 
-    Method (module docstring; docs/science.md §7): a valley pooled over every rung gives each
+    Method (module docstring; docs/science.md §7, §7.6): a valley pooled over every rung gives each
     rung's optimum; the models that apply (no drift, the prior's exponents, power laws shrunk
     toward the prior by empirical Bayes, free power laws) are scored walk-forward — each rung
     predicted from strictly cheaper ones, charged its regret on that rung's fitted surface — and a

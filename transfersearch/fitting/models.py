@@ -1,7 +1,7 @@
 """The family of optimum-vs-scale models that walk-forward validation chooses from.
 
-Null models first (docs/science.md §7): in invariant coordinates the papers predict no drift, so drift
-must be earned.
+Null models first (docs/science.md §7.6): in invariant coordinates the papers predict no drift, so
+drift must be earned.
 
 - ``"nearest"`` — no drift: the optimum of the rung(s) nearest the target.
 - ``"constant"`` — no drift: one optimum pooled over every rung (precision-weighted).

@@ -391,11 +391,11 @@ def _censor_alone(ladder: Ladder, optimum: ScaleOptimum, trials: RungTrials) -> 
     """A rung fitted alone: what it bounds. With ``d`` finite trials or fewer nothing places its
     centre, not even with the curvature shared (one trial: its depth is unknown; two in 2-D: a
     direction is missing), so it says only what its diverged neighbours bound: every other
-    coordinate gets an infinite variance (§7.1). (A local quadratic minimised on its box's edge
-    stays an ordinary observation there, with a trial spacing of doubt where its slope there is
-    resolved and the swept range where it is not (:func:`~transfersearch.fitting.local.fit_local`):
-    a rung the valley could not hold is noisy, and on the noisy scenarios an edge read as a bound
-    misled the law.)"""
+    coordinate gets an infinite variance (docs/science.md §7.1). A local quadratic minimised on its
+    box's edge stays an ordinary observation there, with a trial spacing of doubt where its slope
+    there is resolved and the swept range where it is not
+    (:func:`~transfersearch.fitting.local.fit_local`): a rung the valley could not hold is noisy,
+    and its edge is no evidence of a bound."""
     low, high = diverged_bracket(trials)
     finite = np.isfinite(trials.values)
     point = np.array([optimum.coords[n] for n in ladder.names])
