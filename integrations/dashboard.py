@@ -130,7 +130,7 @@ def _note(result: Extrapolation, level: float, data: dict[str, Any]) -> str:
 
 def _diagnostic_lines(result: Extrapolation) -> list[str]:
     """The fit's diagnostics as a Markdown list, those the user must act on first and marked."""
-    records = sorted(getattr(result, "diagnostics", ()), key=lambda d: not d.act)
+    records = sorted(result.diagnostics, key=lambda d: not d.act)
     if not records:
         return []
     items = [f"- {'**act:** ' if d.act else ''}{d.message}" for d in records]

@@ -110,6 +110,9 @@ def test_the_dashboard_serves_the_target_prediction_and_the_artifacts(
     assert target["hidden_lr"] == pytest.approx(target["params"]["base_lr"] / 16)  # µP, 16× wider
     assert "transfersearch: the big run" in detail["note"]["body"]
     assert "hidden" in detail["note"]["body"]
+    assert res.diagnostics  # the sweep's fit has something to say (its stability boundary)
+    for record in res.diagnostics:  # the note shows what the fit found, as summary() does
+        assert record.message in detail["note"]["body"]
     ids = target["artifacts"]
     served = {a["artifact_id"]: a for a in detail["artifacts"]}
     assert set(ids.values()) <= set(served)
