@@ -3,7 +3,9 @@
 Each function returns a ``plotly.graph_objects.Figure`` (show it, or save it with
 ``fig.write_html``); :func:`write_html_report` puts all three into one HTML file. plotly is
 imported when a figure is drawn (``pip install 'transfersearch[plot]'``); the PNG report for the
-terminal stays in :mod:`transfersearch.report` (matplotlib).
+terminal stays in :mod:`transfersearch.report` (matplotlib). Both draw the numbers that
+``transfersearch/_figure_info.py`` computes once (the rungs' optima and bars, the law and its band,
+the target, the trials of each rung).
 
 .. code-block:: python
 
