@@ -339,7 +339,7 @@ def test_params_default_to_those_every_complete_trial_records() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# Walk-forward model choice (SCIENCE.md §7: drift must be earned)
+# Walk-forward model choice (docs/science.md §7.6: drift must be earned)
 # ------------------------------------------------------------------------------------------------
 def test_no_drift_ladder_keeps_a_no_drift_model() -> None:
     chosen = []
@@ -487,7 +487,7 @@ def test_a_model_passed_is_used_and_names_are_unique() -> None:
 
 
 def test_metric_units_do_not_move_the_extrapolation() -> None:
-    # Issue 11 item 15: every threshold is relative to the data's scale.
+    # Every threshold is relative to the data's scale.
     obs = landscape(3, n=60)
     tiny = [Observation(o.scale, o.params, o.value * 1e-12, o.state) for o in obs]
     plain = extrapolate(obs, target=TARGET, params=["lr", "tau"], n_bootstrap=20, seed=0)
