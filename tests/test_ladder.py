@@ -15,7 +15,7 @@ import transfersearch as ts
 from transfersearch import synthetic
 from transfersearch.cost import default_cost
 from transfersearch.errors import TransferSearchError
-from transfersearch.ladder import RungDecision, TransferPlanner
+from transfersearch.ladder import LawPrediction, RungDecision, TransferPlanner
 from transfersearch.ledger import TrialLedger
 from transfersearch.observations import Observation
 from transfersearch.resources import gpu_shares, trials_per_gpu
@@ -48,6 +48,10 @@ def test_rungs_are_ordered_by_cost_with_default_budgets() -> None:
     assert planner.costs[0] == default_cost(LADDER[1]) == 64**2 * 2e4
     assert planner.budgets == (16, 16, 8, 8)
     assert planner.rung_of(LADDER[0]) == 3
+    planner.budgets = (2, 2, 1, 1)  # checked as trials_per_rung is
+    assert planner.assign_rung([2, 1, 0, 0]).rung == 1 and planner.costs[0] == 64**2 * 2e4
+    with pytest.raises(ts.TransferSearchError, match="entries for 4 rungs"):
+        planner.budgets = (2, 2)
     with pytest.raises(ts.TransferSearchError, match="not a rung"):
         planner.rung_of(BASE.replace(width=32))
 
@@ -66,6 +70,21 @@ def test_assign_rung_fills_the_cheapest_open_budget_then_balances(counts: list[i
         fractions = [c / b for c, b in zip(counts, planner.budgets)]
         assert fractions[rung] == min(fractions)
     assert planner.assign_rung(dict(enumerate(counts))) == decision
+
+
+def test_the_prediction_is_the_law_s_point_and_its_one_sigma_spread() -> None:
+    planner = TransferPlanner(SPACE, LADDER, min_trials=6, n_bootstrap=20, seed=1)
+    history = observations(planner, [0, 1, 2], 20)
+    predicted = planner.prediction(3, history)
+    assert isinstance(predicted, LawPrediction)
+    center, spread = predicted  # unpacks as the (center, spread) pair it always was
+    res = ts.extrapolate(
+        history, target=planner.ladder[3], params=["base_lr", "tau_epoch"], n_bootstrap=20, seed=1
+    )
+    assert center == {name: float(res.params[name]) for name in ("base_lr", "tau_epoch")}
+    for name, (low, high) in res.interval(0.68).items():  # both coordinates are log-scaled
+        assert spread[name] == max(0.5 * math.log(high / low), planner.options.min_spread)
+    assert planner.prediction(3, history) is predicted  # the rungs have not grown: cached
 
 
 def test_the_law_proposes_the_predicted_optimum_first_then_its_neighbourhood() -> None:
@@ -149,6 +168,18 @@ def test_state_and_reseed_replay_the_neighbourhood_draws() -> None:
     assert neighbourhood(planner.replace(min_spread=0.15), history) == seven  # the stream goes on
     with pytest.raises(ts.TransferSearchError, match="version"):
         planner.load_state_dict({"version": 99})
+
+
+def test_a_state_saved_in_version_1_s_layout_loads() -> None:
+    """The saved state is ``{"version": 1, "rng": <numpy bit generator state>}``, as stored by the
+    adapters' checkpoints: loading one made by hand replays that generator's draws."""
+    planner = TransferPlanner(SPACE, LADDER, focus=1.0, n_bootstrap=0)
+    history = observations(planner, [0, 1, 2], 20)
+    planner.load_state_dict({"version": 1, "rng": np.random.default_rng(11).bit_generator.state})
+    loaded = neighbourhood(planner, history)
+    planner.reseed(11)
+    assert neighbourhood(planner, history) == loaded
+    assert set(planner.state_dict()) == {"version", "rng"}
 
 
 def test_trials_per_gpu_packs_cheap_rungs() -> None:

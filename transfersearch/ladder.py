@@ -3,8 +3,11 @@
 One implementation for both adapters (the Optuna sampler and the Ray Tune searcher):
 :meth:`TransferPlanner.assign_rung` returns a :class:`RungDecision` (budget order, with law
 gating for concurrent trials) and :meth:`TransferPlanner.propose` a :class:`Proposal` (the law's
-point, a draw around it, or "leave it to the base sampler"). The policy and its reasons are in
-``docs/design.md``; decisions are logged to ``logging.getLogger("transfersearch.ladder")``.
+point, a draw around it, or "leave it to the base sampler"). The planner joins two parts: the
+budgets and rungs (:class:`~transfersearch.schedule.RungSchedule`) and the fitted laws
+(:class:`~transfersearch.law_cache.LawCache`); its options are one :class:`PlannerOptions`. The
+policy and its reasons are in ``docs/design.md``; decisions are logged to
+``logging.getLogger("transfersearch.ladder")``.
 
     >>> from transfersearch import synthetic
     >>> planner = TransferPlanner(synthetic.make_space(), synthetic.LADDER, seed=0)
@@ -17,50 +20,36 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import inspect
-import logging
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from transfersearch.cost import by_cost
-from transfersearch.cost import default_cost as default_cost  # re-exported: its old home
+from transfersearch.cost import default_cost
 from transfersearch.errors import TransferSearchError, check_bool, check_int
 from transfersearch.fitting.coords import check_direction
-from transfersearch.ledger import TrialLedger
+from transfersearch.law_cache import FitAttempt, LawCache, LawPrediction
+from transfersearch.ledger import complete_counts
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
+from transfersearch.schedule import Counts, RungDecision, RungSchedule
 from transfersearch.space import Float, Int, TransferSpace
 from transfersearch.sweep import Direction
 
-if TYPE_CHECKING:
-    from transfersearch.fitting.result import Collinearity
+__all__ = [
+    "FitAttempt",
+    "LawPrediction",
+    "PlannerOptions",
+    "Proposal",
+    "RungDecision",
+    "TransferPlanner",
+]
 
-__all__ = ["FitAttempt", "PlannerOptions", "Proposal", "RungDecision", "TransferPlanner"]
-
-logger = logging.getLogger(__name__)
-
+#: The version of :meth:`TransferPlanner.state_dict`'s layout; a saved state of another is refused.
 STATE_VERSION = 1
-
-
-class RungDecision(NamedTuple):
-    """Where the next trial runs.
-
-    Attributes:
-        rung: the rung (index in cost order). With ``wait`` it is the rung held back.
-        detoured_from: the rung the budget order chose when the law gate sent the trial to the
-            cheaper ``rung`` instead; None when the trial was not detoured.
-        wait: True when the caller should start nothing now and ask again once a trial ends
-            (only when :meth:`TransferPlanner.assign_rung` was called with ``wait=True``).
-    """
-
-    rung: int
-    detoured_from: int | None
-    wait: bool
 
 
 @dataclass(frozen=True)
@@ -74,38 +63,6 @@ class Proposal:
     rung: int
     params: Mapping[str, float]
     source: str
-
-
-@dataclass(frozen=True)
-class FitAttempt:
-    """One fit of the optimum-vs-scale law for a rung, as :meth:`TransferPlanner.prediction` ran it.
-
-    Attributes:
-        rung: the rung the law predicts for.
-        trials: complete trials per source rung that went into the fit.
-        error: why the fit failed (``"ExceptionType: message"``); None when it succeeded.
-        warnings: the warnings the fit raised (each also logged).
-    """
-
-    rung: int
-    trials: Mapping[Scale, int]
-    error: str | None
-    warnings: tuple[str, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        """True when the fit succeeded."""
-        return self.error is None
-
-
-#: What a failing fit may raise and the planner survives: bad data for the law (too few usable
-#: trials, a degenerate design) or a numerical failure. Anything else is a bug and propagates.
-_FIT_ERRORS: tuple[type[BaseException], ...] = (
-    TransferSearchError,
-    ValueError,
-    np.linalg.LinAlgError,
-    ArithmeticError,  # FloatingPointError, OverflowError, ZeroDivisionError
-)
 
 
 def _is_real(value: object) -> bool:
@@ -302,6 +259,10 @@ class TransferPlanner:
         **kwargs: options by name (``min_trials=6``, ``focus=0.5`` ...), as :class:`PlannerOptions`
             fields; given with ``options``, they change those.
 
+    Attributes:
+        options: the planner's :class:`PlannerOptions` (fixed for its life; see :meth:`replace`).
+        ladder: the proxy scales in cost order; ``costs`` and ``budgets`` in the same order.
+
     Raises:
         TransferSearchError: an empty ladder, duplicate scales, a budget per rung of the wrong
             length, costs that are not positive, an unknown option or a value
@@ -315,68 +276,54 @@ class TransferPlanner:
         options: PlannerOptions | None = None,
         **kwargs: Any,
     ) -> None:
-        if options is None:
-            options = PlannerOptions.from_kwargs(**kwargs)
-        elif not isinstance(options, PlannerOptions):
-            raise TransferSearchError(
-                f"`options` must be a PlannerOptions, but got {options!r}. Pass e.g. "
-                "PlannerOptions(min_trials=6), or the options as keywords."
-            )
-        elif kwargs:
-            _check_names(kwargs)
-            options = dataclasses.replace(options, **kwargs)
-        self.options = options
+        self.options = _options(options, kwargs)
         if not isinstance(space, TransferSpace):
             raise TransferSearchError(f"`space` must be a TransferSpace, but got {space!r}.")
-        if not ladder:
-            raise TransferSearchError(
-                "`ladder` is empty. Give the proxy scales, e.g. "
-                "[ts.Scale(width=w, dataset_size=n) for w in (64, 128) for n in (2e4, 8e4)]."
-            )
-        scales = [s if isinstance(s, Scale) else Scale(s) for s in ladder]
-        if len(set(scales)) != len(scales):
-            raise TransferSearchError(f"`ladder` holds duplicate scales: {scales}.")
         self.space = space
-        self.cost: Callable[[Scale], float] = options.cost or default_cost
-        costs = [float(self.cost(s)) for s in scales]
-        if any(not math.isfinite(c) or c <= 0 for c in costs):
-            raise TransferSearchError(f"`cost` must give positive finite costs, but gave {costs}.")
-        self.ladder: tuple[Scale, ...] = tuple(by_cost(scales, self.cost))
-        self.costs: tuple[float, ...] = tuple(costs[scales.index(s)] for s in self.ladder)
-        self.budgets: tuple[int, ...] = self._budgets(options)
-        self.min_trials = options.min_trials
-        self.focus = options.focus
-        self.min_spread = options.min_spread
-        self.n_bootstrap = options.n_bootstrap
-        self.transfer = options.transfer
-        self.refit_growth = options.refit_growth
-        self.gate_on_law = options.gate_on_law
-        self.detour_limit = options.detour_limit
-        self._numeric = [
-            n for n, d in self.space.distributions.items() if isinstance(d, (Float, Int))
-        ]
-        self._rng = np.random.default_rng(options.seed)
-        # rung -> (complete trials per qualifying rung at the last fit, the fit's result)
-        self._cache: dict[
-            int, tuple[dict[Scale, int], tuple[dict[str, float], dict[str, float]] | None]
-        ] = {}
-        self._fit_attempts: list[FitAttempt] = []
-        self._suggested: Scale | None = None
+        self.cost: Callable[[Scale], float] = self.options.cost or default_cost
+        self._schedule = RungSchedule.build(
+            ladder,
+            trials_per_rung=self.options.trials_per_rung,
+            first_rungs_trials=self.options.first_rungs_trials,
+            later_rungs_trials=self.options.later_rungs_trials,
+            cost=self.cost,
+            gate_on_law=self.options.gate_on_law,
+            detour_limit=self.options.detour_limit,
+        )
+        self._laws = LawCache(
+            space,
+            self._schedule.ladder,
+            cost=self.cost,
+            min_trials=self.options.min_trials,
+            min_spread=self.options.min_spread,
+            n_bootstrap=self.options.n_bootstrap,
+            seed=self.options.seed,
+            refit_growth=self.options.refit_growth,
+            direction=self.options.direction,
+        )
+        self._rng = np.random.default_rng(self.options.seed)
 
-    def _budgets(self, options: PlannerOptions) -> tuple[int, ...]:
-        n = len(self.ladder)
-        if options.trials_per_rung is None:
-            first, later = options.first_rungs_trials, options.later_rungs_trials
-            return tuple(first if i < 2 else later for i in range(n))
-        if isinstance(options.trials_per_rung, int):
-            return (options.trials_per_rung,) * n
-        budgets = options.trials_per_rung
-        if len(budgets) != n:
-            raise TransferSearchError(
-                f"`trials_per_rung` has {len(budgets)} entries for {n} rungs; give one per rung "
-                "(in cost order) or a single int."
-            )
-        return budgets
+    @property
+    def ladder(self) -> tuple[Scale, ...]:
+        """The proxy scales, cheapest first."""
+        return self._schedule.ladder
+
+    @property
+    def costs(self) -> tuple[float, ...]:
+        """Each rung's cost (cost order)."""
+        return self._schedule.costs
+
+    @property
+    def budgets(self) -> tuple[int, ...]:
+        """Each rung's trial budget (cost order); assigning one per rung changes them."""
+        return self._schedule.budgets
+
+    @budgets.setter
+    def budgets(self, budgets: Sequence[int]) -> None:
+        schedule = RungSchedule.build(
+            self.ladder, trials_per_rung=_check_budgets(tuple(budgets)), cost=self.cost
+        )
+        self._schedule = dataclasses.replace(self._schedule, budgets=schedule.budgets)
 
     @property
     def seed(self) -> int | None:
@@ -393,12 +340,11 @@ class TransferPlanner:
         ``direction="maximize"``), continuing this one's random stream.
 
         Raises:
-            TransferSearchError: an unknown option, or a value the constructor refuses.
+            TransferSearchError: an unknown option, or a value :class:`PlannerOptions` refuses.
         """
         _check_names(changes)
-        planner = TransferPlanner(
-            self.space, self.ladder, dataclasses.replace(self.options, **changes)
-        )
+        options = dataclasses.replace(self.options, **changes)
+        planner = TransferPlanner(self.space, self.ladder, options)
         if "seed" not in changes:
             planner.load_state_dict(self.state_dict())
         return planner
@@ -406,7 +352,7 @@ class TransferPlanner:
     @property
     def fit_attempts(self) -> tuple[FitAttempt, ...]:
         """Every fit of the law so far, failed ones with their error (see :class:`FitAttempt`)."""
-        return tuple(self._fit_attempts)
+        return self._laws.attempts
 
     @property
     def suggested_rung(self) -> Scale | None:
@@ -418,40 +364,19 @@ class TransferPlanner:
         ``transfersearch.ladder``) when it first appears. Add it with
         ``TransferSampler(space, ladder + [planner.suggested_rung], ...)`` in the next study.
         """
-        return self._suggested
+        return self._laws.suggested_rung
 
     # ------------------------------------------------------------------------------------------
     def rung_of(self, scale: Scale | Mapping[str, float]) -> int:
         """The index of ``scale`` in the (cost-ordered) ladder."""
-        target = scale if isinstance(scale, Scale) else Scale(scale)
-        try:
-            return self.ladder.index(target)
-        except ValueError:
-            raise TransferSearchError(
-                f"{target!r} is not a rung of the ladder {self.ladder}."
-            ) from None
-
-    def _per_rung(self, counts: Mapping[int, int] | Sequence[int] | None) -> list[int]:
-        """Per-rung counts (cost order) from a mapping rung -> count or a sequence; None: zeros."""
-        if counts is None:
-            return [0] * len(self.ladder)
-        if isinstance(counts, Mapping):
-            return [int(counts.get(i, 0)) for i in range(len(self.ladder))]
-        return [int(counts[i]) for i in range(len(self.ladder))]
-
-    def _budget_order(self, counts: Sequence[int]) -> int:
-        """Cheapest rung with budget left; past every budget, the smallest used fraction."""
-        for i, (count, budget) in enumerate(zip(counts, self.budgets)):
-            if count < budget:
-                return i
-        return min(range(len(self.ladder)), key=lambda i: (counts[i] / self.budgets[i], i))
+        return self._schedule.rung_of(scale)
 
     def assign_rung(
         self,
-        started: Mapping[int, int] | Sequence[int],
+        started: Counts,
         *,
         observations: Sequence[Observation] | None = None,
-        running: Mapping[int, int] | Sequence[int] | None = None,
+        running: Counts | None = None,
         wait: bool = False,
     ) -> RungDecision:
         """The rung for the next trial, given how many trials each rung has started.
@@ -476,46 +401,16 @@ class TransferPlanner:
         Returns:
             The :class:`RungDecision`.
         """
-        counts = self._per_rung(started)
-        rung = self._budget_order(counts)
-        if not self.gate_on_law or observations is None or rung < 2:
-            logger.debug("rung %d by the budget order (started per rung: %s)", rung, counts)
-            return RungDecision(rung, None, False)
-        in_flight = self._per_rung(running)
-        complete = _complete_counts(observations)
-        if not self._law_pending(rung, complete, in_flight):
-            logger.debug("rung %d by the budget order (started per rung: %s)", rung, counts)
-            return RungDecision(rung, None, False)
-        if wait:
-            logger.info(
-                "waiting: the law for rung %d is pending on running trials %s", rung, in_flight
-            )
-            return RungDecision(rung, None, True)
-        for lower in range(rung):
-            if counts[lower] >= self.detour_limit * self.budgets[lower]:
-                continue
-            if lower >= 2 and self._law_pending(lower, complete, in_flight):
-                continue
-            logger.info(
-                "detour: rung %d instead of %d, whose law is pending on running trials %s",
-                lower,
-                rung,
-                in_flight,
-            )
-            return RungDecision(lower, rung, False)
-        logger.info(
-            "rung %d runs without its pending law: every lower rung has started %g x its budget",
-            rung,
-            self.detour_limit,
-        )
-        return RungDecision(rung, None, False)
+        if observations is None:
+            return self._schedule.assign(started)
+        complete = complete_counts(observations)
 
-    def law_pending(
-        self,
-        rung: int,
-        observations: Sequence[Observation],
-        running: Mapping[int, int] | Sequence[int],
-    ) -> bool:
+        def pending(rung: int, in_flight: Sequence[int]) -> bool:
+            return self._law_pending(rung, complete, in_flight)
+
+        return self._schedule.assign(started, pending=pending, running=running, wait=wait)
+
+    def law_pending(self, rung: int, observations: Sequence[Observation], running: Counts) -> bool:
         """Whether the law for ``rung`` is not available now but will be once running trials end.
 
         The law needs two rungs other than ``rung`` with at least ``min_trials`` complete trials
@@ -529,31 +424,15 @@ class TransferPlanner:
             observations: the finished trials (any rung, any state).
             running: trials per rung now running (mapping rung -> count, or a sequence).
         """
-        return self._law_pending(rung, _complete_counts(observations), self._per_rung(running))
+        in_flight = self._schedule.per_rung(running)
+        return self._law_pending(rung, complete_counts(observations), in_flight)
 
     def _law_pending(
         self, rung: int, complete: Mapping[Scale, int], in_flight: Sequence[int]
     ) -> bool:
-        if not self.transfer or not self._numeric:
-            return False
-        target = self.ladder[rung]
-        now = sum(n >= self.min_trials for s, n in complete.items() if s != target)
-        if now >= 2:
-            return False
-        merged = {s: n for s, n in complete.items() if s != target}
-        for other, count in enumerate(in_flight):
-            if other != rung and count > 0:
-                scale = self.ladder[other]
-                merged[scale] = merged.get(scale, 0) + count
-        return sum(n >= self.min_trials for n in merged.values()) >= 2
+        return self.options.transfer and self._laws.pending(rung, complete, in_flight)
 
-    def numeric_names(self) -> list[str]:
-        """Swept coordinates the law can model (Float and Int, not Choice)."""
-        return list(self._numeric)
-
-    def prediction(
-        self, rung: int, observations: Sequence[Observation]
-    ) -> tuple[dict[str, float], dict[str, float]] | None:
+    def prediction(self, rung: int, observations: Sequence[Observation]) -> LawPrediction | None:
         """The law's predicted optimum at ``rung`` and its spread (log units for log coordinates).
 
         Uses rungs other than ``rung`` that have at least ``min_trials`` complete trials; needs two
@@ -566,122 +445,48 @@ class TransferPlanner:
             observations: the finished trials (any rung, any state); a
                 :class:`~transfersearch.ledger.TrialLedger` makes the check before a refit
                 O(rungs) instead of O(trials).
+
+        Returns:
+            The :class:`~transfersearch.law_cache.LawPrediction` (``center, spread``), or None.
         """
-        names = self._numeric
-        if not names:
-            return None
-        target = self.ladder[rung]
-        complete = _complete_counts(observations)
-        counts = {s: n for s, n in complete.items() if s != target and n >= self.min_trials}
-        if len(counts) < 2:
-            return None
-        cached = self._cache.get(rung)
-        if cached is not None and set(cached[0]) == set(counts):
-            last = cached[0]
-            if all(n < self.refit_growth * last[s] or n == last[s] for s, n in counts.items()):
-                return cached[1]
-        result = self._fit(rung, [o for o in observations if o.scale in counts], counts)
-        self._cache[rung] = (counts, result)
-        return result
-
-    def _fit(
-        self, rung: int, usable: list[Observation], counts: Mapping[Scale, int]
-    ) -> tuple[dict[str, float], dict[str, float]] | None:
-        """Fit the law on ``usable`` and predict at ``rung``; a failure is logged and recorded."""
-        from transfersearch import extrapolate  # the public function, wherever it lives
-
-        names = self._numeric
-        error: str | None = None
-        result: tuple[dict[str, float], dict[str, float]] | None = None
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                fit = extrapolate(
-                    usable,
-                    target=self.ladder[rung],
-                    params=names,
-                    direction=self.options.direction,
-                    n_bootstrap=self.n_bootstrap,
-                    seed=0 if self.seed is None else self.seed,
-                    cost=self.cost,
-                )
-                self._note_collinearity(fit.collinearity)
-                center = {n: float(fit.params[n]) for n in names}
-                bounds = fit.interval(0.68)
-                spread = {
-                    n: self._spread(n, float(bounds[n][0]), float(bounds[n][1])) for n in names
-                }
-                result = (center, spread)
-            except _FIT_ERRORS as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                sources = {
-                    self.ladder.index(s) if s in self.ladder else s: n for s, n in counts.items()
-                }
-                logger.warning(
-                    "the law for rung %d failed to fit (%s); complete trials per source rung: %s. "
-                    "Its trials go to the base sampler until those rungs grow by %g x",
-                    rung,
-                    error,
-                    sources,
-                    self.refit_growth,
-                )
-        messages = tuple(f"{w.category.__name__}: {w.message}" for w in caught)
-        for message in messages:
-            logger.info("the law fit for rung %d warned: %s", rung, message)
-        self._fit_attempts.append(FitAttempt(rung, dict(counts), error, messages))
-        if error is None:
-            logger.debug("the law for rung %d predicts %s", rung, result)
-        return result
-
-    def _note_collinearity(self, found: Collinearity | None) -> None:
-        suggested = None if found is None else found.suggested_scale
-        if suggested is not None and suggested != self._suggested:
-            assert found is not None
-            logger.info(
-                "scale variables %s move together over the fitted rungs (|corr| %.3f): their "
-                "exponents come from the prior. A rung at %r would separate them.",
-                " and ".join(found.variables),
-                found.correlation,
-                suggested,
-            )
-        self._suggested = suggested
-
-    def _spread(self, name: str, low: float, high: float) -> float:
-        dist = self.space.distributions[name]
-        assert isinstance(dist, (Float, Int))  # _numeric holds Float and Int coordinates only
-        if dist.log and low > 0 and high > 0:
-            return max(0.5 * math.log(high / low), self.min_spread)
-        return max(0.5 * (high - low), self.min_spread * (dist.high - dist.low))
+        return self._laws.prediction(rung, observations)
 
     def propose(
         self, rung: int, observations: Sequence[Observation], started_at_rung: int
     ) -> Proposal:
         """Coordinates for the next trial at ``rung`` (empty params: defer to the base sampler).
 
+        The first trial at a law-guided rung runs at the law's point; a later one, with
+        probability ``focus``, at a normal draw around it (in log space for a log coordinate).
+
         Args:
             rung: the rung the trial runs on.
             observations: every finished trial so far (any rung; failed and diverged included).
             started_at_rung: trials already started at this rung before this one.
         """
-        predicted = self.prediction(rung, observations) if self.transfer else None
+        predicted = self.prediction(rung, observations) if self.options.transfer else None
         if predicted is None:
             return Proposal(rung, {}, "base")
-        center, spread = predicted
         distributions = self.space.distributions
         if started_at_rung == 0:
-            params = {n: distributions[n].snap(v) for n, v in center.items()}
+            params = {n: distributions[n].snap(v) for n, v in predicted.center.items()}
             return Proposal(rung, params, "law-point")
-        if self._rng.random() >= self.focus:
+        if self._rng.random() >= self.options.focus:
             return Proposal(rung, {}, "base")
+        return Proposal(rung, self._neighbour(predicted), "law-neighbourhood")
+
+    def _neighbour(self, predicted: LawPrediction) -> dict[str, float]:
+        """One normal draw around the law's point, snapped to the space."""
         params = {}
-        for name, value in center.items():
-            dist = distributions[name]
-            if dist.log and value > 0:  # type: ignore[union-attr]  # numeric: Float or Int
-                draw = value * math.exp(self._rng.normal(0.0, spread[name]))
+        for name, value in predicted.center.items():
+            dist = self.space.distributions[name]
+            assert isinstance(dist, (Float, Int))  # the law models Float and Int coordinates
+            if dist.log and value > 0:
+                draw = value * math.exp(self._rng.normal(0.0, predicted.spread[name]))
             else:
-                draw = value + self._rng.normal(0.0, spread[name])
+                draw = value + self._rng.normal(0.0, predicted.spread[name])
             params[name] = dist.snap(draw)
-        return Proposal(rung, params, "law-neighbourhood")
+        return params
 
     def reseed(self, seed: int | None = None) -> None:
         """Restart the planner's random draws from ``seed`` (None: fresh OS entropy).
@@ -706,6 +511,19 @@ class TransferPlanner:
         self._rng.bit_generator.state = state["rng"]
 
 
+def _options(options: PlannerOptions | None, kwargs: Mapping[str, Any]) -> PlannerOptions:
+    """The planner's options: ``options`` (default: the defaults) changed by ``kwargs``."""
+    if options is None:
+        return PlannerOptions.from_kwargs(**kwargs)
+    if not isinstance(options, PlannerOptions):
+        raise TransferSearchError(
+            f"`options` must be a PlannerOptions, but got {options!r}. Pass e.g. "
+            "PlannerOptions(min_trials=6), or the options as keywords."
+        )
+    _check_names(kwargs)
+    return dataclasses.replace(options, **kwargs) if kwargs else options
+
+
 def _planner_signature() -> inspect.Signature:
     """``TransferPlanner(space, ladder, options=None, *, <each PlannerOptions field>)``: what
     ``**kwargs`` takes, spelt out for :func:`inspect.signature`, ``help()`` and editors."""
@@ -718,10 +536,3 @@ def _planner_signature() -> inspect.Signature:
 
 
 TransferPlanner.__signature__ = _planner_signature()  # type: ignore[attr-defined]
-
-
-def _complete_counts(observations: Sequence[Observation]) -> Mapping[Scale, int]:
-    """Complete observations per scale: kept by a TrialLedger, else counted (O(trials))."""
-    if isinstance(observations, TrialLedger):
-        return observations.complete_counts()
-    return TrialLedger(observations).complete_counts()

@@ -20,7 +20,7 @@ from transfersearch.errors import TransferSearchError
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
-__all__ = ["TrialLedger"]
+__all__ = ["TrialLedger", "complete_counts"]
 
 
 class TrialLedger(Sequence[Observation]):
@@ -75,3 +75,10 @@ class TrialLedger(Sequence[Observation]):
 
     def __repr__(self) -> str:
         return f"TrialLedger({len(self._items)} trials, complete per scale {self._complete})"
+
+
+def complete_counts(observations: Sequence[Observation]) -> Mapping[Scale, int]:
+    """Complete observations per scale: kept by a :class:`TrialLedger`, else counted (O(trials))."""
+    if isinstance(observations, TrialLedger):
+        return observations.complete_counts()
+    return TrialLedger(observations).complete_counts()

@@ -1,0 +1,250 @@
+"""The planner's law cache: the optimum-vs-scale law fitted per rung, refitted as the rungs grow.
+
+:class:`LawCache` is the law half of :class:`~transfersearch.ladder.TransferPlanner`: which rungs
+may feed the law for a rung (:meth:`LawCache.sources`), whether that law is pending on running
+trials, the fit itself (:func:`transfersearch.extrapolate` on the source rungs' trials), its
+:class:`LawPrediction` with the neighbourhood's spread, every :class:`FitAttempt`, and the rung a
+collinear ladder lacks. The law is the one of ``docs/science.md`` §7; the refit policy is in
+``docs/design.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.ledger import complete_counts
+from transfersearch.observations import Observation
+from transfersearch.scale import Scale
+from transfersearch.space import Float, Int, TransferSpace
+from transfersearch.sweep import Direction
+
+if TYPE_CHECKING:
+    from transfersearch.fitting.result import Collinearity
+
+__all__ = ["FitAttempt", "LawCache", "LawPrediction"]
+
+#: The planner's one logger: its decisions are found under this name whichever part made them.
+logger = logging.getLogger("transfersearch.ladder")
+
+#: Source rungs the law needs: a power law in scale has a slope and an intercept to fit.
+MIN_SOURCE_RUNGS = 2
+
+#: The coverage of the law's interval whose half-width is the neighbourhood's spread: ±1σ.
+SPREAD_COVERAGE = 0.68
+
+#: What a failing fit may raise and the planner survives: bad data for the law (too few usable
+#: trials, a degenerate design) or a numerical failure. Anything else is a bug and propagates.
+_FIT_ERRORS: tuple[type[BaseException], ...] = (
+    TransferSearchError,
+    ValueError,
+    np.linalg.LinAlgError,
+    ArithmeticError,  # FloatingPointError, OverflowError, ZeroDivisionError
+)
+
+
+class LawPrediction(NamedTuple):
+    """The law's optimum at a rung and how far around it to look.
+
+    Unpacks as ``center, spread = prediction``.
+
+    Attributes:
+        center: the predicted optimum per numeric coordinate (natural units).
+        spread: the neighbourhood's standard deviation per coordinate: natural-log units for a
+            log coordinate, natural units otherwise; never below the planner's ``min_spread``.
+    """
+
+    center: dict[str, float]
+    spread: dict[str, float]
+
+
+@dataclass(frozen=True)
+class FitAttempt:
+    """One fit of the optimum-vs-scale law for a rung, as the planner ran it.
+
+    Attributes:
+        rung: the rung the law predicts for.
+        trials: complete trials per source rung that went into the fit.
+        error: why the fit failed (``"ExceptionType: message"``); None when it succeeded.
+        warnings: the warnings the fit raised (each also logged).
+    """
+
+    rung: int
+    trials: Mapping[Scale, int]
+    error: str | None
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when the fit succeeded."""
+        return self.error is None
+
+
+class LawCache:
+    """The law fitted for each rung, kept until its source rungs have grown enough to refit.
+
+    Args:
+        space: the swept space; its Float and Int coordinates are the law's parameters.
+        ladder: the rungs in cost order.
+        cost: the cost of a scale (passed to the fit).
+        min_trials: complete trials a rung needs to be a source of the law.
+        min_spread: the neighbourhood's smallest spread (see :class:`LawPrediction`; a fraction
+            of the range for a linear coordinate).
+        n_bootstrap: bootstrap resamples for the law's uncertainty.
+        seed: the fit's seed (None: 0, so that the law is the same in every process).
+        refit_growth: refit when a source rung's complete trials have grown by this factor.
+        direction: whether the observations' values are minimised or maximised.
+    """
+
+    def __init__(
+        self,
+        space: TransferSpace,
+        ladder: tuple[Scale, ...],
+        *,
+        cost: Callable[[Scale], float],
+        min_trials: int,
+        min_spread: float,
+        n_bootstrap: int,
+        seed: int | None,
+        refit_growth: float,
+        direction: Direction,
+    ) -> None:
+        self.space = space
+        self.ladder = ladder
+        self.cost = cost
+        self.min_trials = min_trials
+        self.min_spread = min_spread
+        self.n_bootstrap = n_bootstrap
+        self.seed = seed
+        self.refit_growth = refit_growth
+        self.direction: Direction = direction
+        self.names = [n for n, d in space.distributions.items() if isinstance(d, (Float, Int))]
+        # rung -> (complete trials per source rung at the last fit, the fit's prediction)
+        self._cache: dict[int, tuple[dict[Scale, int], LawPrediction | None]] = {}
+        self._attempts: list[FitAttempt] = []
+        self._suggested: Scale | None = None
+
+    @property
+    def attempts(self) -> tuple[FitAttempt, ...]:
+        """Every fit so far, in order."""
+        return tuple(self._attempts)
+
+    @property
+    def suggested_rung(self) -> Scale | None:
+        """The separating rung the latest fit found missing (None: none missing)."""
+        return self._suggested
+
+    def sources(self, rung: int, complete: Mapping[Scale, int]) -> dict[Scale, int]:
+        """The rungs other than ``rung`` with at least ``min_trials`` complete trials."""
+        target = self.ladder[rung]
+        return {s: n for s, n in complete.items() if s != target and n >= self.min_trials}
+
+    def pending(self, rung: int, complete: Mapping[Scale, int], in_flight: Sequence[int]) -> bool:
+        """Whether fewer than two rungs feed the law for ``rung`` now but two would once the
+        trials ``in_flight`` (per rung, cost order) completed. False with no numeric coordinate."""
+        if not self.names:
+            return False
+        if len(self.sources(rung, complete)) >= MIN_SOURCE_RUNGS:
+            return False
+        target = self.ladder[rung]
+        merged = {s: n for s, n in complete.items() if s != target}
+        for other, count in enumerate(in_flight):
+            if other != rung and count > 0:
+                scale = self.ladder[other]
+                merged[scale] = merged.get(scale, 0) + count
+        return sum(n >= self.min_trials for n in merged.values()) >= MIN_SOURCE_RUNGS
+
+    def prediction(self, rung: int, observations: Sequence[Observation]) -> LawPrediction | None:
+        """The law's prediction at ``rung``, from the cache unless a source rung is new or has
+        grown by ``refit_growth``; None when fewer than two rungs qualify or the fit failed."""
+        if not self.names:
+            return None
+        counts = self.sources(rung, complete_counts(observations))
+        if len(counts) < MIN_SOURCE_RUNGS:
+            return None
+        cached = self._cache.get(rung)
+        if cached is not None and set(cached[0]) == set(counts):
+            last = cached[0]
+            if all(n < self.refit_growth * last[s] or n == last[s] for s, n in counts.items()):
+                return cached[1]
+        result = self._fit(rung, [o for o in observations if o.scale in counts], counts)
+        self._cache[rung] = (counts, result)
+        return result
+
+    def _fit(
+        self, rung: int, usable: list[Observation], counts: Mapping[Scale, int]
+    ) -> LawPrediction | None:
+        """Fit the law on ``usable`` and predict at ``rung``; a failure is logged and recorded."""
+        from transfersearch import extrapolate  # the public function, wherever it lives
+
+        error: str | None = None
+        result: LawPrediction | None = None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                fit = extrapolate(
+                    usable,
+                    target=self.ladder[rung],
+                    params=self.names,
+                    direction=self.direction,
+                    n_bootstrap=self.n_bootstrap,
+                    seed=0 if self.seed is None else self.seed,
+                    cost=self.cost,
+                )
+                self._note_collinearity(fit.collinearity)
+                center = {n: float(fit.params[n]) for n in self.names}
+                bounds = fit.interval(SPREAD_COVERAGE)
+                spread = {
+                    n: self._spread(n, float(bounds[n][0]), float(bounds[n][1])) for n in self.names
+                }
+                result = LawPrediction(center, spread)
+            except _FIT_ERRORS as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                self._log_failure(rung, error, counts)
+        messages = tuple(f"{w.category.__name__}: {w.message}" for w in caught)
+        for message in messages:
+            logger.info("the law fit for rung %d warned: %s", rung, message)
+        self._attempts.append(FitAttempt(rung, dict(counts), error, messages))
+        if error is None:
+            logger.debug("the law for rung %d predicts %s", rung, result)
+        return result
+
+    def _log_failure(self, rung: int, error: str, counts: Mapping[Scale, int]) -> None:
+        sources = {self.ladder.index(s) if s in self.ladder else s: n for s, n in counts.items()}
+        logger.warning(
+            "the law for rung %d failed to fit (%s); complete trials per source rung: %s. "
+            "Its trials go to the base sampler until those rungs grow by %g x",
+            rung,
+            error,
+            sources,
+            self.refit_growth,
+        )
+
+    def _note_collinearity(self, found: Collinearity | None) -> None:
+        """Keep (and log once) the rung that would separate scale variables moving together."""
+        suggested = None if found is None else found.suggested_scale
+        if found is not None and suggested is not None and suggested != self._suggested:
+            logger.info(
+                "scale variables %s move together over the fitted rungs (|corr| %.3f): their "
+                "exponents come from the prior. A rung at %r would separate them.",
+                " and ".join(found.variables),
+                found.correlation,
+                suggested,
+            )
+        self._suggested = suggested
+
+    def _spread(self, name: str, low: float, high: float) -> float:
+        """Half the interval ``[low, high]``, in log units for a log coordinate, at least
+        ``min_spread`` (times the range for a linear coordinate)."""
+        dist = self.space.distributions[name]
+        assert isinstance(dist, (Float, Int))  # self.names holds Float and Int coordinates only
+        if dist.log and low > 0 and high > 0:
+            return max(0.5 * math.log(high / low), self.min_spread)
+        return max(0.5 * (high - low), self.min_spread * (dist.high - dist.low))
