@@ -12,7 +12,7 @@ import copy
 import logging
 import threading
 from collections.abc import Callable
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
 
@@ -62,8 +62,8 @@ class PerRung(Generic[BaseT]):
     Args:
         planner: the rung policy and law.
         template: the base sampler or searcher the user gave (None: the adapter samples itself).
-        seed: the seed of the per-rung copies (read when a copy is made); None: each copy is
-            reseeded from fresh entropy by ``reseed``.
+        seed: the seed of the per-rung copies; None: each copy is reseeded from fresh entropy
+            by ``reseed``.
         seed_copy: seeds a copy with an int; returns False where the copy has no generator it
             knows of (then ``reseed`` is used and the rung's draws are not reproducible).
         reseed: reseeds a copy from fresh entropy (None: the copy keeps the template's state).
@@ -78,7 +78,7 @@ class PerRung(Generic[BaseT]):
         planner: TransferPlanner,
         template: BaseT | None,
         *,
-        seed: Callable[[], int | None],
+        seed: int | None,
         seed_copy: Callable[[BaseT, int], bool],
         reseed: Callable[[BaseT], None] | None = None,
         prepare: Callable[[BaseT, int], None] | None = None,
@@ -97,6 +97,14 @@ class PerRung(Generic[BaseT]):
         self._share_first = share_first
         self._copies: dict[int, BaseT] = {}
         self._bound = False
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the lock (Tune pickles its searcher)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
         self._lock = threading.Lock()
 
     # Base copies ----------------------------------------------------------------------------
@@ -129,7 +137,7 @@ class PerRung(Generic[BaseT]):
             self._copies = {}
 
     def _seed_rung(self, found: BaseT, rung: int) -> None:
-        seed = self._seed()
+        seed = self._seed
         name = type(found).__name__
         if seed is not None:
             derived = rung_seed(seed, rung)

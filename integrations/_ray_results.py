@@ -24,18 +24,22 @@ import json
 import logging
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any
 
 from transfersearch.errors import TransferSearchError
+from transfersearch.integrations._per_rung import RungCounts
+from transfersearch.ledger import TrialLedger
 from transfersearch.observations import Observation, numeric_params
 from transfersearch.scale import Scale
 
 __all__ = [
+    "SearcherTally",
     "StoredTrial",
     "TrialOutcome",
+    "TrialRecord",
     "observations_from_outcomes",
     "read_experiment",
     "stored_space_json",
@@ -233,3 +237,84 @@ def observations_from_outcomes(
         else:
             result.append(Observation(scale, params, value, "complete"))
     return result
+
+
+@dataclass
+class TrialRecord:
+    """What the searcher keeps of one trial it suggested, updated as its results arrive.
+
+    ``status`` is ``"live"`` (suggested or restarted) or ``"ended"``; ``value`` the raw metric and
+    ``progress`` the last ``time_attr`` (None until reported); ``by_base``: the base searcher
+    chose the coordinates (it is told the outcome).
+    """
+
+    rung: int
+    params: dict[str, Any]
+    source: str
+    status: str = "live"
+    value: float | None = None
+    progress: float | None = None
+    errored: bool = False
+    by_base: bool = False
+
+
+class SearcherTally:
+    """The trials a searcher suggested, by id: the counts per rung and the ended trials.
+
+    Ended records stay: they are the observations, and a restarted trial reuses its id. The
+    ledger is rebuilt only after a trial ended (the classification of every trial depends on the
+    longest trial of its rung).
+    """
+
+    def __init__(self, ladder: Sequence[Scale], max_t: float | None = None) -> None:
+        self.ladder = tuple(ladder)
+        self.records: dict[str, TrialRecord] = {}
+        self._max_t = max_t
+        self._ledger: TrialLedger | None = None
+
+    @property
+    def max_t(self) -> float | None:
+        """The full trial length (None: per rung, the longest any of its trials ran)."""
+        return self._max_t
+
+    @max_t.setter
+    def max_t(self, value: float | None) -> None:
+        self._max_t = value
+        self._ledger = None
+
+    def ended(self) -> None:
+        """Note that a trial ended (the ledger is rebuilt when next read)."""
+        self._ledger = None
+
+    def counts(self, exclude: object = None) -> RungCounts:
+        """(suggested, live) trials per rung, leaving out the trial id ``exclude``."""
+        started = [0] * len(self.ladder)
+        live = [0] * len(self.ladder)
+        for trial_id, record in self.records.items():
+            if trial_id == exclude:
+                continue
+            started[record.rung] += 1
+            live[record.rung] += record.status == "live"
+        return RungCounts(started, live)
+
+    @property
+    def ledger(self) -> TrialLedger:
+        """The ended trials as observations."""
+        if self._ledger is None:
+            self._ledger = TrialLedger(self.observations())
+        return self._ledger
+
+    def observations(self, *, ended_only: bool = True) -> list[Observation]:
+        """The trials as observations; live ones too (as pruned) unless ``ended_only``."""
+        outcomes = [
+            TrialOutcome(
+                scale=self.ladder[record.rung],
+                params=record.params,
+                value=record.value,
+                errored=record.errored,
+                progress=record.progress,
+            )
+            for record in self.records.values()
+            if not ended_only or record.status == "ended"
+        ]
+        return observations_from_outcomes(outcomes, max_t=self._max_t)

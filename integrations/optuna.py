@@ -28,6 +28,7 @@ import copy
 import difflib
 import inspect
 import logging
+import operator
 import os
 import threading
 import warnings
@@ -299,12 +300,13 @@ class TransferSampler(BaseSampler):
                     f"ladder, base_sampler and the planner's options: {', '.join(sorted(options))}."
                 )
         base = base_sampler or optuna.samplers.TPESampler()
+        planner = TransferPlanner(space, ladder, **planner_kwargs)
         self._rungs: PerRung[BaseSampler] = PerRung(
-            TransferPlanner(space, ladder, **planner_kwargs),
+            planner,
             base,
-            seed=lambda: self._rungs.planner.seed,
+            seed=planner.seed,
             seed_copy=seed_sampler,
-            reseed=lambda sampler: sampler.reseed_rng(),
+            reseed=operator.methodcaller("reseed_rng"),
             share_first=True,
         )
         self._base_sampler = base

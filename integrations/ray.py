@@ -30,7 +30,7 @@ scale. A space whose rule cannot be stored (a custom rule class) puts ``"hparams
 from __future__ import annotations
 
 import base64
-import copy
+import dataclasses
 import functools
 import json
 import logging
@@ -50,8 +50,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without ray
     ) from exc
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.ladder import TransferPlanner
-from transfersearch.ledger import TrialLedger
+from transfersearch.ladder import Proposal, TransferPlanner
 from transfersearch.observations import Observation, register_reader
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
@@ -59,10 +58,13 @@ from transfersearch.stored_space import space_from_json, storable_space
 from transfersearch.sweep import Direction, Sweep
 
 from . import _ray_shim as shim
+from ._per_rung import PerRung
 from ._ray_resources import RungResources
 from ._ray_results import (
+    SearcherTally,
     StoredTrial,
     TrialOutcome,
+    TrialRecord,
     observations_from_outcomes,
     read_experiment,
     stored_space_json,
@@ -251,19 +253,22 @@ class TransferSearch(Searcher):
         self._check_concurrency(max_concurrent)
         super().__init__(metric=metric, mode=mode)
         self.space = space
-        self.planner = _for_mode(planner, mode)
-        self.max_t = max_t
         self.time_attr = time_attr
         self.max_concurrent = int(max_concurrent)
         self._seed = seed
         self._rng = np.random.default_rng(seed)
-        self._base_template = base_searcher
-        self._bases: dict[int, Searcher] = {}
+        # One base searcher per rung (each sees only its rung's history), seeded from
+        # SeedSequence([seed, rung]) so that no rung replays another's draws.
+        self._rungs: PerRung[Searcher] = PerRung(
+            planner,
+            base_searcher,
+            seed=seed,
+            seed_copy=shim.seed_searcher,
+            prepare=self._prepare_base,
+        )
+        self._rungs.bind(_direction(mode))
         self._config: dict[str, Any] = {}
-        # trial_id -> record: rung, params, source, status (live|ended), value, progress, errored,
-        # by_base. Ended records stay: they are the observations, and a restarted trial reuses its id.
-        self._trials: dict[str, dict[str, Any]] = {}
-        self._ledger: TrialLedger | None = None  # the ended trials as observations; None: stale
+        self._tally = SearcherTally(planner.ladder, max_t)
         stored = storable_space(space)
         # The space travels in each config as one compact JSON string: one console line (Tune
         # flattens dicts into a line per key), from which hyperparameters() recomputes the values.
@@ -278,9 +283,26 @@ class TransferSearch(Searcher):
         return hyperparameters(config)
 
     @property
+    def planner(self) -> TransferPlanner:
+        """The rung policy and law, planning for the direction ``mode`` names."""
+        planner: TransferPlanner = self._rungs.planner
+        return planner
+
+    @property
     def ladder(self) -> tuple[Scale, ...]:
         """The rungs, in cost order (the index is the config's ``"rung"``)."""
         return self.planner.ladder
+
+    @property
+    def max_t(self) -> float | None:
+        """The full length of a trial in ``time_attr`` units (None: per rung, the longest any
+        of its trials ran); trials that stop before it are pruned."""
+        max_t: float | None = self._tally.max_t
+        return max_t
+
+    @max_t.setter
+    def max_t(self, value: float | None) -> None:
+        self._tally.max_t = value
 
     @staticmethod
     def _check_concurrency(value: Any) -> None:
@@ -305,7 +327,7 @@ class TransferSearch(Searcher):
             raise TransferSearchError(f"`mode` must be 'min' or 'max', but got mode={mode!r}.")
         self._metric = self._metric or metric
         self._mode = self._mode or mode
-        self.planner = _for_mode(self.planner, self._mode)
+        self._rungs.bind(_direction(self._mode))
         self._config = dict(config or {})
         return True
 
@@ -318,42 +340,21 @@ class TransferSearch(Searcher):
     @property
     def live_trials(self) -> list[str]:
         """Ids of trials suggested (or restarted) and not yet ended."""
-        return [t for t, r in self._trials.items() if r["status"] == "live"]
-
-    def _counts(self) -> tuple[list[int], list[int]]:
-        """(suggested, live) trials per rung."""
-        started = [0] * len(self.ladder)
-        live = [0] * len(self.ladder)
-        for record in self._trials.values():
-            started[record["rung"]] += 1
-            live[record["rung"]] += record["status"] == "live"
-        return started, live
-
-    def _observed(self) -> TrialLedger:
-        """The ended trials as observations, rebuilt only after a trial ended since the last
-        call (their classification depends on the longest trial of each rung)."""
-        if self._ledger is None:
-            self._ledger = TrialLedger(self.observations())
-        return self._ledger
+        return [t for t, r in self._tally.records.items() if r.status == "live"]
 
     # Suggesting -------------------------------------------------------------------------------
-    def _base_for(self, rung: int) -> Searcher | None:
-        if self._base_template is None:
-            return None
-        if rung not in self._bases:
-            base = copy.deepcopy(self._base_template)
-            space = {n: _tune_domain(d) for n, d in self.space.distributions.items()}
-            accepted = base.set_search_properties(self._metric, self._mode, space)
-            if not accepted and getattr(base, "metric", None) is None:
-                raise TransferSearchError(
-                    f"the base searcher {type(base).__name__} refused the search space (it already "
-                    "has one) and has no metric. Build it without a space, e.g. OptunaSearch(); "
-                    "TransferSearch gives it the space's coordinates."
-                )
-            if self.max_concurrent:
-                base.set_max_concurrency(self.max_concurrent)
-            self._bases[rung] = base
-        return self._bases[rung]
+    def _prepare_base(self, base: Searcher, rung: int) -> None:
+        """Give a rung's new base searcher the space's coordinates, the metric and the limit."""
+        space = {n: _tune_domain(d) for n, d in self.space.distributions.items()}
+        accepted = base.set_search_properties(self._metric, self._mode, space)
+        if not accepted and getattr(base, "metric", None) is None:
+            raise TransferSearchError(
+                f"the base searcher {type(base).__name__} refused the search space (it already "
+                "has one) and has no metric. Build it without a space, e.g. OptunaSearch(); "
+                "TransferSearch gives it the space's coordinates."
+            )
+        if self.max_concurrent:
+            base.set_max_concurrency(self.max_concurrent)
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         """The next trial's config, or None while the concurrency limit is reached or the next
@@ -364,59 +365,27 @@ class TransferSearch(Searcher):
                 "TransferSearch(...) (Tune forwards TuneConfig's metric and mode to the searcher "
                 "only when the Tuner has a non-empty param_space)."
             )
-        started, live = self._counts()
-        if self.max_concurrent and sum(live) >= self.max_concurrent:
+        live = sum(self._tally.counts().running)
+        if self.max_concurrent and live >= self.max_concurrent:
             logger.debug(
                 "suggest(%s) -> None: %d trials live, the limit is %d",
                 trial_id,
-                sum(live),
+                live,
                 self.max_concurrent,
             )
             return None
-        observations = self._observed()
-        decision = self.planner.assign_rung(
-            started, observations=observations, running=live, wait=True
-        )
-        if decision.wait:
-            logger.debug(
-                "suggest(%s) -> None: rung %d waits for its law (live per rung: %s)",
-                trial_id,
-                decision.rung,
-                live,
-            )
+        proposal, _ = self._rungs.plan(self._tally, wait=True)
+        if proposal is None:
+            logger.debug("suggest(%s) -> None: the next rung waits for its law", trial_id)
             return None
-        rung = decision.rung
-        proposal = self.planner.propose(rung, observations, started[rung])
-        coords: dict[str, Any] = dict(proposal.params)
-        by_base = False
-        if not coords:
-            base = self._base_for(rung)
-            if base is not None:
-                suggested = base.suggest(trial_id)
-                if not isinstance(suggested, dict):  # None (wait) or Searcher.FINISHED
-                    logger.debug(
-                        "suggest(%s) -> None: rung %d's base searcher returned %r",
-                        trial_id,
-                        rung,
-                        suggested,
-                    )
-                    return None
-                coords = {n: suggested[n] for n in self.space.distributions if n in suggested}
-                by_base = True
-        for name, dist in self.space.distributions.items():
-            coords[name] = dist.snap(coords[name]) if name in coords else dist.sample(self._rng)
-        coords = {n: coords[n] for n in self.space.distributions}
+        coords, by_base = self._coordinates(trial_id, proposal)
+        if coords is None:
+            return None
+        rung = proposal.rung
+        self._tally.records[trial_id] = TrialRecord(
+            rung=rung, params=coords, source=proposal.source, by_base=by_base
+        )
         scale = self.ladder[rung]
-        self._trials[trial_id] = {
-            "rung": rung,
-            "params": coords,
-            "source": proposal.source,
-            "status": "live",
-            "value": None,
-            "progress": None,
-            "errored": False,
-            "by_base": by_base,
-        }
         meta = {"metric": self._metric, "mode": self._mode, "source": proposal.source}
         config: dict[str, Any] = {"rung": rung, "scale": scale.to_dict(), **coords, _META: meta}
         if self._space_json is None:
@@ -425,47 +394,69 @@ class TransferSearch(Searcher):
             meta["space"] = self._space_json
         return config
 
+    def _coordinates(self, trial_id: str, proposal: Proposal) -> tuple[dict[str, Any] | None, bool]:
+        """The trial's coordinates: the law's proposal, else the rung's base searcher's, else
+        drawn from the space (each snapped to its distribution); and whether the base searcher
+        chose them. None while the base searcher has no point to give."""
+        coords: dict[str, Any] = dict(proposal.params)
+        by_base = False
+        base = None if coords else self._rungs.base(proposal.rung)
+        if base is not None:
+            suggested = base.suggest(trial_id)
+            if not isinstance(suggested, dict):  # None (wait) or Searcher.FINISHED
+                logger.debug(
+                    "suggest(%s) -> None: rung %d's base searcher returned %r",
+                    trial_id,
+                    proposal.rung,
+                    suggested,
+                )
+                return None, False
+            coords = {n: suggested[n] for n in self.space.distributions if n in suggested}
+            by_base = True
+        for name, dist in self.space.distributions.items():
+            coords[name] = dist.snap(coords[name]) if name in coords else dist.sample(self._rng)
+        return {n: coords[n] for n in self.space.distributions}, by_base
+
     # Results ----------------------------------------------------------------------------------
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
         """Track progress (and mark a restarted trial live again); forward to its base searcher."""
-        record = self._trials.get(trial_id)
+        record = self._tally.records.get(trial_id)
         if record is None:
             return
-        record["status"] = "live"
+        record.status = "live"
         self._absorb(record, result, errored=False)
-        if record["by_base"] and record["rung"] in self._bases:
-            self._bases[record["rung"]].on_trial_result(trial_id, result)
+        base = self._rungs.copies.get(record.rung)
+        if record.by_base and base is not None:
+            base.on_trial_result(trial_id, result)
 
-    def _absorb(
-        self, record: dict[str, Any], result: Mapping[str, Any] | None, errored: bool
-    ) -> None:
-        record["errored"] = errored
+    def _absorb(self, record: TrialRecord, result: Mapping[str, Any] | None, errored: bool) -> None:
+        record.errored = errored
         if result:
             metric = self._metric
             if metric is not None and result.get(metric) is not None:
-                record["value"] = float(result[metric])
+                record.value = float(result[metric])
             progress = result.get(self.time_attr)
             if isinstance(progress, (int, float)) and not isinstance(progress, bool):
-                record["progress"] = float(progress)
+                record.progress = float(progress)
 
     def on_trial_complete(
         self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
     ) -> None:
         """Record the ended trial (errored → failed, NaN → diverged, stopped early → pruned)."""
-        record = self._trials.get(trial_id)
+        record = self._tally.records.get(trial_id)
         if record is None:
             return
-        record["status"] = "ended"
+        record.status = "ended"
         self._absorb(record, result, errored=error)
-        self._ledger = None
-        base = self._bases.get(record["rung"])
+        self._tally.ended()
+        base = self._rungs.copies.get(record.rung)
         if base is None:
             return
-        if record["by_base"]:
+        if record.by_base:
             base.on_trial_complete(trial_id, result=result, error=error)
-        elif record["value"] is not None and not error:
+        elif record.value is not None and not error:
             try:
-                base.add_evaluated_point(dict(record["params"]), record["value"])
+                base.add_evaluated_point(dict(record.params), record.value)
             except NotImplementedError:
                 pass
 
@@ -476,20 +467,8 @@ class TransferSearch(Searcher):
         Live trials are left out unless ``ended_only=False`` (then as pruned, by their latest
         value, if they reported one).
         """
-        outcomes = []
-        for record in self._trials.values():
-            if ended_only and record["status"] != "ended":
-                continue
-            outcomes.append(
-                TrialOutcome(
-                    scale=self.ladder[record["rung"]],
-                    params=record["params"],
-                    value=record["value"],
-                    errored=record["errored"],
-                    progress=record["progress"],
-                )
-            )
-        return observations_from_outcomes(outcomes, max_t=self.max_t)
+        observations: list[Observation] = self._tally.observations(ended_only=ended_only)
+        return observations
 
     # Resources --------------------------------------------------------------------------------
     def resources(
@@ -538,10 +517,10 @@ class TransferSearch(Searcher):
             "mode": self._mode,
             "max_concurrent": self.max_concurrent,
             "ladder": [s.to_dict() for s in self.ladder],
-            "trials": copy.deepcopy(self._trials),
+            "trials": {t: dataclasses.asdict(r) for t, r in self._tally.records.items()},
             "rng": self._rng.bit_generator.state,
             "planner": self.planner.state_dict(),
-            "base_searchers": {str(r): _save_base(b) for r, b in self._bases.items()},
+            "base_searchers": {str(r): _save_base(b) for r, b in self._rungs.copies.items()},
             "space": storable_space(self.space),  # read by ts.stored_space(experiment_dir)
         }
 
@@ -570,15 +549,15 @@ class TransferSearch(Searcher):
             )
         self._metric = state["metric"]
         self._mode = state["mode"]
-        self.planner = _for_mode(self.planner, self._mode)
+        self._rungs.bind(_direction(self._mode))
         self.max_concurrent = int(state["max_concurrent"])
-        self._trials = {str(t): dict(r) for t, r in state["trials"].items()}
-        self._ledger = None
+        self._tally.records = {str(t): TrialRecord(**r) for t, r in state["trials"].items()}
+        self._tally.ended()
         self._rng.bit_generator.state = state["rng"]
         self.planner.load_state_dict(state["planner"])
-        self._bases = {}
+        self._rungs.forget_copies()
         for rung, saved in state.get("base_searchers", {}).items():
-            base = self._base_for(int(rung))
+            base = self._rungs.base(int(rung))
             if base is not None and saved is not None:
                 _restore_base(base, saved)
 
@@ -630,15 +609,11 @@ class TransferSearch(Searcher):
         self.set_state(state)
 
 
-def _for_mode(planner: TransferPlanner, mode: str | None) -> TransferPlanner:
-    """``planner``, or a copy of it for the direction ``mode`` names (None: unchanged)."""
+def _direction(mode: str | None) -> Direction | None:
+    """The direction Tune's ``mode`` names (None: not known yet)."""
     if mode is None:
-        return planner
-    direction = "maximize" if mode == "max" else "minimize"
-    if planner.direction == direction:
-        return planner
-    logger.debug("the planner follows mode=%r: direction=%r", mode, direction)
-    return planner.replace(direction=direction)
+        return None
+    return "maximize" if mode == "max" else "minimize"
 
 
 def _save_base(base: Searcher) -> dict[str, str] | None:

@@ -833,6 +833,32 @@ def test_base_searcher_is_used_per_rung_and_saved(tmp_path):
     assert restored.suggest("n")["base_lr"] == search.suggest("n")["base_lr"]
 
 
+def test_each_rung_copy_of_the_base_searcher_draws_its_own_points():
+    """The per-rung copies of one seeded base searcher are reseeded from (seed, rung): rung 1 does
+    not replay rung 0's draws, and the same ``seed`` reproduces the sweep."""
+    optuna_search = pytest.importorskip("ray.tune.search.optuna")
+
+    def draws(seed: int) -> dict[int, list[float]]:
+        search = TransferSearch(
+            make_space(),
+            make_ladder((32, 64)),
+            metric="loss",
+            mode="min",
+            base_searcher=optuna_search.OptunaSearch(seed=0),
+            trials_per_rung=3,
+            seed=seed,
+        )
+        configs = [search.suggest(f"t{i}") for i in range(6)]
+        assert all(c["transfersearch"]["source"] == "base" for c in configs)
+        return {r: [c["base_lr"] for c in configs if c["rung"] == r] for r in (0, 1)}
+
+    first = draws(seed=0)
+    assert len(first[0]) == len(first[1]) == 3
+    assert not set(first[0]) & set(first[1]), "rung 1 replayed rung 0's draws"
+    assert draws(seed=0) == first, "the same seed must reproduce the sweep"
+    assert draws(seed=1)[1] != first[1], "another seed must give other draws"
+
+
 def test_missing_metric_names_the_fix():
     search = TransferSearch(make_space(), make_ladder())
     with pytest.raises(ts.TransferSearchError, match="metric='loss'"):
