@@ -25,6 +25,7 @@ from transfersearch.fitting import (
 from transfersearch.fitting.laws import LawData, LawFit
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
+from transfersearch.summary import extrapolation_to_dict
 from transfersearch.sweep import Sweep
 
 SCENARIO = synthetic.make_scenario("no_drift", 0)
@@ -89,6 +90,10 @@ def test_every_record_is_typed_and_summary_renders_the_quiet_ones() -> None:
     text = result.summary()
     for note in quiet:
         assert note.message in text
+    records = extrapolation_to_dict(result)["diagnostics"]  # what --json and the dashboard carry
+    assert [(r["kind"], r["message"], r["act"]) for r in records] == [
+        (d.kind, d.message, d.act) for d in result.diagnostics
+    ]
 
 
 def test_an_all_diverged_scale_and_a_thin_rung_are_records_not_warnings() -> None:

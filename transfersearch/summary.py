@@ -3,7 +3,8 @@ JSON: what ``--json`` prints and the dashboard stores. The facts are those of
 :meth:`Extrapolation.summary`, whose text comes along as ``"summary"``: the target and how far it
 lies beyond the ladder, what the target kept from the ladder, duplicates counted once, the decision,
 its interval and how it differs from the law, the model and why, the walk-forward scores, the
-unstable parameters and collinear scale variables, the stability boundaries and P(diverge)."""
+unstable parameters and collinear scale variables, the stability boundaries and P(diverge); and
+``"diagnostics"``, the fit's records (kind, message, act, param, scale), the warnings among them."""
 
 from __future__ import annotations
 
@@ -81,6 +82,16 @@ def extrapolation_to_dict(
         "extrapolation_decades": result.extrapolation_decades,
         "ladder_span_decades": result.ladder_span_decades,
         "summary": result.summary(),
+        "diagnostics": [
+            {
+                "kind": note.kind,
+                "message": note.message,
+                "act": note.act,
+                "param": note.param,
+                "scale": None if note.scale is None else note.scale.to_dict(),
+            }
+            for note in result.diagnostics
+        ],
         "hyperparameters": None if hyperparameters is None else hyperparameters.to_dict(),
     }
 
