@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from transfersearch.extrapolate import extrapolate
-from transfersearch.observations import Observation, TransferSearchWarning
+from transfersearch import extrapolate
+from transfersearch.errors import TransferSearchWarning
+from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
 RESULTS = Path(__file__).resolve().parent / "results" / "extrapolate_speed.md"

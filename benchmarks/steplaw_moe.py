@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
 
-from transfersearch.extrapolate import extrapolate
+from transfersearch import extrapolate
 from transfersearch.scale import Scale
 
 RESULTS = Path(__file__).resolve().parent / "results" / "steplaw_moe.md"

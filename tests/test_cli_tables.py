@@ -115,7 +115,7 @@ def test_a_categorical_column_is_left_out(
     path = write_csv(tmp_path / "optimizer.csv", with_text)
     named = _extrapolate(path, capsys, "--params", "base_lr,tau_epoch")
     assert named["params"] == reference["params"]
-    with caplog.at_level("INFO", logger="transfersearch.observations"):
+    with caplog.at_level("INFO", logger="transfersearch.readers"):
         assert _extrapolate(path, capsys)["params"] == reference["params"]
     assert "'params.optimizer' holds text ('adamw' in row 0)" in caplog.text
     mixed = [{**r, "params.tau_epoch": "long" if i in (3, 9) else r["params.tau_epoch"]}
@@ -133,7 +133,7 @@ def test_states_in_any_case_and_unfinished_rows(tmp_path: Path) -> None:
     rows = sweep_rows()[:24] + sweep_rows()[36:]  # three rungs
     states = ["COMPLETE", "complete", "TrialState.COMPLETE", "", "FAIL", "PRUNED", "RUNNING"]
     frame = pd.DataFrame([{**r, "state": states[i % len(states)]} for i, r in enumerate(rows)])
-    obs = ts.observations.as_observations(frame)
+    obs = ts.readers.as_observations(frame)
     expected = [s for i in range(len(rows)) if (s := states[i % len(states)]) != "RUNNING"]
     assert len(obs) == len(expected)
     names = {"COMPLETE": "complete", "complete": "complete", "TrialState.COMPLETE": "complete",
@@ -141,7 +141,7 @@ def test_states_in_any_case_and_unfinished_rows(tmp_path: Path) -> None:
     assert [o.state for o in obs] == [names[s] for s in expected]
     frame.loc[5, "state"] = "DONE"
     with pytest.raises(ts.TransferSearchError, match="row 5 has state 'DONE'"):
-        ts.observations.as_observations(frame)
+        ts.readers.as_observations(frame)
 
 
 def test_plain_parameter_columns_without_params_name_the_flag(
@@ -162,6 +162,6 @@ def test_a_trial_failed_by_the_heartbeat_is_skipped_as_the_study_reader_does() -
     rows[3] = {**rows[3], "state": "FAIL", "value": float("nan")}  # died: no told-fail
     rows[4] = {**rows[4], "state": "FAIL", "value": float("nan"),
                "system_attrs_transfersearch:told-fail": True}  # fmt: skip
-    obs = ts.observations.as_observations(pd.DataFrame(rows))
+    obs = ts.readers.as_observations(pd.DataFrame(rows))
     assert len(obs) == len(rows) - 1
     assert [o.state for o in obs].count("failed") == 1

@@ -1,4 +1,4 @@
-"""Observation validation and the readers for lists and DataFrames."""
+"""Observation validation, and the readers (transfersearch.readers) for lists, DataFrames and sweeps."""
 
 from __future__ import annotations
 
@@ -9,14 +9,15 @@ import sys
 import pytest
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.observations import (
-    Observation,
-    TransferSearchWarning,
+from transfersearch.observations import Observation, check_scale_names
+from transfersearch.readers import (
     as_observations,
-    check_scale_names,
     observations_from_frame,
+    read_sweep,
+    register_reader,
 )
 from transfersearch.scale import Scale
+from transfersearch.sweep import Sweep
 
 
 def test_observation_converts_scale_and_marks_divergence() -> None:
@@ -52,7 +53,48 @@ def test_as_observations_rejects_other_sources() -> None:
         as_observations([{"width": 1}])
     with pytest.raises(TransferSearchError, match="list of Observation"):
         as_observations(42)
-    assert TransferSearchWarning.__name__ == "TransferSearchWarning"
+
+
+def test_read_sweep_returns_a_sweep_as_it_is_and_wraps_a_list() -> None:
+    trials = [Observation({"width": w}, {"lr": 1e-3}, 2.0) for w in (64, 128)]
+    sweep = Sweep(tuple(trials), direction="maximize")
+    assert read_sweep(sweep) is sweep
+    assert as_observations(sweep) == trials
+    turned = read_sweep(sweep, direction="minimize")  # the caller's direction wins
+    assert turned.direction == "minimize" and turned.observations == sweep.observations
+    plain = read_sweep(trials)
+    assert plain == Sweep(tuple(trials))  # a list says nothing of space, direction or cost
+    assert plain.space is None and plain.direction is None and plain.cost is None
+
+
+class _Trials:
+    """A framework's object, as far as the reader registry can tell: its type's top-level module
+    is ``fakeframework``, which names its reader."""
+
+    def __init__(self, trials: list[Observation], as_sweep: bool) -> None:
+        self.trials, self.as_sweep = trials, as_sweep
+
+
+_Trials.__module__ = "fakeframework.study"
+
+
+def _read_trials(source: _Trials) -> Sweep | list[Observation]:
+    if source.as_sweep:
+        return Sweep(tuple(source.trials), direction="maximize")
+    return list(source.trials)
+
+
+def test_a_registered_reader_may_return_a_sweep_or_the_observations() -> None:
+    trials = [Observation({"width": w}, {"lr": 1e-3}, 2.0) for w in (64, 128)]
+    with pytest.raises(TransferSearchError, match="list of Observation"):
+        read_sweep(_Trials(trials, as_sweep=True))  # no reader for fakeframework yet
+    register_reader("fakeframework", _read_trials)
+    from_sweep = read_sweep(_Trials(trials, as_sweep=True))
+    assert from_sweep == Sweep(tuple(trials), direction="maximize")
+    assert read_sweep(_Trials(trials, as_sweep=False)) == Sweep(tuple(trials))
+    bad = _Trials([{"width": 1}], as_sweep=False)  # type: ignore[list-item]
+    with pytest.raises(TransferSearchError, match=r"observations\[0\] must be an Observation"):
+        read_sweep(bad)
 
 
 def test_a_path_that_is_not_a_directory_is_refused_naming_the_accepted_sources(
@@ -113,7 +155,7 @@ def test_core_import_does_not_pull_pandas_or_frameworks() -> None:
     import subprocess
 
     code = (
-        "import sys, transfersearch.extrapolate, transfersearch.observations;"
+        "import sys, transfersearch, transfersearch.readers;"
         "print(any(m in sys.modules for m in ('pandas', 'optuna', 'ray', 'torch')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -19,7 +19,7 @@ import pytest
 optuna = pytest.importorskip("optuna")
 
 import transfersearch as ts  # noqa: E402
-from transfersearch.extrapolate import extrapolate  # noqa: E402
+from transfersearch import extrapolate  # noqa: E402
 from transfersearch.integrations import _optuna_shim as shim  # noqa: E402
 from transfersearch.integrations.optuna import (  # noqa: E402
     RUNG_ATTR,

@@ -19,7 +19,7 @@ from _sweep import TARGET, run_sweep
 import transfersearch as ts
 from transfersearch import rules
 from transfersearch.cli import main
-from transfersearch.observations import as_observations
+from transfersearch.readers import as_observations
 from transfersearch.stored_space import (
     SPACE_ATTR,
     space_from_json,

@@ -37,20 +37,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from transfersearch.api import extrapolate, validate
 from transfersearch.errors import TransferSearchError
-from transfersearch.extrapolate import Extrapolation, Validation, extrapolate, validate
 from transfersearch.fitting.portfolio import Portfolio
-from transfersearch.observations import (
-    Observation,
-    as_observations,
-    observations_from_records,
-)
+from transfersearch.fitting.result import Extrapolation, Validation
+from transfersearch.observations import Observation
+from transfersearch.readers import observations_from_records, read_sweep
 from transfersearch.redact import redact_url
 from transfersearch.report import format_table
 from transfersearch.scale import Scale
 from transfersearch.space import Hyperparameters
-from transfersearch.stored_space import target_hyperparameters
 from transfersearch.summary import extrapolation_to_dict, validation_to_dict
+from transfersearch.sweep import Sweep
 
 __all__ = ["COMMANDS_GROUP", "build_parser", "load_observations", "main", "parse_scale"]
 
@@ -318,17 +316,19 @@ def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------
 # Subcommands
 # ----------------------------------------------------------------------------------------------
-def _fit(args: argparse.Namespace) -> tuple[Any, list[str] | None, Extrapolation]:
+def _fit(args: argparse.Namespace) -> tuple[Any, Sweep, Extrapolation]:
+    """The source the flags name, the sweep read from it, and the fit to ``--target``."""
     options = _fit_options(args)
     source = load_observations(args)
     target = parse_scale(args.target)
-    result = extrapolate(source, target=target, **options)
-    return source, options["params"], result
+    sweep = read_sweep(source, params=options["params"])
+    return source, sweep, extrapolate(sweep, target=target, **options)
 
 
 def _cmd_extrapolate(args: argparse.Namespace) -> int:
-    source, _, result = _fit(args)
-    hp = target_hyperparameters(result, source)  # the space the sampler stored, if any
+    _, _, result = _fit(args)
+    # the space the sampler stored with the study, if any
+    hp = None if result.space is None else result.hyperparameters()
     portfolio = None if args.candidates is None else result.candidates(args.candidates)
     if args.as_json:
         data = extrapolation_to_dict(result, args.level, hp)
@@ -440,8 +440,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
             "artifacts; without --publish nothing goes there. Add --publish (with --storage), "
             "or drop --artifact-dir."
         )
-    source, _, result = _fit(args)
-    observations = source if isinstance(source, list) else as_observations(source)
+    source, sweep, result = _fit(args)
+    observations = list(sweep.observations)
     out = plot_report(observations, result, args.out, level=args.level)
     print(f"wrote {out}")
     if args.html:
@@ -467,6 +467,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 # Parser
 # ----------------------------------------------------------------------------------------------
 def _add_source(parser: argparse.ArgumentParser) -> None:
+    """The flags naming the observations (one source), then the fit's flags."""
     group = parser.add_argument_group("observations (give one source)")
     group.add_argument(
         "--csv",
@@ -497,6 +498,11 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--json", dest="as_json", action="store_true", help="print the result as JSON"
     )
+    _add_fit_flags(parser)
+
+
+def _add_fit_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of the fit's options, named as the Python keywords (``FitKeywords``)."""
     parser.add_argument(
         "--params",
         metavar="A,B",
@@ -505,8 +511,9 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--direction",
         choices=("minimize", "maximize"),
-        default="minimize",
-        help="whether lower (default) or higher values are better",
+        default=None,
+        help="whether lower or higher values are better (default: the study's direction, "
+        "else minimize)",
     )
     parser.add_argument(
         "--n-bootstrap",
@@ -530,6 +537,17 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_target(parser: argparse.ArgumentParser) -> None:
+    """``--target`` and ``--level``, shared by extrapolate and report."""
+    parser.add_argument(
+        "--target",
+        required=True,
+        metavar="NAME=V,...",
+        help="the target scale, e.g. width=4096,dataset_size=1e7",
+    )
+    parser.add_argument("--level", type=float, default=0.9, help="interval coverage (default 0.9)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``transfersearch`` command."""
     parser = argparse.ArgumentParser(
@@ -540,9 +558,14 @@ def build_parser() -> argparse.ArgumentParser:
         "'error: ...' on stderr.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
     _add_installed_commands(sub)
+    _add_extrapolate(sub)
+    _add_validate(sub)
+    _add_report(sub)
+    return parser
 
+
+def _add_extrapolate(sub: Any) -> None:
     ext = sub.add_parser(
         "extrapolate",
         help="predict the optimal hyperparameters at a target scale",
@@ -550,13 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
         "predict the optimum at --target with a bootstrap interval.",
     )
     _add_source(ext)
-    ext.add_argument(
-        "--target",
-        required=True,
-        metavar="NAME=V,...",
-        help="the target scale, e.g. width=4096,dataset_size=1e7",
-    )
-    ext.add_argument("--level", type=float, default=0.9, help="interval coverage (default 0.9)")
+    _add_target(ext)
     ext.add_argument(
         "--candidates",
         type=int,
@@ -566,6 +583,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ext.set_defaults(handler=_cmd_extrapolate)
 
+
+def _add_validate(sub: Any) -> None:
     val = sub.add_parser(
         "validate",
         help="hold out the largest proxy scale, predict it from the others",
@@ -578,6 +597,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     val.set_defaults(handler=_cmd_validate)
 
+
+def _add_report(sub: Any) -> None:
     rep = sub.add_parser(
         "report",
         help="draw the proxy landscapes and the optimum-vs-scale laws to a PNG",
@@ -585,13 +606,7 @@ def build_parser() -> argparse.ArgumentParser:
         "each optimum vs compute with the law, its interval and the target.",
     )
     _add_source(rep)
-    rep.add_argument(
-        "--target",
-        required=True,
-        metavar="NAME=V,...",
-        help="the target scale, e.g. width=4096,dataset_size=1e7",
-    )
-    rep.add_argument("--level", type=float, default=0.9, help="interval coverage (default 0.9)")
+    _add_target(rep)
     rep.add_argument(
         "--out",
         default="report.png",
@@ -610,6 +625,12 @@ def build_parser() -> argparse.ArgumentParser:
         "file of about 4.8 MB), cdn (tens of kB, loads plotly.js from the network when opened) or "
         "directory (a small page and plotly.min.js beside it; works offline)",
     )
+    _add_publish(rep)
+    rep.set_defaults(handler=_cmd_report)
+
+
+def _add_publish(rep: argparse.ArgumentParser) -> None:
+    """report's flags that write to the study (and the deprecated one that does nothing)."""
     rep.add_argument(
         "--publish",
         action="store_true",
@@ -628,8 +649,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="deprecated, does nothing: report leaves the study unchanged unless --publish",
     )
-    rep.set_defaults(handler=_cmd_report)
-    return parser
 
 
 def _add_installed_commands(sub: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from numbers import Integral, Real
 
 __all__ = [
@@ -11,7 +12,12 @@ __all__ = [
     "check_bool",
     "check_int",
     "check_positive",
+    "shown_positions",
 ]
+
+#: How many offending rows or trials an error message lists before "and N more": enough to find
+#: the pattern (a whole rung, every n-th row), short enough to stay one readable line.
+SHOWN_POSITIONS = 5
 
 
 class TransferSearchError(ValueError):
@@ -79,3 +85,11 @@ def check_int(name: str, value: object, *, minimum: int, fix: str = "") -> int:
     if value < minimum:
         raise TransferSearchError(f"`{name}` must be >= {minimum}, but got {name}={value!r}.{hint}")
     return int(value)
+
+
+def shown_positions(positions: Sequence[int]) -> str:
+    """``"3, 4, 7"`` or ``"3, 4, 7, 8, 9 and 12 more"``: the first few offending positions, for an
+    error message."""
+    shown = ", ".join(str(p) for p in positions[:SHOWN_POSITIONS])
+    rest = len(positions) - SHOWN_POSITIONS
+    return f"{shown} and {rest} more" if rest > 0 else shown

@@ -1,61 +1,36 @@
-"""Observations: one finished (or failed, or pruned) proxy trial, and readers for trial tables.
+"""Observations: one finished (or failed, or pruned) proxy trial, and the checks every fit makes.
 
 An :class:`Observation` records the scale a trial ran at, the swept hyperparameter coordinates it
 used, and the metric it reached. A NaN or infinite metric marks a *diverged* run: it is kept, because
-it tells the fit where the good region ends (a divergence cliff), and never raises.
-
-Sources accepted by :func:`as_observations` (and so by ``extrapolate`` and ``validate``):
-
-- an iterable of :class:`Observation`;
-- a pandas ``DataFrame`` (pandas is imported only when one is passed), one row per trial, Optuna's
-  ``study.trials_dataframe()`` as it is (:func:`observations_from_records` has the details):
-
-  - scale columns: those named in ``scale_columns=``, else every ``scale.<name>`` (or Optuna's
-    ``user_attrs_scale.<name>``) column;
-  - parameter columns: for each requested parameter ``p``, ``params.<p>``, ``params_<p>`` or ``p``;
-  - the metric: column ``value_column`` (default ``"value"``);
-  - optional ``state`` column, ``complete`` / ``failed`` / ``pruned`` or Optuna's states in any
-    case (default complete);
-
-- any other object whose framework has a registered reader: an adapter registers one with
-  :func:`register_reader`, or names it in the ``transfersearch.readers`` entry-point group under the
-  top-level module of the source's type (the package ships ``optuna`` for a ``Study`` and ``ray``
-  for a ``ResultGrid`` or ``ExperimentAnalysis``), and under ``directory`` for an existing
-  directory (a Ray Tune experiment). The core never imports an adapter by name.
+it tells the fit where the good region ends (a divergence cliff), and never raises. Reading trials
+from tables and frameworks is :mod:`transfersearch.readers`' job.
 """
 
 from __future__ import annotations
 
 import difflib
-import functools
-import importlib.metadata
 import logging
 import math
-import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any, Literal
 
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import TransferSearchError, shown_positions
 from transfersearch.errors import TransferSearchWarning as TransferSearchWarning  # fitting uses it
 from transfersearch.scale import Scale
 
 __all__ = [
-    "READERS_GROUP",
     "STATES",
+    "STRAY_NONPOSITIVE_SHARE",
     "Observation",
-    "Reader",
-    "as_observations",
+    "State",
     "check_log_swept",
     "check_params_recorded",
     "check_scale_names",
     "collapse_duplicates",
     "complete_target",
     "numeric_params",
-    "observations_from_frame",
-    "observations_from_records",
-    "register_reader",
 ]
 
 State = Literal["complete", "failed", "pruned"]
@@ -63,21 +38,7 @@ State = Literal["complete", "failed", "pruned"]
 #: The trial states an :class:`Observation` may carry.
 STATES: tuple[str, ...] = ("complete", "failed", "pruned")
 
-#: The entry-point group where an installed adapter names its reader of a framework's objects.
-READERS_GROUP = "transfersearch.readers"
-#: The reader key of an existing directory (a Ray Tune experiment, read from its JSON files).
-DIRECTORY = "directory"
-
-#: A function reading one source into observations.
-Reader = Callable[[Any], Iterable["Observation"]]
-
-_registered: dict[str, Reader] = {}
-
 logger = logging.getLogger(__name__)
-
-#: How many offending rows or trials an error message lists before "and N more": enough to find
-#: the pattern (a whole rung, every n-th row), short enough to stay one readable line.
-SHOWN_POSITIONS = 5
 
 
 @dataclass(frozen=True, init=False)
@@ -163,346 +124,6 @@ class Observation:
         return self.state == "complete" and math.isfinite(self.value)
 
 
-def as_observations(
-    source: Any,
-    *,
-    params: Sequence[str] | None = None,
-    scale_columns: Sequence[str] | None = None,
-    value_column: str = "value",
-) -> list[Observation]:
-    """Read trials from any supported source into a list of :class:`Observation`.
-
-    Args:
-        source: an iterable of Observation, a pandas DataFrame (see the module docstring for the
-            column convention), an Optuna Study, a Ray Tune ResultGrid, or the path of a Ray Tune
-            experiment directory.
-        params: the parameters wanted; for a DataFrame they choose the parameter columns.
-        scale_columns: DataFrame columns holding scale variables (default: ``scale.*`` columns).
-        value_column: DataFrame column holding the metric.
-
-    Returns:
-        The observations, in source order.
-
-    Raises:
-        TransferSearchError: the source is of an unsupported type (or a path that is not a
-            directory), a DataFrame lacks a needed column, or an element is not an Observation.
-    """
-    root = (type(source).__module__ or "").split(".", 1)[0]
-    if root == "pandas" and type(source).__name__ == "DataFrame":
-        return observations_from_frame(
-            source, params=params, scale_columns=scale_columns, value_column=value_column
-        )
-    if root != "builtins" and _has_reader(root):
-        return _read(root, source)
-    if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
-        return _read(DIRECTORY, source)
-    if isinstance(source, (str, bytes, os.PathLike, Mapping)) or not isinstance(source, Iterable):
-        got = type(source).__name__
-        if isinstance(source, (str, os.PathLike)):
-            got = f"{got} {os.fspath(source)!r}, which is not a directory"
-        raise TransferSearchError(
-            f"observations must be a list of Observation, a pandas DataFrame, an Optuna Study, a "
-            f"Ray Tune ResultGrid or the directory of a Ray Tune experiment (storage_path/name), "
-            f"but got {got}. Wrap trials as Observation(scale=..., params=..., value=...)."
-        )
-    result: list[Observation] = []
-    for index, item in enumerate(source):
-        if not isinstance(item, Observation):
-            raise TransferSearchError(
-                f"observations[{index}] must be an Observation, but got {type(item).__name__} "
-                f"({item!r:.80}). Build it with Observation(scale=..., params=..., value=...)."
-            )
-        result.append(item)
-    return result
-
-
-def observations_from_frame(
-    frame: Any,
-    *,
-    params: Sequence[str] | None = None,
-    scale_columns: Sequence[str] | None = None,
-    value_column: str = "value",
-    state_column: str = "state",
-) -> list[Observation]:
-    """Read a pandas DataFrame, one row per trial, into observations: its columns and records go
-    to :func:`observations_from_records` (see there for the column convention and errors).
-
-    Optuna's ``study.trials_dataframe()`` is read as it is, also with ``multi_index=True`` (the
-    column ``("params", "lr")`` is read as ``params_lr``).
-    """
-    columns = [_flat_column(c) for c in frame.columns]
-    records = [dict(zip(columns, row, strict=True)) for row in frame.itertuples(index=False)]
-    return observations_from_records(
-        columns,
-        records,
-        params=params,
-        scale_columns=scale_columns,
-        value_column=value_column,
-        state_column=state_column,
-    )
-
-
-def _flat_column(column: Any) -> str:
-    """A DataFrame column name as text: a MultiIndex tuple joined as ``trials_dataframe`` joins it."""
-    if isinstance(column, tuple):
-        return "_".join(str(part) for part in column if str(part))
-    return str(column)
-
-
-@dataclass(frozen=True)
-class _Spelling:
-    """How an error names the reader's options: Python keywords or command-line flags."""
-
-    scale_columns: str
-    params: str
-    value_column: str
-
-
-_PYTHON = _Spelling(
-    scale_columns="scale_columns=['width', 'dataset_size']",
-    params="params=['base_lr', 'tau_epoch']",
-    value_column="value_column='<your metric column>'",
-)
-_CLI = _Spelling(
-    scale_columns="--scale-columns width,dataset_size",
-    params="--params base_lr,tau_epoch",
-    value_column="--value-column <your metric column>",
-)
-
-
-def observations_from_records(
-    columns: Sequence[str],
-    records: Sequence[Mapping[str, Any]],
-    *,
-    params: Sequence[str] | None = None,
-    scale_columns: Sequence[str] | None = None,
-    value_column: str = "value",
-    state_column: str = "state",
-    spelling: Literal["python", "cli"] = "python",
-) -> list[Observation]:
-    """Read a table, one record (column -> cell) per trial, into observations.
-
-    Column convention (Optuna's ``trials_dataframe()`` and its CSV are read as they are):
-
-    - scale variables: the ``scale_columns`` (named as the columns) or, by default, every
-      ``scale.<name>`` column, else every ``user_attrs_scale.<name>`` column (Optuna's name for
-      the ``scale.<name>`` user attributes :class:`TransferSampler` records);
-    - parameter ``p``: the column ``params.<p>``, else ``params_<p>`` (Optuna's), else ``p``;
-      without ``params``, every ``params.*`` / ``params_*`` column whose cells are numbers (a
-      column of text, a categorical such as ``params.optimizer``, is left out and logged);
-    - the metric: ``value_column``;
-    - the optional ``state_column``, in any case: ``complete``, ``failed`` (Optuna's ``FAIL``),
-      ``pruned``; an empty cell is complete; ``RUNNING`` and ``WAITING`` rows (unfinished) are
-      skipped, and so are the FAIL rows of trials the storage's heartbeat failed because their
-      worker died (``TransferSampler`` retries them; the retry stands for them).
-
-    Args:
-        columns: the table's column names.
-        records: one mapping column -> cell per row (e.g. ``csv.DictReader`` rows with numbers
-            parsed).
-        params: the parameters to read.
-        scale_columns: plain column names that hold scale variables.
-        value_column: the metric column.
-        state_column: the optional state column.
-        spelling: how error messages name the options: ``"python"`` (``scale_columns=``) or
-            ``"cli"`` (``--scale-columns``).
-
-    Returns:
-        One Observation per finished row, in table order.
-
-    Raises:
-        TransferSearchError: a needed column is missing (with the close match for a misspelt
-            parameter), no scale column can be found, a scale cell is empty (every trial needs its
-            whole scale), a state is unknown, or a parameter column mixes numbers and text. The
-            message names the column and the rows, counted from 0 after the header.
-    """
-    hint = _CLI if spelling == "cli" else _PYTHON
-    columns = [str(c) for c in columns]
-    scale_map = _scale_map(columns, scale_columns, hint)
-    param_map = _param_map(columns, records, params, hint)
-    if value_column not in columns:
-        raise TransferSearchError(
-            f"the metric column {value_column!r} is not a column of the table (columns: "
-            f"{columns}). Pass {hint.value_column}."
-        )
-    has_state = state_column in columns
-    states = [
-        _state(row.get(state_column), i) if has_state else "complete"
-        for i, row in enumerate(records)
-    ]
-    kept = [i for i, state in enumerate(states) if state in STATES and not _died(records[i], state)]
-    if len(kept) < len(records):
-        logger.info(
-            "skipped %d of %d rows: unfinished (RUNNING / WAITING) or failed by the heartbeat "
-            "because the worker died (rows %s)",
-            len(records) - len(kept),
-            len(records),
-            _positions([i for i in range(len(records)) if i not in set(kept)]),
-        )
-    for column in scale_map.values():
-        empty = [i for i in kept if _is_missing(records[i][column])]
-        if empty:
-            raise TransferSearchError(
-                f"scale column {column!r} is empty in {len(empty)} of {len(records)} rows "
-                f"({_positions(empty)}; rows counted from 0 after the header): every trial needs "
-                f"its whole scale, or the fit would drop {column!r} and ignore it at the target. "
-                "Fill in those cells or drop those rows."
-            )
-    result: list[Observation] = []
-    for i in kept:
-        row = records[i]
-        raw_value = row[value_column]
-        value = float("nan") if raw_value is None else _plain(raw_value)
-        result.append(
-            Observation(
-                scale={k: _plain(row[c]) for k, c in scale_map.items()},
-                params={k: _plain(row[c]) for k, c in param_map.items()},
-                value=value,
-                state=states[i],
-            )
-        )
-    return result
-
-
-#: Prefixes of scale columns, in order of preference: ours, then Optuna's flattening of the
-#: ``scale.<name>`` user attributes TransferSampler records.
-SCALE_PREFIXES: tuple[str, ...] = ("scale.", "user_attrs_scale.")
-#: Prefixes of parameter columns: ours, then Optuna's ``trials_dataframe()``.
-PARAM_PREFIXES: tuple[str, ...] = ("params.", "params_")
-#: Optuna's trial states (any case) -> an Observation's state; None: unfinished, the row is skipped.
-_STATE_NAMES: dict[str, str | None] = {
-    "complete": "complete",
-    "failed": "failed",
-    "fail": "failed",
-    "pruned": "pruned",
-    "running": None,
-    "waiting": None,
-}
-#: The ``trials_dataframe()`` columns of the system attributes TransferSampler's trials carry
-#: (``transfersearch.integrations._optuna_trials.RUNG_ATTR`` / ``TOLD_ATTR``): a FAIL with a rung
-#: but not told by the objective was failed by the heartbeat (its worker died).
-_RUNG_COLUMN = "system_attrs_transfersearch:rung"
-_TOLD_COLUMN = "system_attrs_transfersearch:told-fail"
-
-
-def _scale_map(
-    columns: Sequence[str], scale_columns: Sequence[str] | None, hint: _Spelling
-) -> dict[str, str]:
-    """Scale variable -> its column."""
-    if scale_columns is not None:
-        if isinstance(scale_columns, str):
-            raise TransferSearchError(
-                f"scale_columns must be a list of column names, but got the string "
-                f"{scale_columns!r}. Pass {hint.scale_columns}."
-            )
-        missing = [c for c in scale_columns if c not in columns]
-        if missing:
-            raise TransferSearchError(
-                f"scale columns {missing} are not columns of the table (it has {columns}). "
-                f"Name the columns that hold scale variables: {hint.scale_columns}."
-            )
-        return {c: c for c in scale_columns}
-    for prefix in SCALE_PREFIXES:
-        found = {c[len(prefix) :]: c for c in columns if c.startswith(prefix) and c != prefix}
-        if found:
-            return found
-    raise TransferSearchError(
-        f"the table has no scale columns (columns: {columns}). Name them 'scale.<name>' (Optuna's "
-        f"'user_attrs_scale.<name>' are read too) or name the plain ones: {hint.scale_columns}."
-    )
-
-
-def _param_map(
-    columns: Sequence[str],
-    records: Sequence[Mapping[str, Any]],
-    params: Sequence[str] | None,
-    hint: _Spelling,
-) -> dict[str, str]:
-    """Parameter -> its column; without ``params`` the numeric ``params.*`` / ``params_*``."""
-    prefixed = {
-        c[len(prefix) :]: c
-        for prefix in reversed(PARAM_PREFIXES)  # "params." wins over "params_" for one name
-        for c in columns
-        if c.startswith(prefix) and c != prefix
-    }
-    if params is None:
-        if not prefixed:
-            raise TransferSearchError(
-                f"the table has no parameter columns (columns: {columns}): name them "
-                "'params.<name>' (Optuna's 'params_<name>' are read too) or name the plain ones: "
-                f"{hint.params}."
-            )
-        chosen: dict[str, str] = {}
-        for name, column in prefixed.items():
-            text = [i for i, row in enumerate(records) if _is_text(row[column])]
-            filled = [i for i, row in enumerate(records) if not _is_missing(row[column])]
-            if not text:
-                chosen[name] = column
-            elif len(text) == len(filled):
-                logger.info(
-                    "parameter column %r holds text (%r in row %d): a categorical, left out of "
-                    "the fit (only numeric coordinates are fitted)",
-                    column,
-                    records[text[0]][column],
-                    text[0],
-                )
-            else:
-                raise TransferSearchError(
-                    f"parameter column {column!r} mixes numbers and text: {len(text)} of "
-                    f"{len(filled)} filled cells are not numbers (rows {_positions(text)}, "
-                    f"e.g. {records[text[0]][column]!r}; rows counted from 0 after the header). "
-                    "Fix those cells, or leave the column out by naming the others: "
-                    f"{hint.params}."
-                )
-        return chosen
-    if isinstance(params, str):
-        raise TransferSearchError(
-            f"`params` must be a list of names, but got the string {params!r}. Pass {hint.params}."
-        )
-    param_map: dict[str, str] = {}
-    for name in params:
-        candidates = [*(f"{prefix}{name}" for prefix in PARAM_PREFIXES), name]
-        found = next((c for c in candidates if c in columns), None)
-        if found is None:
-            close = difflib.get_close_matches(str(name), list(prefixed) + list(columns), n=1)
-            raise TransferSearchError(
-                f"parameter {name!r} has no column in the table (looked for "
-                f"{', '.join(repr(c) for c in candidates)}; columns: {columns})."
-                + (f" Did you mean {close[0]!r}?" if close else "")
-                + f" Add the column or fix the name: {hint.params}."
-            )
-        param_map[name] = found
-    return param_map
-
-
-def _state(cell: Any, row: int) -> str:
-    """A state cell as an Observation state, ``"unfinished"`` for RUNNING / WAITING."""
-    if _is_missing(cell) or (isinstance(cell, str) and not cell.strip()):
-        return "complete"
-    name = str(cell).strip().lower()
-    if name.startswith("trialstate."):  # str(optuna.trial.TrialState.COMPLETE)
-        name = name[len("trialstate.") :]
-    if name not in _STATE_NAMES:
-        raise TransferSearchError(
-            f"row {row} has state {cell!r}; states are {STATES} (Optuna's COMPLETE, FAIL, "
-            "PRUNED, RUNNING, WAITING in any case are read too). Fix the cell."
-        )
-    return _STATE_NAMES[name] or "unfinished"
-
-
-def _died(row: Mapping[str, Any], state: str) -> bool:
-    """A FAIL that TransferSampler's heartbeat, not the objective, decided (see ``_RUNG_COLUMN``)."""
-    if state != "failed" or _is_missing(row.get(_RUNG_COLUMN)):
-        return False
-    told = row.get(_TOLD_COLUMN)
-    return not (told is True or (isinstance(told, str) and told.strip().lower() == "true"))
-
-
-def _is_text(value: Any) -> bool:
-    """A cell that is not a number: text, or a boolean (Optuna's categorical True / False)."""
-    return isinstance(value, (str, bool)) or type(value).__name__ == "bool_"
-
-
 def check_scale_names(
     observations: Sequence[Observation], *, target: Mapping[str, float] | None = None
 ) -> None:
@@ -530,7 +151,7 @@ def check_scale_names(
         if without:
             raise TransferSearchError(
                 f"scale variable {name!r} is missing from {len(without)} of {len(items)} trials "
-                f"(observations {_positions(without)}, counted from 0) but recorded by the "
+                f"(observations {shown_positions(without)}, counted from 0) but recorded by the "
                 f"others: the power laws would drop {name!r}"
                 + (f" and ignore {name}={target[name]:g} at the target" if target else "")
                 + f". Record {name!r} in every trial's scale, or leave those trials out."
@@ -658,7 +279,7 @@ def check_log_swept(
         )
         raise TransferSearchError(
             f"`{name}` is swept on a log scale ({why}), but {len(bad)} trials have {name} <= 0 "
-            f"(trials {_positions(bad)}, counted from 0 in the source's order; e.g. "
+            f"(trials {shown_positions(bad)}, counted from 0 in the source's order; e.g. "
             f"{name}={example!r}): a learning rate, weight decay or timescale cannot be <= 0, and "
             "fitting it linearly instead would move the prediction. Fix or drop those trials; if "
             f"{name!r} is truly linear, list the log parameters without it (log_params=[...], "
@@ -683,26 +304,6 @@ def check_params_recorded(observations: Sequence[Observation], params: Sequence[
             )
 
 
-def _is_missing(value: Any) -> bool:
-    """An empty cell: None, or a float NaN (how CSV readers and pandas write a blank)."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _positions(positions: Sequence[int]) -> str:
-    """``"3, 4, 7"`` or ``"3, 4, 7, 8, 9 and 12 more"``: the first few offending positions."""
-    shown = ", ".join(str(p) for p in positions[:SHOWN_POSITIONS])
-    rest = len(positions) - SHOWN_POSITIONS
-    return f"{shown} and {rest} more" if rest > 0 else shown
-
-
-def _plain(value: Any) -> Any:
-    """Turn numpy scalars into Python numbers so the Real checks apply uniformly."""
-    item = getattr(value, "item", None)
-    if callable(item) and not isinstance(value, (int, float)):
-        return item()
-    return value
-
-
 def numeric_params(params: Mapping[str, Any]) -> dict[str, float]:
     """The coordinates an Observation can hold: the finite real numbers of ``params`` (booleans,
     strings and other Choice values are dropped)."""
@@ -713,45 +314,16 @@ def numeric_params(params: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
-def register_reader(kind: str, reader: Reader) -> None:
-    """Make :func:`as_observations` read sources of ``kind`` with ``reader``.
-
-    Args:
-        kind: the top-level module of the source's type (``"optuna"`` for an
-            ``optuna.study.Study``), or ``"directory"`` for a path naming an existing directory.
-        reader: source -> observations. It replaces a reader installed under the same kind.
-    """
-    if not isinstance(kind, str) or not kind:
-        raise TransferSearchError(f"`kind` must be a module name, but got {kind!r}.")
-    _registered[kind] = reader
+#: Names that moved to :mod:`transfersearch.readers`; read through here only until every importer
+#: names the new module (this goes before the release).
+_MOVED_TO_READERS = frozenset(
+    {"as_observations", "observations_from_frame", "observations_from_records", "register_reader"}
+)
 
 
-@functools.cache
-def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=READERS_GROUP)}
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_READERS:
+        import transfersearch.readers
 
-
-def _has_reader(kind: str) -> bool:
-    return kind in _registered or kind in _entry_points()
-
-
-def _read(kind: str, source: Any) -> list[Observation]:
-    """Read ``source`` with the reader registered for ``kind`` (or named by an entry point)."""
-    reader = _registered.get(kind)
-    if reader is None:
-        entry = _entry_points()[kind]
-        try:
-            reader = entry.load()
-        except ImportError as exc:
-            extra = entry.module.rsplit(".", 1)[-1]
-            what = (
-                f"the directory {os.fspath(source)!r}"
-                if isinstance(source, (str, os.PathLike))
-                else f"a {type(source).__name__}"
-            )
-            raise ImportError(
-                f"reading {what} needs the {extra} integration: "
-                f"pip install 'transfersearch[{extra}]' ({exc})."
-            ) from exc
-        _registered[kind] = reader
-    return as_observations(list(reader(source)))
+        return getattr(transfersearch.readers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -20,17 +20,19 @@ from typing import TYPE_CHECKING, Any
 
 from transfersearch import rules
 from transfersearch.errors import TransferSearchError
+from transfersearch.readers import read_sweep
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
 
 if TYPE_CHECKING:
-    from transfersearch.extrapolate import Extrapolation
+    from transfersearch.fitting.result import Extrapolation
 
 __all__ = [
     "SPACE_ATTR",
     "SPACE_FORMAT",
     "SPACE_VERSION",
     "space_from_json",
+    "space_stored_with",
     "space_to_json",
     "storable_space",
     "stored_space",
@@ -240,13 +242,11 @@ def _from_experiment_dir(path: str) -> Any:
     return None
 
 
-def stored_space(source: Any) -> TransferSpace | None:
-    """The space stored with ``source``, or None when it holds none.
-
-    Args:
-        source: an Optuna study run with ``TransferSampler`` (user attribute :data:`SPACE_ATTR`),
-            a Ray Tune ``ResultGrid`` or experiment directory run with ``TransferSearch`` (the
-            searcher state Tune saved there, read as JSON), or anything else (None).
+def space_stored_with(source: Any) -> TransferSpace | None:
+    """The space an Optuna study (user attribute :data:`SPACE_ATTR`) or a Ray Tune ``ResultGrid``
+    or experiment directory (its newest searcher state, read as JSON) stores; None for anything
+    else. Read by :func:`transfersearch.readers.read_sweep` for a reader that gives observations
+    only, until every framework's reader returns its space in a :class:`~transfersearch.sweep.Sweep`.
 
     Raises:
         TransferSearchError: a space is stored but cannot be read (another version, an unknown
@@ -267,6 +267,22 @@ def stored_space(source: Any) -> TransferSpace | None:
         if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
             raw = _from_experiment_dir(os.fspath(path))
     return None if raw is None else space_from_json(raw)
+
+
+def stored_space(source: Any) -> TransferSpace | None:
+    """The space stored with ``source``, or None when it holds none: ``read_sweep(source).space``.
+
+    Args:
+        source: an Optuna study run with ``TransferSampler`` (user attribute :data:`SPACE_ATTR`),
+            a Ray Tune ``ResultGrid`` or experiment directory run with ``TransferSearch`` (the
+            searcher state Tune saved there, read as JSON), or any other source
+            :func:`~transfersearch.readers.read_sweep` reads (None).
+
+    Raises:
+        TransferSearchError: a space is stored but cannot be read (another version, an unknown
+            rule, a malformed field), or ``source`` is no source of trials.
+    """
+    return read_sweep(source).space
 
 
 def target_hyperparameters(result: Extrapolation, source: Any) -> Hyperparameters | None:

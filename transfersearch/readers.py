@@ -1,0 +1,518 @@
+"""Readers: any source of trials as a :class:`~transfersearch.sweep.Sweep`.
+
+Sources :func:`read_sweep` (and so ``extrapolate`` and ``validate``) accepts:
+
+- a :class:`~transfersearch.sweep.Sweep`, returned as it is;
+- an iterable of :class:`~transfersearch.observations.Observation`;
+- a pandas ``DataFrame`` (pandas is imported only when one is passed), one row per trial, Optuna's
+  ``study.trials_dataframe()`` as it is (:func:`observations_from_records` has the details):
+
+  - scale columns: those named in ``scale_columns=``, else every ``scale.<name>`` (or Optuna's
+    ``user_attrs_scale.<name>``) column;
+  - parameter columns: for each requested parameter ``p``, ``params.<p>``, ``params_<p>`` or ``p``;
+  - the metric: column ``value_column`` (default ``"value"``);
+  - optional ``state`` column, ``complete`` / ``failed`` / ``pruned`` or Optuna's states in any
+    case (default complete);
+
+- any other object whose framework has a registered reader: an adapter registers one with
+  :func:`register_reader`, or names it in the ``transfersearch.readers`` entry-point group under the
+  top-level module of the source's type (the package ships ``optuna`` for a ``Study`` and ``ray``
+  for a ``ResultGrid`` or ``ExperimentAnalysis``), and under ``directory`` for an existing
+  directory (a Ray Tune experiment). A reader returns a ``Sweep`` (with the space and direction
+  the source stored) or the observations alone. The core never imports an adapter by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import importlib.metadata
+import logging
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from transfersearch.errors import TransferSearchError, shown_positions
+from transfersearch.observations import STATES, Observation
+from transfersearch.scale import Scale
+from transfersearch.sweep import Direction, Sweep
+
+__all__ = [
+    "DIRECTORY",
+    "PARAM_PREFIXES",
+    "READERS_GROUP",
+    "SCALE_PREFIXES",
+    "Reader",
+    "as_observations",
+    "observations_from_frame",
+    "observations_from_records",
+    "read_sweep",
+    "register_reader",
+]
+
+#: The entry-point group where an installed adapter names its reader of a framework's objects.
+READERS_GROUP = "transfersearch.readers"
+#: The reader key of an existing directory (a Ray Tune experiment, read from its JSON files).
+DIRECTORY = "directory"
+
+#: A function reading one source into a sweep, or into its observations alone.
+Reader = Callable[[Any], "Sweep | Iterable[Observation]"]
+
+_registered: dict[str, Reader] = {}
+
+logger = logging.getLogger(__name__)
+
+
+def read_sweep(
+    source: Any,
+    *,
+    params: Sequence[str] | None = None,
+    scale_columns: Sequence[str] | None = None,
+    value_column: str = "value",
+    direction: Direction | None = None,
+    cost: Callable[[Scale], float] | None = None,
+) -> Sweep:
+    """Read trials, and what the source stored with them, from any supported source.
+
+    Args:
+        source: a :class:`~transfersearch.sweep.Sweep`, an iterable of Observation, a pandas
+            DataFrame (see the module docstring for the column convention), an Optuna Study, a
+            Ray Tune ResultGrid, or the path of a Ray Tune experiment directory.
+        params: the parameters wanted; for a DataFrame they choose the parameter columns.
+        scale_columns: DataFrame only: columns holding scale variables (default: ``scale.*``).
+        value_column: DataFrame only: the column holding the metric.
+        direction: ``"minimize"`` or ``"maximize"``, over what the source says; None keeps the
+            source's (None when it says nothing).
+        cost: the cost of a run at a scale, over the source's; None keeps the source's.
+
+    Returns:
+        The :class:`~transfersearch.sweep.Sweep`; a Sweep passed in comes back as it is unless
+        ``direction`` or ``cost`` replace its own.
+
+    Raises:
+        TransferSearchError: the source is of an unsupported type (or a path that is not a
+            directory), a DataFrame lacks a needed column, an element is not an Observation, or
+            the space stored with the source cannot be read.
+    """
+    sweep = _sweep(source, params, scale_columns, value_column)
+    changes: dict[str, Any] = {}
+    if direction is not None:
+        changes["direction"] = direction
+    if cost is not None:
+        changes["cost"] = cost
+    return dataclasses.replace(sweep, **changes) if changes else sweep
+
+
+def _sweep(
+    source: Any,
+    params: Sequence[str] | None,
+    scale_columns: Sequence[str] | None,
+    value_column: str,
+) -> Sweep:
+    """The sweep ``source`` holds, before the caller's direction and cost."""
+    if isinstance(source, Sweep):
+        return source
+    root = (type(source).__module__ or "").split(".", 1)[0]
+    if root == "pandas" and type(source).__name__ == "DataFrame":
+        frame = observations_from_frame(
+            source, params=params, scale_columns=scale_columns, value_column=value_column
+        )
+        return Sweep(tuple(frame))
+    if root != "builtins" and _has_reader(root):
+        return _read(root, source)
+    if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
+        return _read(DIRECTORY, source)
+    return Sweep(tuple(_observation_list(source)))
+
+
+def _observation_list(source: Any) -> list[Observation]:
+    """An iterable of Observation as a list; anything else is refused."""
+    if isinstance(source, (str, bytes, os.PathLike, Mapping)) or not isinstance(source, Iterable):
+        got = type(source).__name__
+        if isinstance(source, (str, os.PathLike)):
+            got = f"{got} {os.fspath(source)!r}, which is not a directory"
+        raise TransferSearchError(
+            f"observations must be a list of Observation, a pandas DataFrame, an Optuna Study, a "
+            f"Ray Tune ResultGrid or the directory of a Ray Tune experiment (storage_path/name), "
+            f"but got {got}. Wrap trials as Observation(scale=..., params=..., value=...)."
+        )
+    result: list[Observation] = []
+    for index, item in enumerate(source):
+        if not isinstance(item, Observation):
+            raise TransferSearchError(
+                f"observations[{index}] must be an Observation, but got {type(item).__name__} "
+                f"({item!r:.80}). Build it with Observation(scale=..., params=..., value=...)."
+            )
+        result.append(item)
+    return result
+
+
+def as_observations(
+    source: Any,
+    *,
+    params: Sequence[str] | None = None,
+    scale_columns: Sequence[str] | None = None,
+    value_column: str = "value",
+) -> list[Observation]:
+    """The trials of any source :func:`read_sweep` reads, as a list of Observation in source order.
+
+    Raises:
+        TransferSearchError: as for :func:`read_sweep`.
+    """
+    sweep = read_sweep(
+        source, params=params, scale_columns=scale_columns, value_column=value_column
+    )
+    return list(sweep.observations)
+
+
+def observations_from_frame(
+    frame: Any,
+    *,
+    params: Sequence[str] | None = None,
+    scale_columns: Sequence[str] | None = None,
+    value_column: str = "value",
+    state_column: str = "state",
+) -> list[Observation]:
+    """Read a pandas DataFrame, one row per trial, into observations: its columns and records go
+    to :func:`observations_from_records` (see there for the column convention and errors).
+
+    Optuna's ``study.trials_dataframe()`` is read as it is, also with ``multi_index=True`` (the
+    column ``("params", "lr")`` is read as ``params_lr``).
+    """
+    columns = [_flat_column(c) for c in frame.columns]
+    records = [dict(zip(columns, row, strict=True)) for row in frame.itertuples(index=False)]
+    return observations_from_records(
+        columns,
+        records,
+        params=params,
+        scale_columns=scale_columns,
+        value_column=value_column,
+        state_column=state_column,
+    )
+
+
+def _flat_column(column: Any) -> str:
+    """A DataFrame column name as text: a MultiIndex tuple joined as ``trials_dataframe`` joins it."""
+    if isinstance(column, tuple):
+        return "_".join(str(part) for part in column if str(part))
+    return str(column)
+
+
+@dataclass(frozen=True)
+class _Spelling:
+    """How an error names the reader's options: Python keywords or command-line flags."""
+
+    scale_columns: str
+    params: str
+    value_column: str
+
+
+_PYTHON = _Spelling(
+    scale_columns="scale_columns=['width', 'dataset_size']",
+    params="params=['base_lr', 'tau_epoch']",
+    value_column="value_column='<your metric column>'",
+)
+_CLI = _Spelling(
+    scale_columns="--scale-columns width,dataset_size",
+    params="--params base_lr,tau_epoch",
+    value_column="--value-column <your metric column>",
+)
+
+
+def observations_from_records(
+    columns: Sequence[str],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    params: Sequence[str] | None = None,
+    scale_columns: Sequence[str] | None = None,
+    value_column: str = "value",
+    state_column: str = "state",
+    spelling: Literal["python", "cli"] = "python",
+) -> list[Observation]:
+    """Read a table, one record (column -> cell) per trial, into observations.
+
+    Column convention (Optuna's ``trials_dataframe()`` and its CSV are read as they are):
+
+    - scale variables: the ``scale_columns`` (named as the columns) or, by default, every
+      ``scale.<name>`` column, else every ``user_attrs_scale.<name>`` column (Optuna's name for
+      the ``scale.<name>`` user attributes :class:`TransferSampler` records);
+    - parameter ``p``: the column ``params.<p>``, else ``params_<p>`` (Optuna's), else ``p``;
+      without ``params``, every ``params.*`` / ``params_*`` column whose cells are numbers (a
+      column of text, a categorical such as ``params.optimizer``, is left out and logged);
+    - the metric: ``value_column``;
+    - the optional ``state_column``, in any case: ``complete``, ``failed`` (Optuna's ``FAIL``),
+      ``pruned``; an empty cell is complete; ``RUNNING`` and ``WAITING`` rows (unfinished) are
+      skipped, and so are the FAIL rows of trials the storage's heartbeat failed because their
+      worker died (``TransferSampler`` retries them; the retry stands for them).
+
+    Args:
+        columns: the table's column names.
+        records: one mapping column -> cell per row (e.g. ``csv.DictReader`` rows with numbers
+            parsed).
+        params: the parameters to read.
+        scale_columns: plain column names that hold scale variables.
+        value_column: the metric column.
+        state_column: the optional state column.
+        spelling: how error messages name the options: ``"python"`` (``scale_columns=``) or
+            ``"cli"`` (``--scale-columns``).
+
+    Returns:
+        One Observation per finished row, in table order.
+
+    Raises:
+        TransferSearchError: a needed column is missing (with the close match for a misspelt
+            parameter), no scale column can be found, a scale cell is empty (every trial needs its
+            whole scale), a state is unknown, or a parameter column mixes numbers and text. The
+            message names the column and the rows, counted from 0 after the header.
+    """
+    hint = _CLI if spelling == "cli" else _PYTHON
+    columns = [str(c) for c in columns]
+    scale_map = _scale_map(columns, scale_columns, hint)
+    param_map = _param_map(columns, records, params, hint)
+    if value_column not in columns:
+        raise TransferSearchError(
+            f"the metric column {value_column!r} is not a column of the table (columns: "
+            f"{columns}). Pass {hint.value_column}."
+        )
+    has_state = state_column in columns
+    states = [
+        _state(row.get(state_column), i) if has_state else "complete"
+        for i, row in enumerate(records)
+    ]
+    kept = [i for i, state in enumerate(states) if state in STATES and not _died(records[i], state)]
+    if len(kept) < len(records):
+        logger.info(
+            "skipped %d of %d rows: unfinished (RUNNING / WAITING) or failed by the heartbeat "
+            "because the worker died (rows %s)",
+            len(records) - len(kept),
+            len(records),
+            shown_positions([i for i in range(len(records)) if i not in set(kept)]),
+        )
+    for column in scale_map.values():
+        empty = [i for i in kept if _is_missing(records[i][column])]
+        if empty:
+            raise TransferSearchError(
+                f"scale column {column!r} is empty in {len(empty)} of {len(records)} rows "
+                f"({shown_positions(empty)}; rows counted from 0 after the header): every trial needs "
+                f"its whole scale, or the fit would drop {column!r} and ignore it at the target. "
+                "Fill in those cells or drop those rows."
+            )
+    result: list[Observation] = []
+    for i in kept:
+        row = records[i]
+        raw_value = row[value_column]
+        value = float("nan") if raw_value is None else _plain(raw_value)
+        result.append(
+            Observation(
+                scale={k: _plain(row[c]) for k, c in scale_map.items()},
+                params={k: _plain(row[c]) for k, c in param_map.items()},
+                value=value,
+                state=states[i],
+            )
+        )
+    return result
+
+
+#: Prefixes of scale columns, in order of preference: ours, then Optuna's flattening of the
+#: ``scale.<name>`` user attributes TransferSampler records.
+SCALE_PREFIXES: tuple[str, ...] = ("scale.", "user_attrs_scale.")
+#: Prefixes of parameter columns: ours, then Optuna's ``trials_dataframe()``.
+PARAM_PREFIXES: tuple[str, ...] = ("params.", "params_")
+#: Optuna's trial states (any case) -> an Observation's state; None: unfinished, the row is skipped.
+_STATE_NAMES: dict[str, str | None] = {
+    "complete": "complete",
+    "failed": "failed",
+    "fail": "failed",
+    "pruned": "pruned",
+    "running": None,
+    "waiting": None,
+}
+#: The ``trials_dataframe()`` columns of the system attributes TransferSampler's trials carry
+#: (``transfersearch.integrations._optuna_trials.RUNG_ATTR`` / ``TOLD_ATTR``): a FAIL with a rung
+#: but not told by the objective was failed by the heartbeat (its worker died).
+_RUNG_COLUMN = "system_attrs_transfersearch:rung"
+_TOLD_COLUMN = "system_attrs_transfersearch:told-fail"
+
+
+def _scale_map(
+    columns: Sequence[str], scale_columns: Sequence[str] | None, hint: _Spelling
+) -> dict[str, str]:
+    """Scale variable -> its column."""
+    if scale_columns is not None:
+        if isinstance(scale_columns, str):
+            raise TransferSearchError(
+                f"scale_columns must be a list of column names, but got the string "
+                f"{scale_columns!r}. Pass {hint.scale_columns}."
+            )
+        missing = [c for c in scale_columns if c not in columns]
+        if missing:
+            raise TransferSearchError(
+                f"scale columns {missing} are not columns of the table (it has {columns}). "
+                f"Name the columns that hold scale variables: {hint.scale_columns}."
+            )
+        return {c: c for c in scale_columns}
+    for prefix in SCALE_PREFIXES:
+        found = {c[len(prefix) :]: c for c in columns if c.startswith(prefix) and c != prefix}
+        if found:
+            return found
+    raise TransferSearchError(
+        f"the table has no scale columns (columns: {columns}). Name them 'scale.<name>' (Optuna's "
+        f"'user_attrs_scale.<name>' are read too) or name the plain ones: {hint.scale_columns}."
+    )
+
+
+def _param_map(
+    columns: Sequence[str],
+    records: Sequence[Mapping[str, Any]],
+    params: Sequence[str] | None,
+    hint: _Spelling,
+) -> dict[str, str]:
+    """Parameter -> its column; without ``params`` the numeric ``params.*`` / ``params_*``."""
+    prefixed = {
+        c[len(prefix) :]: c
+        for prefix in reversed(PARAM_PREFIXES)  # "params." wins over "params_" for one name
+        for c in columns
+        if c.startswith(prefix) and c != prefix
+    }
+    if params is None:
+        if not prefixed:
+            raise TransferSearchError(
+                f"the table has no parameter columns (columns: {columns}): name them "
+                "'params.<name>' (Optuna's 'params_<name>' are read too) or name the plain ones: "
+                f"{hint.params}."
+            )
+        chosen: dict[str, str] = {}
+        for name, column in prefixed.items():
+            text = [i for i, row in enumerate(records) if _is_text(row[column])]
+            filled = [i for i, row in enumerate(records) if not _is_missing(row[column])]
+            if not text:
+                chosen[name] = column
+            elif len(text) == len(filled):
+                logger.info(
+                    "parameter column %r holds text (%r in row %d): a categorical, left out of "
+                    "the fit (only numeric coordinates are fitted)",
+                    column,
+                    records[text[0]][column],
+                    text[0],
+                )
+            else:
+                raise TransferSearchError(
+                    f"parameter column {column!r} mixes numbers and text: {len(text)} of "
+                    f"{len(filled)} filled cells are not numbers (rows {shown_positions(text)}, "
+                    f"e.g. {records[text[0]][column]!r}; rows counted from 0 after the header). "
+                    "Fix those cells, or leave the column out by naming the others: "
+                    f"{hint.params}."
+                )
+        return chosen
+    if isinstance(params, str):
+        raise TransferSearchError(
+            f"`params` must be a list of names, but got the string {params!r}. Pass {hint.params}."
+        )
+    param_map: dict[str, str] = {}
+    for name in params:
+        candidates = [*(f"{prefix}{name}" for prefix in PARAM_PREFIXES), name]
+        found = next((c for c in candidates if c in columns), None)
+        if found is None:
+            close = difflib.get_close_matches(str(name), list(prefixed) + list(columns), n=1)
+            raise TransferSearchError(
+                f"parameter {name!r} has no column in the table (looked for "
+                f"{', '.join(repr(c) for c in candidates)}; columns: {columns})."
+                + (f" Did you mean {close[0]!r}?" if close else "")
+                + f" Add the column or fix the name: {hint.params}."
+            )
+        param_map[name] = found
+    return param_map
+
+
+def _state(cell: Any, row: int) -> str:
+    """A state cell as an Observation state, ``"unfinished"`` for RUNNING / WAITING."""
+    if _is_missing(cell) or (isinstance(cell, str) and not cell.strip()):
+        return "complete"
+    name = str(cell).strip().lower()
+    if name.startswith("trialstate."):  # str(optuna.trial.TrialState.COMPLETE)
+        name = name[len("trialstate.") :]
+    if name not in _STATE_NAMES:
+        raise TransferSearchError(
+            f"row {row} has state {cell!r}; states are {STATES} (Optuna's COMPLETE, FAIL, "
+            "PRUNED, RUNNING, WAITING in any case are read too). Fix the cell."
+        )
+    return _STATE_NAMES[name] or "unfinished"
+
+
+def _died(row: Mapping[str, Any], state: str) -> bool:
+    """A FAIL that TransferSampler's heartbeat, not the objective, decided (see ``_RUNG_COLUMN``)."""
+    if state != "failed" or _is_missing(row.get(_RUNG_COLUMN)):
+        return False
+    told = row.get(_TOLD_COLUMN)
+    return not (told is True or (isinstance(told, str) and told.strip().lower() == "true"))
+
+
+def _is_text(value: Any) -> bool:
+    """A cell that is not a number: text, or a boolean (Optuna's categorical True / False)."""
+    return isinstance(value, (str, bool)) or type(value).__name__ == "bool_"
+
+
+def _is_missing(value: Any) -> bool:
+    """An empty cell: None, or a float NaN (how CSV readers and pandas write a blank)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _plain(value: Any) -> Any:
+    """Turn numpy scalars into Python numbers so the Real checks apply uniformly."""
+    item = getattr(value, "item", None)
+    if callable(item) and not isinstance(value, (int, float)):
+        return item()
+    return value
+
+
+def register_reader(kind: str, reader: Reader) -> None:
+    """Make :func:`read_sweep` read sources of ``kind`` with ``reader``.
+
+    Args:
+        kind: the top-level module of the source's type (``"optuna"`` for an
+            ``optuna.study.Study``), or ``"directory"`` for a path naming an existing directory.
+        reader: source -> a Sweep, or its observations. It replaces a reader installed under the same kind.
+    """
+    if not isinstance(kind, str) or not kind:
+        raise TransferSearchError(f"`kind` must be a module name, but got {kind!r}.")
+    _registered[kind] = reader
+
+
+@functools.cache
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=READERS_GROUP)}
+
+
+def _has_reader(kind: str) -> bool:
+    return kind in _registered or kind in _entry_points()
+
+
+def _read(kind: str, source: Any) -> Sweep:
+    """Read ``source`` with the reader registered for ``kind`` (or named by an entry point)."""
+    reader = _registered.get(kind)
+    if reader is None:
+        entry = _entry_points()[kind]
+        try:
+            reader = entry.load()
+        except ImportError as exc:
+            extra = entry.module.rsplit(".", 1)[-1]
+            what = (
+                f"the directory {os.fspath(source)!r}"
+                if isinstance(source, (str, os.PathLike))
+                else f"a {type(source).__name__}"
+            )
+            raise ImportError(
+                f"reading {what} needs the {extra} integration: "
+                f"pip install 'transfersearch[{extra}]' ({exc})."
+            ) from exc
+        _registered[kind] = reader
+    read = reader(source)
+    if isinstance(read, Sweep):
+        _observation_list(read.observations)  # a reader's output is checked like the user's
+        return read
+    from transfersearch.stored_space import space_stored_with  # until every reader gives a Sweep
+
+    return Sweep(tuple(_observation_list(read)), space=space_stored_with(source))
