@@ -53,7 +53,7 @@ import optuna
 import torch
 
 from transfersearch import default_cost, extrapolate
-from transfersearch.observations import as_observations
+from transfersearch.readers import as_observations
 from transfersearch.report import format_table
 from transfersearch.space import Float
 from transfersearch_demo import app as demo

@@ -46,7 +46,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without optuna
     ) from exc
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.observations import Observation, as_observations
+from transfersearch.observations import Observation
+from transfersearch.readers import as_observations
 from transfersearch.report import format_table
 from transfersearch.stored_space import stored_space
 from transfersearch.summary import extrapolation_to_dict

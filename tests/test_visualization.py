@@ -20,7 +20,7 @@ from _sweep import TARGET, run_sweep
 
 import transfersearch as ts
 from transfersearch import visualization as tsv
-from transfersearch.observations import as_observations
+from transfersearch.readers import as_observations
 
 
 @pytest.fixture(scope="module")

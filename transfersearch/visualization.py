@@ -39,7 +39,8 @@ from transfersearch._figure_info import (
 )
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import to_natural
-from transfersearch.observations import Observation, as_observations
+from transfersearch.observations import Observation
+from transfersearch.readers import as_observations
 from transfersearch.scale import Scale
 
 if TYPE_CHECKING:
