@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import difflib
 import inspect
 import logging
 import operator
@@ -68,7 +67,7 @@ from transfersearch.integrations._optuna_trials import (
     worst_value,
 )
 from transfersearch.integrations._per_rung import PerRung
-from transfersearch.ladder import Proposal, TransferPlanner
+from transfersearch.ladder import PlannerOptions, Proposal, TransferPlanner
 from transfersearch.observations import Observation, register_reader
 from transfersearch.redact import redact_url
 from transfersearch.scale import Scale
@@ -260,8 +259,8 @@ class TransferSampler(BaseSampler):
         ladder: the proxy scales; rungs are indexed in cost order (``sampler.ladder``).
         base_sampler: the sampler used where the law makes no proposal (default
             ``optuna.samplers.TPESampler()``).
-        **planner_kwargs: passed to :class:`~transfersearch.ladder.TransferPlanner`
-            (``trials_per_rung``, ``cost``, ``min_trials``, ``focus``, ``seed``, ``transfer``,
+        **planner_kwargs: the planner's options
+            (:meth:`~transfersearch.ladder.PlannerOptions.from_kwargs`: ``trials_per_rung``, ``cost``, ``min_trials``, ``focus``, ``seed``, ``transfer``,
             ``gate_on_law``, ``detour_limit``, ...).
             Not ``direction``: the sampler takes it from the study (``study.direction``) the
             first time it plans a trial, and keeps it (a ``maximize`` study transfers the
@@ -290,17 +289,9 @@ class TransferSampler(BaseSampler):
                 f"direction={planner_kwargs['direction']!r}. Drop it and create the study with "
                 "optuna.create_study(direction='maximize') for a maximised metric."
             )
-        options = set(inspect.signature(TransferPlanner).parameters) - {"space", "ladder"}
-        for name in planner_kwargs:
-            if name not in options:
-                close = difflib.get_close_matches(name, sorted(options), n=1)
-                also = f" Did you mean {close[0]!r}?" if close else ""
-                raise TransferSearchError(
-                    f"TransferSampler got an unknown keyword {name!r}.{also} It takes space, "
-                    f"ladder, base_sampler and the planner's options: {', '.join(sorted(options))}."
-                )
+        options = PlannerOptions.from_kwargs(**planner_kwargs)  # names a misspelt option
+        planner = TransferPlanner(space, ladder, options=options)
         base = base_sampler or optuna.samplers.TPESampler()
-        planner = TransferPlanner(space, ladder, **planner_kwargs)
         self._rungs: PerRung[BaseSampler] = PerRung(
             planner,
             base,

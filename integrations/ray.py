@@ -50,7 +50,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without ray
     ) from exc
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.ladder import Proposal, TransferPlanner
+from transfersearch.ladder import PlannerOptions, Proposal, TransferPlanner
 from transfersearch.observations import Observation, register_reader
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
@@ -200,16 +200,19 @@ class TransferSearch(Searcher):
             pruned. Default: the longest any trial of the same rung ran.
         time_attr: the result field that measures progress.
         max_concurrent: a limit on live trials (0: none; Tune's limit overrides it).
-        seed: seed of the default random sampling.
-        **planner_options: forwarded to :class:`TransferPlanner` (``trials_per_rung``, ``focus``,
-            ``gate_on_law``, …).
+        seed: seed of the default random sampling and of the base searcher's per-rung copies
+            (each from ``SeedSequence([seed, rung])``).
+        **planner_options: the planner's options, checked by
+            :meth:`~transfersearch.ladder.PlannerOptions.from_kwargs` as the Optuna sampler checks
+            them (``trials_per_rung``, ``focus``, ``gate_on_law``, …); with ``planner`` given they
+            are checked and not used.
             Not ``direction``: the planner's direction follows ``mode`` (``"max"``: maximize), also
             for a given ``planner`` (replaced by a copy for that direction when it differs); it is
             fixed once the mode is known.
 
     Raises:
-        TransferSearchError: bad metric/mode, a ladder the planner rejects (or a ``direction``
-            option), a base searcher that is not a Ray Searcher.
+        TransferSearchError: bad metric/mode, a ladder the planner rejects, an unknown or bad
+            planner option (or a ``direction`` option), a base searcher that is not a Ray Searcher.
     """
 
     def __init__(
@@ -242,10 +245,11 @@ class TransferSearch(Searcher):
                 f"direction={planner_options['direction']!r}. Drop it and pass mode='max' (or "
                 "TuneConfig(mode='max')) for a maximised metric."
             )
+        options = PlannerOptions.from_kwargs(**planner_options)  # names a misspelt option
         if planner is None:
             if ladder is None:
                 raise TransferSearchError("give `ladder` (the proxy scales) or `planner`.")
-            planner = TransferPlanner(space, ladder, **planner_options)
+            planner = TransferPlanner(space, ladder, options=options)
         elif planner.space is not space:
             raise TransferSearchError(
                 "`planner.space` must be the `space` given to TransferSearch."

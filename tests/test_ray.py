@@ -859,6 +859,15 @@ def test_each_rung_copy_of_the_base_searcher_draws_its_own_points():
     assert draws(seed=1)[1] != first[1], "another seed must give other draws"
 
 
+def test_an_unknown_planner_keyword_is_refused_as_the_optuna_sampler_refuses_it():
+    with pytest.raises(ts.TransferSearchError, match="Did you mean 'trials_per_rung'") as by_ray:
+        TransferSearch(make_space(), make_ladder(), metric="loss", mode="min", trial_per_rung=4)
+    optuna_adapter = pytest.importorskip("transfersearch.integrations.optuna")
+    with pytest.raises(ts.TransferSearchError) as by_optuna:
+        optuna_adapter.TransferSampler(make_space(), make_ladder(), trial_per_rung=4)
+    assert str(by_ray.value) == str(by_optuna.value)
+
+
 def test_missing_metric_names_the_fix():
     search = TransferSearch(make_space(), make_ladder())
     with pytest.raises(ts.TransferSearchError, match="metric='loss'"):
