@@ -16,16 +16,13 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from transfersearch import rules
 from transfersearch.errors import TransferSearchError
 from transfersearch.readers import read_sweep
 from transfersearch.scale import Scale
-from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
-
-if TYPE_CHECKING:
-    from transfersearch.fitting.result import Extrapolation
+from transfersearch.space import Choice, Float, Int, TransferSpace
 
 __all__ = [
     "SPACE_ATTR",
@@ -36,7 +33,6 @@ __all__ = [
     "space_to_json",
     "storable_space",
     "stored_space",
-    "target_hyperparameters",
 ]
 
 logger = logging.getLogger(__name__)
@@ -283,16 +279,3 @@ def stored_space(source: Any) -> TransferSpace | None:
             rule, a malformed field), or ``source`` is no source of trials.
     """
     return read_sweep(source).space
-
-
-def target_hyperparameters(result: Extrapolation, source: Any) -> Hyperparameters | None:
-    """The big run's concrete hyperparameters: ``result.hyperparameters(space)`` with the space
-    that came with ``result`` (:attr:`Extrapolation.space`, when it was fitted to a study or
-    experiment), else the one stored with ``source``; None without either.
-
-    Raises:
-        TransferSearchError: the stored space cannot be read, or the fit's parameters are not the
-            space's coordinates.
-    """
-    space = result.space if result.space is not None else stored_space(source)
-    return None if space is None else result.hyperparameters(space)
