@@ -225,7 +225,7 @@ def fit_sweep(
     names = infer_params(obs) if options.params is None else options.params
     _check_observations(obs, names, options, sweep)
     ladder, notes = _prepare(obs, names, options, sweep, target_scale)
-    result = _extrapolate(ladder, target_scale, options, family)
+    result = _extrapolate(ladder, target_scale, options, family, _direction(sweep))
     result = with_stability(result, ladder, obs)  # the decision within the boundaries
     return replace(
         result,
@@ -274,7 +274,11 @@ def _check_observations(
 
 
 def _extrapolate(
-    ladder: Ladder, target: Scale, options: FitOptions, models: Sequence[LawModel]
+    ladder: Ladder,
+    target: Scale,
+    options: FitOptions,
+    models: Sequence[LawModel],
+    direction: Direction,
 ) -> Extrapolation:
     """The fit on a prepared ladder: optima, model choice, prediction, resampling, decision."""
     subset = list(range(len(ladder.scales)))
@@ -319,13 +323,9 @@ def _extrapolate(
         collinearity=collinearity(ladder),
         extrapolation_decades=near,
         ladder_span_decades=span,
-        direction=_direction_of(ladder),
+        direction=direction,
         diagnostics=tuple(notes + far),
     )
-
-
-def _direction_of(ladder: Ladder) -> Direction:
-    return "minimize" if ladder.sign > 0 else "maximize"
 
 
 def validate_sweep(
