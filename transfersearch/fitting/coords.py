@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -19,7 +18,6 @@ from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
 __all__ = [
-    "Direction",
     "FloatArray",
     "check_direction",
     "check_fixed_exponents",
@@ -32,7 +30,6 @@ __all__ = [
     "to_natural",
 ]
 
-Direction = Literal["minimize", "maximize"]
 FloatArray = NDArray[np.float64]
 
 

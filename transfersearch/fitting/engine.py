@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.fitting.coords import Direction, FloatArray, natural_params
+from transfersearch.fitting.coords import FloatArray, natural_params
 from transfersearch.fitting.decision import safe_shift, with_stability
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.findings import findings
@@ -46,7 +46,7 @@ from transfersearch.observations import (
     complete_target,
 )
 from transfersearch.scale import Scale
-from transfersearch.sweep import Sweep
+from transfersearch.sweep import Direction, Sweep
 
 __all__ = ["collinearity", "fit_sweep", "infer_params", "validate_sweep"]
 

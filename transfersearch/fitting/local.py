@@ -20,7 +20,6 @@ from numpy.typing import NDArray
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import (
-    Direction,
     FloatArray,
     check_direction,
     check_params,
@@ -42,6 +41,7 @@ from transfersearch.fitting.quadratic import (
 )
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
+from transfersearch.sweep import Direction
 
 __all__ = [
     "fit_local",

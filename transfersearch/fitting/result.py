@@ -11,7 +11,7 @@ import numpy as np
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.boundary import StabilityBoundary
-from transfersearch.fitting.coords import Direction, FloatArray, to_fitted
+from transfersearch.fitting.coords import FloatArray, to_fitted
 from transfersearch.fitting.decision import TargetLoss
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.findings import INDENTED_KINDS
@@ -20,6 +20,7 @@ from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.portfolio import DEFAULT_SEED, N_DRAWS, Portfolio, choose_candidates
 from transfersearch.fitting.selection import Fold
 from transfersearch.scale import Scale
+from transfersearch.sweep import Direction
 
 if TYPE_CHECKING:
     from transfersearch.space import Hyperparameters, TransferSpace
