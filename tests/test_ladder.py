@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 from typing import Any
 
 import numpy as np
@@ -236,13 +237,21 @@ def test_a_failed_fit_is_logged_recorded_and_retried_when_the_rungs_grow(
 
 
 def test_a_fit_s_warnings_are_recorded_not_swallowed(caplog: pytest.LogCaptureFixture) -> None:
+    """The planner reads the fit's diagnostics (no warning reaches its caller); those
+    ``extrapolate`` warns of are its FitAttempt's warnings, same text, and logged."""
     planner = TransferPlanner(SPACE, LADDER, min_trials=3, n_bootstrap=0)
     history = observations(planner, [0, 1], 3)  # few trials per rung: the engine warns
-    with caplog.at_level(logging.INFO, logger="transfersearch"):
+    with caplog.at_level(logging.INFO, logger="transfersearch"), warnings.catch_warnings():
+        warnings.simplefilter("error")
         assert planner.prediction(3, history) is not None
     (attempt,) = planner.fit_attempts
     assert attempt.ok and attempt.warnings
     assert all(w in caplog.text for w in attempt.warnings)
+    with pytest.warns(ts.TransferSearchWarning) as warned:
+        ts.extrapolate(
+            history, target=planner.ladder[3], params=["base_lr", "tau_epoch"], n_bootstrap=0
+        )
+    assert attempt.warnings == tuple(f"TransferSearchWarning: {w.message}" for w in warned)
 
 
 def test_a_ledger_gives_the_same_decisions_as_a_list() -> None:

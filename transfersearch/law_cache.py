@@ -2,7 +2,7 @@
 
 :class:`LawCache` is the law half of :class:`~transfersearch.ladder.TransferPlanner`: which rungs
 may feed the law for a rung (:meth:`LawCache.sources`), whether that law is pending on running
-trials, the fit itself (:func:`transfersearch.extrapolate` on the source rungs' trials), its
+trials, the fit itself (:func:`~transfersearch.fitting.fit_sweep` on the source rungs' trials), its
 :class:`LawPrediction` with the neighbourhood's spread, every :class:`FitAttempt`, and the rung a
 collinear ladder lacks. The law is the one of ``docs/science.md`` §7; the refit policy is in
 ``docs/design.md``.
@@ -12,22 +12,24 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import TransferSearchError, TransferSearchWarning
+from transfersearch.fitting.diagnostics import Diagnostic
+from transfersearch.fitting.engine import fit_sweep
+from transfersearch.fitting.options import FitOptions
 from transfersearch.ledger import complete_counts
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 from transfersearch.space import Float, Int, TransferSpace
-from transfersearch.sweep import Direction
+from transfersearch.sweep import Direction, Sweep
 
 if TYPE_CHECKING:
-    from transfersearch.fitting.result import Collinearity
+    from transfersearch.fitting.result import Collinearity, Extrapolation
 
 __all__ = ["FitAttempt", "LawCache", "LawPrediction"]
 
@@ -73,18 +75,25 @@ class FitAttempt:
         rung: the rung the law predicts for.
         trials: complete trials per source rung that went into the fit.
         error: why the fit failed (``"ExceptionType: message"``); None when it succeeded.
-        warnings: the warnings the fit raised (each also logged).
+        diagnostics: what the fit found (``Extrapolation.diagnostics``; each also logged).
     """
 
     rung: int
     trials: Mapping[Scale, int]
     error: str | None
-    warnings: tuple[str, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = ()
 
     @property
     def ok(self) -> bool:
         """True when the fit succeeded."""
         return self.error is None
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The diagnostics :func:`transfersearch.extrapolate` warns of (``act``), as
+        ``"TransferSearchWarning: <message>"``."""
+        name = TransferSearchWarning.__name__
+        return tuple(f"{name}: {d.message}" for d in self.diagnostics if d.act)
 
 
 class LawCache:
@@ -181,40 +190,39 @@ class LawCache:
     def _fit(
         self, rung: int, usable: list[Observation], counts: Mapping[Scale, int]
     ) -> LawPrediction | None:
-        """Fit the law on ``usable`` and predict at ``rung``; a failure is logged and recorded."""
-        from transfersearch import extrapolate  # the public function, wherever it lives
-
-        error: str | None = None
-        result: LawPrediction | None = None
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                fit = extrapolate(
-                    usable,
-                    target=self.ladder[rung],
-                    params=self.names,
-                    direction=self.direction,
-                    n_bootstrap=self.n_bootstrap,
-                    seed=0 if self.seed is None else self.seed,
-                    cost=self.cost,
-                )
-                self._note_collinearity(fit.collinearity)
-                center = {n: float(fit.params[n]) for n in self.names}
-                bounds = fit.interval(SPREAD_COVERAGE)
-                spread = {
-                    n: self._spread(n, float(bounds[n][0]), float(bounds[n][1])) for n in self.names
-                }
-                result = LawPrediction(center, spread)
-            except _FIT_ERRORS as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                self._log_failure(rung, error, counts)
-        messages = tuple(f"{w.category.__name__}: {w.message}" for w in caught)
-        for message in messages:
+        """Fit the law on ``usable`` and predict at ``rung``; a failure is logged and recorded,
+        and so are the fit's diagnostics (INFO for those a user of ``extrapolate`` is warned
+        of, DEBUG for the rest)."""
+        sweep = Sweep(tuple(usable), self.space, self.direction, self.cost)
+        options = FitOptions(
+            params=tuple(self.names),
+            n_bootstrap=self.n_bootstrap,
+            seed=0 if self.seed is None else self.seed,
+        )
+        try:
+            fit = fit_sweep(sweep, self.ladder[rung], options)
+            self._note_collinearity(fit.collinearity)
+            result = self._predicted(fit)
+        except _FIT_ERRORS as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self._log_failure(rung, error, counts)
+            self._attempts.append(FitAttempt(rung, dict(counts), error))
+            return None
+        attempt = FitAttempt(rung, dict(counts), None, fit.diagnostics)
+        for message in attempt.warnings:
             logger.info("the law fit for rung %d warned: %s", rung, message)
-        self._attempts.append(FitAttempt(rung, dict(counts), error, messages))
-        if error is None:
-            logger.debug("the law for rung %d predicts %s", rung, result)
+        for diagnostic in fit.diagnostics:
+            if not diagnostic.act:
+                logger.debug("the law fit for rung %d noted: %s", rung, diagnostic.message)
+        self._attempts.append(attempt)
+        logger.debug("the law for rung %d predicts %s", rung, result)
         return result
+
+    def _predicted(self, fit: Extrapolation) -> LawPrediction:
+        """The fit's point and the neighbourhood's spread from its interval."""
+        bounds = fit.interval(SPREAD_COVERAGE)
+        spread = {n: self._spread(n, float(bounds[n][0]), float(bounds[n][1])) for n in self.names}
+        return LawPrediction({n: float(fit.params[n]) for n in self.names}, spread)
 
     def _log_failure(self, rung: int, error: str, counts: Mapping[Scale, int]) -> None:
         sources = {self.ladder.index(s) if s in self.ladder else s: n for s, n in counts.items()}
