@@ -17,7 +17,6 @@ from numbers import Real
 from typing import Any, Literal
 
 from transfersearch.errors import TransferSearchError, shown_positions
-from transfersearch.errors import TransferSearchWarning as TransferSearchWarning  # fitting uses it
 from transfersearch.scale import Scale
 
 __all__ = [
@@ -312,18 +311,3 @@ def numeric_params(params: Mapping[str, Any]) -> dict[str, float]:
         for name, value in params.items()
         if isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value))
     }
-
-
-#: Names that moved to :mod:`transfersearch.readers`; read through here only until every importer
-#: names the new module (this goes before the release).
-_MOVED_TO_READERS = frozenset(
-    {"as_observations", "observations_from_frame", "observations_from_records", "register_reader"}
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED_TO_READERS:
-        import transfersearch.readers
-
-        return getattr(transfersearch.readers, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
