@@ -11,8 +11,8 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from transfersearch.errors import TransferSearchError
-from transfersearch.fit import estimate_optimum
+from transfersearch import estimate_optimum
+from transfersearch.errors import TransferSearchError, TransferSearchWarning
 from transfersearch.fitting.decision import MAX_SHIFT_SD, expected_excess, safe_shift
 from transfersearch.fitting.laws import (
     FREE_PRIOR_SD,
@@ -25,7 +25,7 @@ from transfersearch.fitting.laws import (
     to_power_law,
 )
 from transfersearch.fitting.surface import RungTrials, fit_valley
-from transfersearch.observations import Observation, TransferSearchWarning
+from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
 SCALE = Scale(width=256)
@@ -232,7 +232,7 @@ def test_clean_noisy_bowls_are_never_flagged(noise: float) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# Power laws with a prior on the exponents (SCIENCE.md §7, "Shrinkage")
+# Power laws with a prior on the exponents (docs/science.md §7.7)
 # ------------------------------------------------------------------------------------------------
 def law_data(
     z: list[float],
@@ -254,7 +254,7 @@ def law_data(
 
 
 def test_gls_is_the_ridge_posterior_mean_of_science_7() -> None:
-    # SCIENCE.md §7: β = (XᵀWX + P₀)⁻¹(XᵀWz + P₀β₀), X = [1, ℓ], P₀ = diag(0, 1/s²), β₀ = (0, e₀).
+    # docs/science.md §7.7: β = (XᵀWX + P₀)⁻¹(XᵀWz + P₀β₀), X = [1, ℓ], P₀ = diag(0, 1/s²), β₀ = (0, e₀).
     # Three rungs: ℓ = 0, 1, 2; z = 0, 1, 3; variances 1, ½, 1 (W = diag(1, 2, 1)); e₀ = ½, s = 1.
     #   XᵀWX = [[4, 4], [4, 6]]     + P₀ = [[4, 4], [4, 7]]    (det 12)
     #   XᵀWz = [5, 8]               + P₀β₀ = [5, 8.5]
@@ -378,7 +378,7 @@ def test_reml_is_the_likelihood_of_the_contrasts_by_hand() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# The decision under an asymmetric valley (SCIENCE.md §7, "Deciding under uncertainty")
+# The decision under an asymmetric valley (docs/science.md §7.8)
 # ------------------------------------------------------------------------------------------------
 def test_symmetric_valley_decides_the_law_point() -> None:
     hessian = np.array([[2.0, 0.3], [0.3, 1.0]])
@@ -434,7 +434,7 @@ def test_decision_leaves_an_unswept_coordinate_alone() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# The pooled valley (SCIENCE.md §7, "Pooling rungs")
+# The pooled valley (docs/science.md §7.1)
 # ------------------------------------------------------------------------------------------------
 CURVATURE = np.array([[1.0, 0.2], [0.2, 0.6]])
 
