@@ -68,7 +68,8 @@ from transfersearch.integrations._optuna_trials import (
 )
 from transfersearch.integrations._per_rung import PerRung
 from transfersearch.ladder import PlannerOptions, Proposal, TransferPlanner
-from transfersearch.observations import Observation, register_reader
+from transfersearch.observations import Observation
+from transfersearch.readers import register_reader
 from transfersearch.redact import redact_url
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Distribution, Float, Hyperparameters, Int, TransferSpace
@@ -172,7 +173,7 @@ def observations_from_study(study: Study) -> list[Observation]:
     (its last intermediate value); RUNNING and WAITING trials are skipped, and so are trials the
     storage heartbeat failed because their worker died and trials interrupted by Ctrl-C (user
     attribute ``transfersearch:interrupted``): neither diverged, and a retry stands for each. Values are
-    as stored: for a ``maximize`` study pass ``direction="maximize"`` to the fit.
+    as stored: :func:`sweep_from_study` carries the study's direction with them.
 
     Raises:
         TransferSearchError: the study is multi-objective, or it has finished trials but none
@@ -219,7 +220,7 @@ def sweep_from_study(study: Study) -> Sweep:
     return Sweep(tuple(observations), space=study_space(study), direction=direction)
 
 
-register_reader("optuna", observations_from_study)  # as_observations(study) reads with it
+register_reader("optuna", sweep_from_study)  # read_sweep(study) reads with it
 
 
 # ----------------------------------------------------------------------------------------------

@@ -51,7 +51,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without ray
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.ladder import PlannerOptions, Proposal, TransferPlanner
-from transfersearch.observations import Observation, register_reader
+from transfersearch.observations import Observation
+from transfersearch.readers import register_reader
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Float, Hyperparameters, Int, TransferSpace
 from transfersearch.stored_space import space_from_json, storable_space
@@ -798,5 +799,5 @@ def _outcomes(
     return outcomes, modes
 
 
-register_reader("ray", observations_from_result_grid)  # a ResultGrid or ExperimentAnalysis
-register_reader("directory", observations_from_result_grid)  # a Tune experiment directory
+register_reader("ray", sweep_from_result_grid)  # a ResultGrid or ExperimentAnalysis
+register_reader("directory", sweep_from_result_grid)  # a Tune experiment directory

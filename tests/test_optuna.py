@@ -518,6 +518,9 @@ def test_the_study_reader_returns_a_sweep_with_the_stored_space_and_the_directio
         assert len(sweep.observations) == 3
         assert sweep.direction == direction
         assert sweep.space is not None and space_to_json(sweep.space) == space_to_json(SPACE)
+        read = ts.read_sweep(study)  # through the registered reader
+        assert (read.observations, read.direction) == (sweep.observations, direction)
+        assert read.space is not None and space_to_json(read.space) == space_to_json(SPACE)
     bare = sweep_from_study(optuna.create_study(direction="maximize"))  # no sampler ran: no space
     assert bare == Sweep((), space=None, direction="maximize")
 

@@ -41,7 +41,8 @@ from transfersearch.integrations.ray import (  # noqa: E402
     observations_from_result_grid,
     sweep_from_result_grid,
 )
-from transfersearch.observations import Observation, as_observations  # noqa: E402
+from transfersearch.observations import Observation  # noqa: E402
+from transfersearch.readers import as_observations  # noqa: E402
 from transfersearch.stored_space import space_to_json, stored_space  # noqa: E402
 
 # Trainables defined here travel to Ray workers by value (the tests folder is not importable there).
@@ -486,6 +487,9 @@ def test_extrapolate_reads_an_experiment_directory(cluster, tmp_path):
     space = stored_space(experiment)
     assert space is not None and space.distributions == make_space().distributions
     sweep = sweep_from_result_grid(experiment)  # the reader the entry points name
+    read = ts.read_sweep(experiment)  # through the registered reader
+    assert (read.observations, read.direction) == (sweep.observations, sweep.direction)
+    assert read.space is not None and space_to_json(read.space) == space_to_json(sweep.space)
     assert sorted(map(_key, sweep.observations)) == sorted(map(_key, from_reader))
     assert sweep.direction == "minimize"  # the searcher's mode, recorded in every config
     assert sweep.space is not None and space_to_json(sweep.space) == space_to_json(make_space())
