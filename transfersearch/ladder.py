@@ -65,9 +65,12 @@ class Proposal:
     source: str
 
 
-def _is_real(value: object) -> bool:
-    """A real number, not a bool or a string (``'0.5'`` is refused, not read)."""
-    return isinstance(value, Real) and not isinstance(value, bool) and not math.isnan(float(value))
+def _real(value: object) -> float | None:
+    """``value`` as a float when it is a real number, not a bool, a string or NaN (``'0.5'`` is
+    refused, not read); else None."""
+    if isinstance(value, Real) and not isinstance(value, bool) and not math.isnan(float(value)):
+        return float(value)
+    return None
 
 
 @dataclass(frozen=True)
@@ -206,20 +209,22 @@ def _check_budgets(trials_per_rung: object) -> int | tuple[int, ...] | None:
 
 
 def _check_focus(focus: object) -> float:
-    if not _is_real(focus) or not 0.0 <= float(focus) <= 1.0:  # type: ignore[arg-type]
+    number = _real(focus)
+    if number is None or not 0.0 <= number <= 1.0:
         raise TransferSearchError(
             f"`focus` must be a probability in [0, 1], but got focus={focus!r}, e.g. 0.75."
         )
-    return float(focus)  # type: ignore[arg-type]
+    return number
 
 
 def _check_min_spread(min_spread: object) -> float:
-    if not _is_real(min_spread) or not 0.0 < float(min_spread) < math.inf:  # type: ignore[arg-type]
+    number = _real(min_spread)
+    if number is None or not 0.0 < number < math.inf:
         raise TransferSearchError(
             f"`min_spread` must be a finite number > 0, but got min_spread={min_spread!r}, "
             "e.g. 0.15 (natural-log units for log coordinates, a fraction of the range else)."
         )
-    return float(min_spread)  # type: ignore[arg-type]
+    return number
 
 
 def _check_seed(seed: object) -> None:
@@ -231,12 +236,13 @@ def _check_seed(seed: object) -> None:
 
 
 def _check_refit_growth(refit_growth: object) -> float:
-    if not (_is_real(refit_growth) and 1.0 <= float(refit_growth) < math.inf):  # type: ignore[arg-type]
+    number = _real(refit_growth)
+    if number is None or not 1.0 <= number < math.inf:
         raise TransferSearchError(
             f"`refit_growth` must be a number >= 1, but got refit_growth={refit_growth!r}, "
             "e.g. 1.25 (refit when a rung's trials grew by 25%)."
         )
-    return float(refit_growth)  # type: ignore[arg-type]
+    return number
 
 
 def _check_detour_limit(detour_limit: object) -> float:
