@@ -78,7 +78,7 @@ class RungSchedule:
         cls,
         ladder: Sequence[Scale | Mapping[str, float]],
         *,
-        trials_per_rung: int | Sequence[int] | None,
+        trials_per_rung: int | Sequence[int] | None = None,
         first_rungs_trials: int = 16,
         later_rungs_trials: int = 8,
         cost: Callable[[Scale], float] | None = None,
