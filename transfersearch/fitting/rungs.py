@@ -23,7 +23,6 @@ from transfersearch.fitting.coords import (
     check_fixed_exponents,
     check_params,
     common_variables,
-    natural_params,
     observation_arrays,
     resolve_log_params,
     to_natural,
@@ -377,14 +376,7 @@ def _with_bounds(
         cov[:, j] = 0.0
         cov[j, j] = float(resolution[j]) ** 2 if resolution[j] > 0 else np.inf
         named[ladder.names[j]] = (float(low), float(high))
-    return replace(
-        optimum,
-        params=natural_params(ladder.names, coords, ladder.logs),
-        coords={p: float(c) for p, c in zip(ladder.names, coords, strict=True)},
-        stderr={p: float(s) for p, s in zip(ladder.names, np.sqrt(np.diag(cov)), strict=True)},
-        covariance=cov,
-        bounds=named,
-    )
+    return optimum.with_point(coords, cov, bounds=named)
 
 
 def _censor_alone(ladder: Ladder, optimum: ScaleOptimum, trials: RungTrials) -> ScaleOptimum:
@@ -459,14 +451,12 @@ def _pooled_optimum(
     cov = valley.center_cov[position]
     finite = np.isfinite(trials.values)
     past = valley.past_edge[position]
-    optimum = ScaleOptimum(
-        scale=scale,
-        params=natural_params(ladder.names, centre, ladder.logs),
-        coords={p: float(c) for p, c in zip(ladder.names, centre, strict=True)},
-        stderr={p: float(s) for p, s in zip(ladder.names, np.sqrt(np.diag(cov)), strict=True)},
-        covariance=cov,
-        names=ladder.names,
-        log_params=tuple(p for p in ladder.names if p in ladder.logs),
+    optimum = ScaleOptimum.from_fitted(
+        scale,
+        ladder.names,
+        ladder.logs,
+        centre,
+        cov,
         value=ladder.sign * float(valley.depths[position]),
         hessian=valley.hessian,
         n_trials=int(finite.sum()),
