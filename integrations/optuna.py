@@ -651,28 +651,50 @@ def make_storage(
     engine_kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):
         engine_kwargs["connect_args"] = {"timeout": timeout}
-    kwargs: dict[str, Any] = {}
-    if heartbeat_interval is not None:
-        retry_class = getattr(
-            optuna.storages,
-            "RetryHeartbeatStaleTrialCallback",
-            optuna.storages.RetryFailedTrialCallback,
-        )
-        with warnings.catch_warnings():  # asked for on the user's behalf: no warning about it
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            stale = retry_class(max_retry=max_retry)
-        retry: Callable[[Study, FrozenTrial], None] = RetryOnce(stale)
-        parameters = inspect.signature(optuna.storages.RDBStorage).parameters
-        key = (
-            "heartbeat_stale_trial_callback"
-            if "heartbeat_stale_trial_callback" in parameters
-            else "failed_trial_callback"
-        )
-        kwargs = {
-            "heartbeat_interval": heartbeat_interval,
-            "grace_period": grace_period or 2 * heartbeat_interval,
-            key: retry,
-        }
+    kwargs = (
+        {}
+        if heartbeat_interval is None
+        else _heartbeat(heartbeat_interval, grace_period, max_retry)
+    )
+    storage = _open_rdb(url, shown, engine_kwargs, kwargs)
+    if is_file_sqlite:
+        import sqlalchemy
+
+        sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
+        storage.engine.dispose()  # connections opened before the listener get closed
+    return storage
+
+
+def _heartbeat(interval: int, grace_period: int | None, max_retry: int | None) -> dict[str, Any]:
+    """The RDBStorage keywords for a heartbeat every ``interval`` s whose stale trials are failed
+    and retried once each (:class:`RetryOnce`) up to ``max_retry`` times."""
+    retry_class = getattr(
+        optuna.storages,
+        "RetryHeartbeatStaleTrialCallback",
+        optuna.storages.RetryFailedTrialCallback,
+    )
+    with warnings.catch_warnings():  # asked for on the user's behalf: no warning about it
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        stale = retry_class(max_retry=max_retry)
+    retry: Callable[[Study, FrozenTrial], None] = RetryOnce(stale)
+    parameters = inspect.signature(optuna.storages.RDBStorage).parameters
+    key = (
+        "heartbeat_stale_trial_callback"
+        if "heartbeat_stale_trial_callback" in parameters
+        else "failed_trial_callback"
+    )
+    return {
+        "heartbeat_interval": interval,
+        "grace_period": grace_period or 2 * interval,
+        key: retry,
+    }
+
+
+def _open_rdb(
+    url: str, shown: str, engine_kwargs: dict[str, Any], kwargs: dict[str, Any]
+) -> optuna.storages.RDBStorage:
+    """Open the RDBStorage; a missing driver or a database that cannot be opened is a
+    TransferSearchError naming the URL (password hidden)."""
     import sqlalchemy
 
     try:
@@ -694,9 +716,6 @@ def make_storage(
             f"cannot open storage {shown!r}: {reason}. Check the URL, that the database server "
             "runs, and the credentials."
         ) from exc
-    if is_file_sqlite:
-        sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
-        storage.engine.dispose()  # connections opened before the listener get closed
     return storage
 
 
