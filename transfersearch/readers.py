@@ -513,6 +513,4 @@ def _read(kind: str, source: Any) -> Sweep:
     if isinstance(read, Sweep):
         _observation_list(read.observations)  # a reader's output is checked like the user's
         return read
-    from transfersearch.stored_space import space_stored_with  # until every reader gives a Sweep
-
-    return Sweep(tuple(_observation_list(read)), space=space_stored_with(source))
+    return Sweep(tuple(_observation_list(read)))

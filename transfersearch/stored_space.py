@@ -2,19 +2,18 @@
 
 The Optuna sampler writes it to the study's user attribute :data:`SPACE_ATTR`; the Ray Tune
 searcher puts it in the state it saves into the experiment directory (``searcher-state-*.pkl``,
-which holds JSON). :func:`stored_space` reads it back, so the command line and
-:func:`transfersearch.extrapolate`'s caller get the target's concrete hyperparameters without
-rebuilding the space. Only the built-in rules are stored (a custom rule class is refused rather
+which holds JSON). The framework readers (``transfersearch.integrations``) read it back into their
+:class:`~transfersearch.sweep.Sweep` with :func:`space_from_json`; :func:`stored_space` is
+``read_sweep(source).space``, so the command line and :func:`transfersearch.extrapolate`'s caller
+get the target's concrete hyperparameters without rebuilding the space. Only the built-in rules are stored (a custom rule class is refused rather
 than imported by name: reading a study must never run code named in it).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import glob
 import json
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,7 +28,6 @@ __all__ = [
     "SPACE_FORMAT",
     "SPACE_VERSION",
     "space_from_json",
-    "space_stored_with",
     "space_to_json",
     "storable_space",
     "stored_space",
@@ -221,48 +219,6 @@ def _space(data: Mapping[str, Any]) -> TransferSpace:
         ema_momentum=data["ema_momentum"],
         custom_scale_names=tuple(data["custom_scale_names"]),
     )
-
-
-def _from_experiment_dir(path: str) -> Any:
-    """The space in the newest searcher state of a Ray Tune experiment directory, or None."""
-    states = sorted(glob.glob(os.path.join(path, "searcher-state-*.pkl")), key=os.path.getmtime)
-    for state_file in reversed(states):
-        try:
-            with open(state_file, encoding="utf-8") as handle:
-                state = json.load(handle)  # TransferSearch.save writes JSON; never unpickled
-        except (UnicodeDecodeError, json.JSONDecodeError, OSError) as exc:
-            logger.info("%s is not a TransferSearch JSON state (%s); skipped", state_file, exc)
-            continue
-        if isinstance(state, Mapping) and state.get("space") is not None:
-            return state["space"]
-    return None
-
-
-def space_stored_with(source: Any) -> TransferSpace | None:
-    """The space an Optuna study (user attribute :data:`SPACE_ATTR`) or a Ray Tune ``ResultGrid``
-    or experiment directory (its newest searcher state, read as JSON) stores; None for anything
-    else. Read by :func:`transfersearch.readers.read_sweep` for a reader that gives observations
-    only, until every framework's reader returns its space in a :class:`~transfersearch.sweep.Sweep`.
-
-    Raises:
-        TransferSearchError: a space is stored but cannot be read (another version, an unknown
-            rule, a malformed field).
-    """
-    raw: Any = None
-    try:
-        user_attrs = getattr(source, "user_attrs", None)
-    except RecursionError:  # a storage decoding a deeply nested JSON attribute
-        raise TransferSearchError(
-            "the study's user attributes are nested too deeply to read. Repair or delete the "
-            f"attribute {SPACE_ATTR!r}."
-        ) from None
-    if isinstance(user_attrs, Mapping) and hasattr(source, "study_name"):
-        raw = user_attrs.get(SPACE_ATTR)
-    else:
-        path = getattr(source, "experiment_path", source)
-        if isinstance(path, (str, os.PathLike)) and os.path.isdir(path):
-            raw = _from_experiment_dir(os.fspath(path))
-    return None if raw is None else space_from_json(raw)
 
 
 def stored_space(source: Any) -> TransferSpace | None:
