@@ -40,9 +40,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without hydra
     ) from exc
 
 from transfersearch.errors import TransferSearchError
+from transfersearch.integrations._optuna_space import study_space
 from transfersearch.scale import Scale
 from transfersearch.space import Hyperparameters
-from transfersearch.stored_space import stored_space
 
 __all__ = ["TransferSamplerConfig", "proxy_trial", "suggest_coordinates", "transfer_sampler"]
 
@@ -132,7 +132,7 @@ def proxy_trial(
             f"study_name={study_name!r}: the job reads its trial from the study."
         )
     study = optuna.load_study(study_name=study_name, storage=storage)
-    space = stored_space(study)
+    space = study_space(study)  # the user attribute only: the trials need not be read
     if space is None:
         raise TransferSearchError(
             f"study {study_name!r} holds no TransferSpace: set hydra.sweeper.sampler._target_ "
