@@ -54,23 +54,16 @@ _SHARED = ("params",)
 class FitKeywords(TypedDict, total=False):
     """The keywords :func:`extrapolate` and :func:`validate` share.
 
+    ``params``, ``log_params``, ``scale_variables``, ``fixed_exponents``, ``prior_exponents``,
+    ``model``, ``n_bootstrap`` and ``seed`` are the fields of
+    :class:`~transfersearch.fitting.options.FitOptions` (documented there; ``n_bootstrap`` is 200
+    for :func:`extrapolate`, 100 for :func:`validate`); ``params`` also chooses a DataFrame's
+    parameter columns. The others say how the source is read
+    (:func:`~transfersearch.readers.read_sweep`).
+
     Attributes:
-        params: the swept parameters to predict, jointly (default: every parameter all complete
-            trials record). For a DataFrame they also choose the parameter columns.
         direction: ``"minimize"`` or ``"maximize"`` the value (default: what the source says, an
             Optuna study its direction; else ``"minimize"``).
-        log_params: parameters fitted in log space (default: every all-positive parameter).
-        scale_variables: scale names the laws may use (default: those all proxies share).
-        fixed_exponents: exponents held exactly, per parameter, e.g.
-            ``{"lr": {"dataset_size": 0.0}}``.
-        prior_exponents: theory's exponents per parameter, the centre the ``"prior"`` and
-            ``"shrunk"`` models use (0 for any not given: no drift), e.g.
-            ``{"bs": {"N": 0.0, "D": 0.5}}``.
-        model: ``"auto"`` (walk-forward chooses) or a model's name (one of ``models``).
-        n_bootstrap: by-rung bootstrap resamples for the interval and ``stability`` (0: none;
-            default 200 for :func:`extrapolate`, 100 for :func:`validate`).
-        seed: seed of the bootstrap: the default 0 gives the same answer on every call (as the
-            command line's ``--seed 0``); another seed another draw, None a fresh one each call.
         scale_columns: DataFrame only: plain columns holding scale variables.
         value_column: DataFrame only: the metric column (default ``"value"``).
         cost: relative cost of a scale, which orders the rungs for walk-forward validation
