@@ -168,6 +168,34 @@ def test_extrapolate_reads_an_optuna_storage(
     assert data["params"]["lr"] == pytest.approx(optimum_lr(1024), rel=0.15)
 
 
+def test_a_maximized_study_is_fitted_as_one_without_direction(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--direction defaults to the study's, as Python's direction= does: the score -loss of a
+    maximised study gives the loss's optimum; --direction minimize would chase the worst lr."""
+    optuna = pytest.importorskip("optuna")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage = f"sqlite:///{tmp_path / 'max.db'}"
+    study = optuna.create_study(storage=storage, study_name="max", direction="maximize")
+    dists = {"lr": optuna.distributions.FloatDistribution(1e-4, 1.0, log=True)}
+    for row in synthetic_rows(3):
+        scale = {"scale.width": row["scale.width"], "scale.dataset_size": row["scale.dataset_size"]}
+        study.add_trial(
+            optuna.trial.create_trial(
+                params={"lr": row["params.lr"]}, distributions=dists, value=-row["value"],
+                user_attrs=scale,
+            )
+        )  # fmt: skip
+    argv = ["extrapolate", "--storage", storage, "--study", "max", "--target", TARGET, "--json",
+            "--n-bootstrap", "0"]  # fmt: skip
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["params"]["lr"] == pytest.approx(optimum_lr(1024), rel=0.25)
+    assert main([*argv, "--direction", "minimize"]) == 0
+    turned = json.loads(capsys.readouterr().out)
+    assert not turned["params"]["lr"] == pytest.approx(optimum_lr(1024), rel=0.25)
+
+
 def test_validate_holds_out_the_largest_scale(
     csv_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
