@@ -117,3 +117,20 @@ def _line() -> int:
     frame = inspect.currentframe()
     assert frame is not None and frame.f_back is not None
     return frame.f_back.f_lineno
+
+
+def test_what_asks_nothing_of_the_user_is_logged_not_warned(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    scenario = synthetic.make_scenario("collinear", 0)  # two scale variables moved together
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        caplog.at_level("INFO", "transfersearch.api"),
+    ):
+        warnings.simplefilter("always")
+        result = ts.extrapolate(scenario.observations, target=scenario.target, n_bootstrap=BOOT)
+    quiet = [d for d in result.diagnostics if not d.act]
+    assert "collinearity" in {d.kind for d in quiet}
+    logged = [r.getMessage() for r in caplog.records if r.name == "transfersearch.api"]
+    assert logged == [d.message for d in quiet]
+    assert [str(w.message) for w in caught] == [d.message for d in result.diagnostics if d.act]
