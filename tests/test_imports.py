@@ -21,3 +21,17 @@ def test_integrations_subpackage_is_shipped() -> None:
     import transfersearch.integrations as integrations
 
     assert integrations.__name__ == "transfersearch.integrations"
+
+
+def test_the_public_names_stay_functions_after_every_module_is_imported() -> None:
+    """A submodule named like a public function (the old ``transfersearch.extrapolate``) would
+    replace ``ts.extrapolate`` with the module once anything imported it."""
+    code = (
+        "import pkgutil, importlib, transfersearch as ts;"
+        "[importlib.import_module(m.name) for m in pkgutil.walk_packages(ts.__path__, 'transfersearch.')"
+        " if not m.name.startswith('transfersearch.integrations')];"
+        "bad = [n for n in ts.__all__ if type(getattr(ts, n)).__name__ == 'module' and n != 'rules'];"
+        "print(','.join(bad)); raise SystemExit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, f"modules shadow public names: {result.stdout} {result.stderr}"
