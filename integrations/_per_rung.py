@@ -137,18 +137,18 @@ class PerRung(Generic[BaseT]):
             self._copies = {}
 
     def _seed_rung(self, found: BaseT, rung: int) -> None:
-        seed = self._seed
-        name = type(found).__name__
-        if seed is not None:
-            derived = rung_seed(seed, rung)
+        if self._seed is not None:
+            derived = rung_seed(self._seed, rung)
             if self._seed_copy(found, derived):
                 logger.debug("rung %d: base copy seeded with %d", rung, derived)
                 return
             logger.info(
-                "rung %d: %s has no random generator transfersearch can seed; reseeded from OS "
-                "entropy (this rung's draws are not reproducible)",
+                "rung %d: %s has no random generator transfersearch can seed; %s",
                 rung,
-                name,
+                type(found).__name__,
+                "reseeded from OS entropy (this rung's draws are not reproducible)"
+                if self._reseed is not None
+                else "it keeps the state it was given (its draws may repeat another rung's)",
             )
         if self._reseed is not None:
             self._reseed(found)
