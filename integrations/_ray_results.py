@@ -1,8 +1,8 @@
 """Reading trial outcomes for the Ray Tune adapter: one classification for live and stored trials.
 
-Both the searcher (live trials, to feed the law) and :func:`observations_from_result_grid` (a
-finished or restored experiment) turn a trial's last result into an :class:`Observation` with the
-same rule, :func:`observations_from_outcomes`:
+Both the searcher (live trials, kept as :class:`TrialRecord` in its :class:`SearcherTally`, to feed
+the law) and :func:`observations_from_result_grid` (a finished or restored experiment) turn a trial's
+last result into an :class:`Observation` with the same rule, :func:`observations_from_outcomes`:
 
 * the trial raised (Ray marks it errored) → ``state="failed"``, value NaN (a diverged run);
 * its metric is NaN or ±inf → ``state="complete"`` with that value (diverged: it bounds the region);
@@ -12,9 +12,10 @@ same rule, :func:`observations_from_outcomes`:
   trials they prune, so the length reached is the only signal both live and stored trials carry);
 * otherwise ``state="complete"`` with the metric.
 
-An experiment *directory* is read by :func:`read_experiment` from JSON alone (never unpickling, so
-a crafted directory cannot run code; Ray's own ``ExperimentAnalysis`` would). This module imports no
-Ray, so the rule is testable on plain records.
+An experiment *directory* is read by :func:`read_experiment` and its stored space by
+:func:`stored_space_json` from JSON alone (never unpickling, so a crafted directory cannot run code;
+Ray's own ``ExperimentAnalysis`` would). This module imports no Ray, so the rule is testable on plain
+records.
 """
 
 from __future__ import annotations
