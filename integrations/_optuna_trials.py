@@ -13,6 +13,7 @@ from optuna.trial import FrozenTrial, TrialState
 from transfersearch.integrations._per_rung import RungCounts
 from transfersearch.ledger import TrialLedger
 from transfersearch.observations import Observation, numeric_params
+from transfersearch.readers import RUNG_ATTR, TOLD_ATTR
 from transfersearch.scale import Scale
 
 __all__ = [
@@ -31,10 +32,6 @@ __all__ = [
 
 logger = logging.getLogger("transfersearch.integrations.optuna")
 
-#: System attribute holding a trial's rung (index into the cost-ordered ladder).
-RUNG_ATTR = "transfersearch:rung"
-#: System attribute set when the objective (not the heartbeat) finished a trial as FAIL.
-TOLD_ATTR = "transfersearch:told-fail"
 #: User attribute of a trial whose objective was interrupted (Ctrl-C, SIGINT): FAIL in Optuna's
 #: terms, but neither a divergence nor a crash; it is re-enqueued with the same parameters.
 INTERRUPTED_ATTR = "transfersearch:interrupted"

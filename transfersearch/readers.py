@@ -44,7 +44,9 @@ __all__ = [
     "DIRECTORY",
     "PARAM_PREFIXES",
     "READERS_GROUP",
+    "RUNG_ATTR",
     "SCALE_PREFIXES",
+    "TOLD_ATTR",
     "Reader",
     "as_observations",
     "observations_from_frame",
@@ -330,11 +332,15 @@ _STATE_NAMES: dict[str, str | None] = {
     "running": None,
     "waiting": None,
 }
-#: The ``trials_dataframe()`` columns of the system attributes TransferSampler's trials carry
-#: (``transfersearch.integrations._optuna_trials.RUNG_ATTR`` / ``TOLD_ATTR``): a FAIL with a rung
-#: but not told by the objective was failed by the heartbeat (its worker died).
-_RUNG_COLUMN = "system_attrs_transfersearch:rung"
-_TOLD_COLUMN = "system_attrs_transfersearch:told-fail"
+#: Optuna system attribute TransferSampler writes on each trial: its rung (index into the
+#: cost-ordered ladder).
+RUNG_ATTR = "transfersearch:rung"
+#: Optuna system attribute set when the objective (not the heartbeat) finished a trial as FAIL.
+TOLD_ATTR = "transfersearch:told-fail"
+#: The ``trials_dataframe()`` columns of those attributes: a FAIL with a rung but not told by the
+#: objective was failed by the heartbeat (its worker died).
+_RUNG_COLUMN = f"system_attrs_{RUNG_ATTR}"
+_TOLD_COLUMN = f"system_attrs_{TOLD_ATTR}"
 
 
 def _scale_map(

@@ -12,7 +12,10 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from transfersearch.fitting.result import Extrapolation, Validation
+    from transfersearch.fitting.diagnostics import Diagnostic
+    from transfersearch.fitting.laws import PowerLaw
+    from transfersearch.fitting.optimum import ScaleOptimum
+    from transfersearch.fitting.result import Collinearity, Extrapolation, Validation
     from transfersearch.space import Hyperparameters
 
 __all__ = ["extrapolation_to_dict", "validation_to_dict"]
@@ -48,51 +51,56 @@ def extrapolation_to_dict(
         "walk_forward_folds": len(result.walk_forward),
         "unstable": list(result.unstable),
         "stability": {k: _number(v) for k, v in result.stability.items()},
-        "collinearity": None
-        if collinear is None
-        else {
-            "variables": list(collinear.variables),
-            "correlation": collinear.correlation,
-            "suggested_scale": collinear.suggested_scale.to_dict(),
-        },
+        "collinearity": None if collinear is None else _collinearity(collinear),
         "duplicates_collapsed": result.duplicates_collapsed,
         "boundary": {name: fit.to_dict(level) for name, fit in result.boundary.items()},
         "boundary_shift": dict(result.boundary_shift),
         "p_diverge": result.p_diverge,
         "p_diverge_law": result.p_diverge_law,
         "stable_up_to": dict(result.stable_up_to),
-        "laws": {
-            name: {
-                "coefficient": law.coefficient,
-                "exponents": dict(law.exponents),
-                "shrunk": list(law.shrunk),
-                "r_squared": law.r_squared,
-            }
-            for name, law in result.laws.items()
-        },
-        "optima": [
-            {
-                "scale": o.scale.to_dict(),
-                "params": dict(o.params),
-                "method": o.method,
-                "n_trials": o.n_trials,
-            }
-            for o in result.optima
-        ],
+        "laws": {name: _law(law) for name, law in result.laws.items()},
+        "optima": [_optimum(o) for o in result.optima],
         "extrapolation_decades": result.extrapolation_decades,
         "ladder_span_decades": result.ladder_span_decades,
         "summary": result.summary(),
-        "diagnostics": [
-            {
-                "kind": note.kind,
-                "message": note.message,
-                "act": note.act,
-                "param": note.param,
-                "scale": None if note.scale is None else note.scale.to_dict(),
-            }
-            for note in result.diagnostics
-        ],
+        "diagnostics": [_diagnostic(note) for note in result.diagnostics],
         "hyperparameters": None if hyperparameters is None else hyperparameters.to_dict(),
+    }
+
+
+def _collinearity(found: Collinearity) -> dict[str, Any]:
+    return {
+        "variables": list(found.variables),
+        "correlation": found.correlation,
+        "suggested_scale": found.suggested_scale.to_dict(),
+    }
+
+
+def _law(law: PowerLaw) -> dict[str, Any]:
+    return {
+        "coefficient": law.coefficient,
+        "exponents": dict(law.exponents),
+        "shrunk": list(law.shrunk),
+        "r_squared": law.r_squared,
+    }
+
+
+def _optimum(optimum: ScaleOptimum) -> dict[str, Any]:
+    return {
+        "scale": optimum.scale.to_dict(),
+        "params": dict(optimum.params),
+        "method": optimum.method,
+        "n_trials": optimum.n_trials,
+    }
+
+
+def _diagnostic(note: Diagnostic) -> dict[str, Any]:
+    return {
+        "kind": note.kind,
+        "message": note.message,
+        "act": note.act,
+        "param": note.param,
+        "scale": None if note.scale is None else note.scale.to_dict(),
     }
 
 

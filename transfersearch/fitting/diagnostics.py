@@ -38,7 +38,7 @@ class Diagnostic:
         kind: one of :data:`KINDS`.
         message: the full sentence shown to the user (warning text, summary line).
         act: True when the user must act on it: the public boundary warns
-            (:class:`~transfersearch.observations.TransferSearchWarning`); False: it is logged and
+            (:class:`~transfersearch.errors.TransferSearchWarning`); False: it is logged and
             shown in ``summary()``.
         param: the parameter it concerns, if one.
         scale: the rung it concerns, if one.
