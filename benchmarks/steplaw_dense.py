@@ -1,8 +1,8 @@
 """Step Law dense benchmark: predict (lr, batch size) at a model size the fit has never seen.
 
-Data: ``steplaw_dense_lr_bs_loss_below_1B.csv`` (Li et al. 2025, step-law/steplaw; see
-``../shared/data/README.md``): 15 (N, D) configurations, each a learning-rate × batch-size grid
-with the smoothed final loss. Protocol (the data README's): hold out N = 536,872,960 (three D),
+Data: ``steplaw_dense_lr_bs_loss_below_1B.csv`` (Li et al. 2025, the step-law/steplaw
+release): 15 (N, D) configurations, each a learning-rate × batch-size grid
+with the smoothed final loss. Protocol: hold out N = 536,872,960 (three D),
 fit on the three smaller N with scale variables (N, D), predict (lr, bs) at each held-out (N, D).
 
 Methods: ``transfersearch`` (``extrapolate(params=["lr", "bs"])``, defaults: no prior drift);

@@ -1,7 +1,7 @@
 """Step Law MoE benchmark: predict (lr, batch size) at the largest data size of each MoE shape.
 
-Data: ``steplaw_moe_lr_bs_loss.csv`` (Li et al. 2025, "Predictable Scale: Part I", step-law/steplaw;
-see ../shared/data/README.md): 16 configurations (4 MoE shapes × 4 data sizes D), each a 9 lr ×
+Data: ``steplaw_moe_lr_bs_loss.csv`` (Li et al. 2025, "Predictable Scale: Part I", the
+step-law/steplaw release): 16 configurations (4 MoE shapes × 4 data sizes D), each a 9 lr ×
 5 batch-size grid with the smoothed final loss.
 
 For each shape the largest D is held out. Methods fit the rest and predict (lr, bs) there:
