@@ -43,8 +43,11 @@ ENGINE_FORBIDDEN_NAMES = re.compile(
 )
 
 #: Citations of files outside the repository (the science and style notes, the shared folder, absolute paths).
+#: A benchmark's input data named by its relative path (``--data ../shared/data/x.csv``) is not a
+#: citation: it is how the benchmarks take their data (README, "Benchmarks").
 OUTSIDE_CITATION = re.compile(
-    r"\b(?:SCIENCE|STYLE)\.md\b|\.\./shared\b|(?<![\w.~-])/(?:work|home|Users|root)/"
+    r"\b(?:SCIENCE|STYLE)\.md\b|\.\./shared\b(?!/data/[\w.-]+\.csv\b)"
+    r"|(?<![\w.~-])/(?:work|home|Users|root)/"
 )
 #: "docs/science.md §7.1", "docs/science.md §7.1, §7.3", "docs/science.md §7.1-7.6".
 SCIENCE_CITATION = re.compile(
@@ -478,7 +481,7 @@ def test_citation_check_finds_bad_citations() -> None:
     text = (
         '"""Module (SCIENCE'
         + '.md §7).\n\nSee docs/science.md §7.1, §7.9 and\ndocs/science.md\n§2."""\n'
-        "x = 1  # from ../" + "shared/data/README.md\n"
+        "x = 1  # from ../" + "shared/data/README.md, not ../shared/data/steps.csv\n"
         "def f():\n"
         '    """Style: /ho' + 'me/someone/STYLE.md; fine: docs/science.md §1 and §7-7.1."""\n'
     )
