@@ -538,6 +538,21 @@ def test_design_names_every_module() -> None:
     assert not missing, "docs/design.md does not name these modules:\n" + "\n".join(missing)
 
 
+def stale_names(design: str, files: Iterable[str]) -> list[str]:
+    """The Python files ``design`` names (``x.py``, ``fitting/x.py``, ``tests/x.py``) that no file
+    of the repository is, so that the page cannot keep a module that went."""
+    files = list(files)
+    named = sorted(set(re.findall(r"(?<![\w./-])([\w./-]*\w\.py)\b", design)))
+    return [name for name in named if not any(f == name or f.endswith("/" + name) for f in files)]
+
+
+def test_design_names_no_module_that_went() -> None:
+    files = [str(path.relative_to(ROOT).as_posix()) for path in repository_python_files()]
+    design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    stale = stale_names(design, files)
+    assert not stale, "docs/design.md names files that do not exist:\n" + "\n".join(stale)
+
+
 def test_design_check_finds_unnamed_modules() -> None:
     files = [
         ROOT / "transfersearch" / "__init__.py",
@@ -557,3 +572,8 @@ def test_design_check_finds_unnamed_modules() -> None:
     assert unnamed_modules(design, names) == []
     # "fitting/local.py" does not name "local.py" of another folder, nor "scale.py" "myscale.py"
     assert unnamed_modules("myscale.py other/fitting/engine.py", names) == sorted(names)
+    tracked = ["transfersearch/fitting/engine.py", "integrations/optuna.py", "tests/test_api.py"]
+    design = (
+        "engine.py, fitting/engine.py, optuna.py, tests/test_api.py; fitting/api.py, extrapolate.py"
+    )
+    assert stale_names(design, tracked) == ["extrapolate.py", "fitting/api.py"]
