@@ -56,7 +56,7 @@ def test_a_bad_value_names_its_option(kwargs: dict, match: str) -> None:
 def test_an_unknown_keyword_names_the_closest_option() -> None:
     with pytest.raises(ts.TransferSearchError, match="Did you mean 'trials_per_rung'"):
         PlannerOptions.from_kwargs(trial_per_rung=4)
-    with pytest.raises(ts.TransferSearchError, match="no option 'colour'.*Its options"):
+    with pytest.raises(ts.TransferSearchError, match="no option 'colour'.*The options are"):
         PlannerOptions.from_kwargs(colour="red")
     assert PlannerOptions.from_kwargs(min_trials=4) == PlannerOptions(min_trials=4)
     with pytest.raises(ts.TransferSearchError, match="Did you mean 'focus'"):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from numbers import Integral, Real
 
 __all__ = [
@@ -11,6 +12,7 @@ __all__ = [
     "TransferSearchWarning",
     "check_bool",
     "check_int",
+    "check_keywords",
     "check_positive",
     "shown_positions",
 ]
@@ -93,3 +95,24 @@ def shown_positions(positions: Sequence[int]) -> str:
     shown = ", ".join(str(p) for p in positions[:SHOWN_POSITIONS])
     rest = len(positions) - SHOWN_POSITIONS
     return f"{shown} and {rest} more" if rest > 0 else shown
+
+
+def check_keywords(given: Iterable[str], known: Sequence[str], *, unknown: str) -> None:
+    """Refuse a keyword that is not in ``known``, naming the closest known one (difflib).
+
+    Args:
+        given: the keywords passed.
+        known: the accepted names, in the order the message lists them.
+        unknown: the message's opening for a bad ``name``, with ``{name!r}`` to fill in, e.g.
+            ``"the planner has no option {name!r}"``.
+
+    Raises:
+        TransferSearchError: a keyword of ``given`` is not in ``known``.
+    """
+    for name in given:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            also = f" Did you mean {close[0]!r}?" if close else ""
+            raise TransferSearchError(
+                f"{unknown.format(name=name)}.{also} The options are: {', '.join(known)}."
+            )

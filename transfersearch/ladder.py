@@ -18,7 +18,6 @@ policy and its reasons are in ``docs/design.md``; decisions are logged to
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from transfersearch.cost import default_cost
-from transfersearch.errors import TransferSearchError, check_bool, check_int
+from transfersearch.errors import TransferSearchError, check_bool, check_int, check_keywords
 from transfersearch.fitting.coords import check_direction
 from transfersearch.law_cache import FitAttempt, LawCache, LawPrediction
 from transfersearch.ledger import complete_counts
@@ -182,14 +181,7 @@ OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Planner
 
 def _check_names(kwargs: Mapping[str, object]) -> None:
     """Refuse a keyword that is no :class:`PlannerOptions` field, naming the closest one."""
-    for name in kwargs:
-        if name not in OPTION_NAMES:
-            close = difflib.get_close_matches(name, OPTION_NAMES, n=1)
-            also = f" Did you mean {close[0]!r}?" if close else ""
-            raise TransferSearchError(
-                f"the planner has no option {name!r}.{also} Its options: "
-                f"{', '.join(sorted(OPTION_NAMES))}."
-            )
+    check_keywords(kwargs, sorted(OPTION_NAMES), unknown="the planner has no option {name!r}")
 
 
 _BUDGET_FIX = "Give an int per rung (in cost order), e.g. trials_per_rung=16 or [16, 16, 8]."

@@ -5,12 +5,11 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import TransferSearchError, check_keywords
 from transfersearch.fitting.coords import check_params
 from transfersearch.fitting.models import DEFAULT_MODELS
 
@@ -87,13 +86,7 @@ class FitOptions:
             TransferSearchError: an unknown keyword, or a bad value (see the class).
         """
         known = [f.name for f in fields(cls)]
-        for name in kwargs:
-            if name not in known:
-                close = difflib.get_close_matches(name, known, n=1)
-                also = f" Did you mean {close[0]!r}?" if close else ""
-                raise TransferSearchError(
-                    f"unknown fit option {name!r}.{also} The options are: {', '.join(known)}."
-                )
+        check_keywords(kwargs, known, unknown="unknown fit option {name!r}")
         return cls(**kwargs)
 
 
