@@ -6,10 +6,10 @@ import dataclasses
 import math
 import re
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from _models import Pinned
 
 import transfersearch as ts
 from transfersearch import synthetic
@@ -22,7 +22,6 @@ from transfersearch.fitting import (
     fit_sweep,
     validate_sweep,
 )
-from transfersearch.fitting.laws import LawData, LawFit
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 from transfersearch.summary import extrapolation_to_dict
@@ -139,28 +138,6 @@ def test_fit_options_check_themselves_and_replace_checks_again() -> None:
     with pytest.raises(TransferSearchError, match="Did you mean 'n_bootstrap'"):
         FitOptions.from_kwargs(n_bootstraps=10)
     assert FitOptions.from_kwargs(seed=None).seed is None
-
-
-@dataclass(frozen=True)
-class Pinned:
-    """Every parameter's optimum is 0.05 at every scale; applies only where ``only`` says."""
-
-    name: str = "pinned"
-    drift: bool = True
-    only: str | None = None
-
-    def applies(self, data: LawData) -> bool:
-        return self.only is None or data.param == self.only
-
-    def fit(self, data: LawData, target_logs: np.ndarray) -> LawFit:
-        return LawFit(
-            intercept=math.log(0.05),
-            exponents=np.zeros(len(data.variables)),
-            fitted=(),
-            covariance=np.array([[1e-4]]),
-            scatter_var=0.0,
-            prior_sd=0.0,
-        )
 
 
 def test_a_model_passed_is_scored_and_can_be_chosen() -> None:

@@ -6,16 +6,16 @@ import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from _models import Pinned
 
 import transfersearch
 import transfersearch as ts
 from transfersearch import extrapolate, synthetic, validate
 from transfersearch.errors import TransferSearchError, TransferSearchWarning
-from transfersearch.fitting.laws import UNSEEN_PRIOR_SD, LawData, LawFit
+from transfersearch.fitting.laws import UNSEEN_PRIOR_SD
 from transfersearch.fitting.models import DEFAULT_MODELS
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
@@ -443,27 +443,6 @@ def test_stability_is_a_finite_bootstrap_spread_per_parameter() -> None:
     assert set(res.unstable) <= {"lr", "tau"}
     none = extrapolate(landscape(1, n=40), target=TARGET, params=["lr", "tau"], n_bootstrap=0)
     assert all(math.isnan(v) for v in none.stability.values())
-
-
-@dataclass(frozen=True)
-class Pinned:
-    """A model passed for the test: every parameter's optimum is 0.05, at every scale."""
-
-    name: str = "pinned"
-    drift: bool = True
-
-    def applies(self, data: LawData) -> bool:
-        return True
-
-    def fit(self, data: LawData, target_logs: np.ndarray) -> LawFit:
-        return LawFit(
-            intercept=math.log(0.05),
-            exponents=np.zeros(len(data.variables)),
-            fitted=(),
-            covariance=np.array([[1e-4]]),
-            scatter_var=0.0,
-            prior_sd=0.0,
-        )
 
 
 def test_a_model_passed_is_used_and_names_are_unique() -> None:
