@@ -5,8 +5,10 @@ own quadratic), ``surface`` (the valley pooled over rungs), ``laws`` (power laws
 ``models`` (the family), ``selection`` (walk-forward validation), ``decision`` (least expected
 loss), ``stability`` (resampling), ``options`` and ``diagnostics`` (what goes in and what comes
 out besides the result), ``result`` and ``engine`` (:func:`fit_sweep`, :func:`validate_sweep`:
-a :class:`~transfersearch.sweep.Sweep` in, no I/O, no warnings). README's "Fitting and
-extrapolating" gives the method in a page.
+a :class:`~transfersearch.sweep.Sweep` in, no I/O, no warnings), ``optimum`` (one rung's
+optimum), ``boundary`` (the stability boundary), ``portfolio`` and ``findings``. The method is
+docs/science.md §7–9; the symbols and the three coordinate systems (natural, fitted, standardised)
+are on docs/notation.md.
 """
 
 from __future__ import annotations
