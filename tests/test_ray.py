@@ -800,16 +800,22 @@ def test_driver_killed_then_restored_resumes_the_searcher(cluster, tmp_path):
     assert len(observations) == 8 and all(o.usable for o in observations)
 
 
-def test_base_searcher_is_used_per_rung_and_saved(tmp_path):
+def _over_optuna_search(trials_per_rung: int, **kwargs: object) -> TransferSearch:
+    """A TransferSearch on two rungs over a seeded OptunaSearch."""
     optuna_search = pytest.importorskip("ray.tune.search.optuna")
-    search = TransferSearch(
+    return TransferSearch(
         make_space(),
         make_ladder((32, 64)),
         metric="loss",
         mode="min",
         base_searcher=optuna_search.OptunaSearch(seed=0),
-        trials_per_rung=2,
+        trials_per_rung=trials_per_rung,
+        **kwargs,
     )
+
+
+def test_base_searcher_is_used_per_rung_and_saved(tmp_path):
+    search = _over_optuna_search(2)
     configs = [search.suggest(f"t{i}") for i in range(4)]
     assert [c["rung"] for c in configs] == [0, 0, 1, 1]
     assert set(search.get_state()["base_searchers"]) == {"0", "1"}  # one base searcher per rung
@@ -824,14 +830,7 @@ def test_base_searcher_is_used_per_rung_and_saved(tmp_path):
         )
     path = tmp_path / "state.json"
     search.save(str(path))
-    restored = TransferSearch(
-        make_space(),
-        make_ladder((32, 64)),
-        metric="loss",
-        mode="min",
-        base_searcher=optuna_search.OptunaSearch(seed=0),
-        trials_per_rung=2,
-    )
+    restored = _over_optuna_search(2)
     restored.restore(str(path))
     assert set(restored.get_state()["base_searchers"]) == {"0", "1"}
     assert restored.suggest("n")["base_lr"] == search.suggest("n")["base_lr"]
@@ -840,18 +839,9 @@ def test_base_searcher_is_used_per_rung_and_saved(tmp_path):
 def test_each_rung_copy_of_the_base_searcher_draws_its_own_points():
     """The per-rung copies of one seeded base searcher are reseeded from (seed, rung): rung 1 does
     not replay rung 0's draws, and the same ``seed`` reproduces the sweep."""
-    optuna_search = pytest.importorskip("ray.tune.search.optuna")
 
     def draws(seed: int) -> dict[int, list[float]]:
-        search = TransferSearch(
-            make_space(),
-            make_ladder((32, 64)),
-            metric="loss",
-            mode="min",
-            base_searcher=optuna_search.OptunaSearch(seed=0),
-            trials_per_rung=3,
-            seed=seed,
-        )
+        search = _over_optuna_search(3, seed=seed)
         configs = [search.suggest(f"t{i}") for i in range(6)]
         assert all(c["transfersearch"]["source"] == "base" for c in configs)
         return {r: [c["base_lr"] for c in configs if c["rung"] == r] for r in (0, 1)}
