@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -69,6 +70,29 @@ def test_an_unknown_keyword_is_named_with_its_closest_option() -> None:
         ts.extrapolate(trials, target=TARGET_SCALE, n_boostrap=10)  # type: ignore[call-arg]
     with pytest.raises(ts.TransferSearchError, match="'sed'.*Did you mean 'seed'"):
         ts.validate(trials, sed=1)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda obs: ts.Sweep((*obs[:2], 3.5)), r"entries at 2 are not \(the first: 3.5\)"),
+        (lambda obs: ts.Sweep(tuple(obs), direction="up"), "direction='up'"),
+        (lambda obs: ts.Sweep(tuple(obs), cost=64), "cost=64"),
+    ],
+)
+def test_a_malformed_sweep_is_refused_with_the_fix(build: Any, message: str) -> None:
+    with pytest.raises(ts.TransferSearchError, match=message):
+        ts.extrapolate(build(observations(sweep_rows())), target=TARGET, n_bootstrap=0)
+
+
+def test_a_sweep_keeps_a_list_of_trials_as_a_tuple() -> None:
+    obs = observations(sweep_rows())
+    assert ts.Sweep(obs) == ts.Sweep(tuple(obs))
+
+
+def test_options_that_are_not_fit_options_are_refused_with_the_fix() -> None:
+    with pytest.raises(ts.TransferSearchError, match=r"`options` must be a FitOptions.*keywords"):
+        ts.extrapolate(observations(sweep_rows()), target=TARGET, options={"n_bootstrap": 0})  # type: ignore[arg-type]
 
 
 def test_extrapolate_warns_at_the_callers_line_and_keeps_the_record() -> None:

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict, Unpack
 
-from transfersearch.errors import TransferSearchWarning
+from transfersearch.errors import TransferSearchError, TransferSearchWarning
 from transfersearch.fitting.coords import check_direction
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.engine import (
@@ -110,6 +110,12 @@ def _boundary(
     fit = {name: read[name] for name in _SHARED if name in read}
     fit.update(given)
     checked = FitOptions.from_kwargs(**{"n_bootstrap": n_bootstrap, **fit})
+    if options is not None and not isinstance(options, FitOptions):
+        raise TransferSearchError(
+            f"`options` must be a FitOptions, e.g. FitOptions(n_bootstrap=0), but got "
+            f"{options!r:.80}. Or pass the options as keywords: extrapolate(source, target=..., "
+            "n_bootstrap=0)."
+        )
     if options is not None:
         checked = dataclasses.replace(options, **fit) if fit else options
     read.setdefault("params", checked.params)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from transfersearch.errors import TransferSearchError, shown_positions
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 from transfersearch.space import TransferSpace
@@ -32,9 +33,34 @@ class Sweep:
             not (the engine then minimizes).
         cost: the cost of a run at a scale, which orders the rungs; None for
             :func:`transfersearch.cost.default_cost`.
+
+    Raises:
+        TransferSearchError: an entry of ``observations`` is not an :class:`Observation`, a
+            ``direction`` other than the two (or None), or a ``cost`` that is not callable.
     """
 
     observations: tuple[Observation, ...]
     space: TransferSpace | None = None
     direction: Direction | None = None
     cost: Callable[[Scale], float] | None = None
+
+    def __post_init__(self) -> None:
+        observations = tuple(self.observations)  # a list is accepted and kept as a tuple
+        wrong = [i for i, o in enumerate(observations) if not isinstance(o, Observation)]
+        if wrong:
+            raise TransferSearchError(
+                f"a Sweep holds Observation objects, but the entries at {shown_positions(wrong)} "
+                f"are not (the first: {observations[wrong[0]]!r:.80}). Read a source with "
+                "read_sweep(source), or build each trial as Observation(scale, params, value)."
+            )
+        object.__setattr__(self, "observations", observations)
+        if self.direction not in (None, "minimize", "maximize"):
+            raise TransferSearchError(
+                f"`direction` must be 'minimize', 'maximize' or None (the source did not say), "
+                f"but got direction={self.direction!r}."
+            )
+        if self.cost is not None and not callable(self.cost):
+            raise TransferSearchError(
+                f"`cost` must be None or a function of a Scale, e.g. transfersearch.cost."
+                f"default_cost, but got cost={self.cost!r:.80}."
+            )
