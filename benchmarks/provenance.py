@@ -1,0 +1,70 @@
+"""The lines at the top of every committed benchmark table: the command, the date, the engine's commit."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def commit() -> str:
+    """The engine's commit: the checked-out one, with ``+dirty`` when the engine's files differ.
+
+    An engine imported from elsewhere (``PYTHONPATH`` set to a clean export, ``git archive HEAD
+    transfersearch``, with the commit written to ``EXPORTED_COMMIT`` beside it) is reported as that.
+    """
+    import transfersearch
+
+    package = Path(transfersearch.__file__).resolve().parent
+    if package.parent != ROOT:
+        marker = package.parent / "EXPORTED_COMMIT"
+        if marker.exists():
+            return f"{marker.read_text().strip()} (a clean export of it, {package.parent})"
+        return f"imported from {package} (not this checkout)"
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "transfersearch"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return head + ("+dirty (uncommitted changes under transfersearch/)" if dirty else "")
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The command that ran this script, relative to the repository root."""
+    args = sys.argv if argv is None else argv
+    script = Path(args[0]).resolve()
+    try:
+        shown = str(script.relative_to(ROOT))
+    except ValueError:
+        shown = args[0]
+    return " ".join(["python", shown, *(shlex.quote(a) for a in args[1:])])
+
+
+def header(title: str, argv: list[str] | None = None) -> list[str]:
+    """A table's first lines: its title, the command, the date, the commit and the machine's load."""
+    today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return [
+        f"# {title}",
+        "",
+        f"Command: `{command_line(argv)}`  ",
+        f"Date: {today}; engine: commit {commit()}; "
+        f"{os.cpu_count()} CPUs, 1-minute load {os.getloadavg()[0]:.1f} at the start.",
+        "",
+    ]
