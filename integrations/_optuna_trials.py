@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -13,16 +15,24 @@ from optuna.trial import FrozenTrial, TrialState
 from transfersearch.integrations._per_rung import RungCounts
 from transfersearch.ledger import TrialLedger
 from transfersearch.observations import Observation, numeric_params
-from transfersearch.readers import RUNG_ATTR, TOLD_ATTR
+from transfersearch.readers import (
+    FAIL_CRASHED,
+    FAIL_DIVERGED,
+    FAIL_KIND_ATTR,
+    RUNG_ATTR,
+    TOLD_ATTR,
+)
 from transfersearch.scale import Scale
 
 __all__ = [
     "COUNTED_STATES",
+    "FAIL_KIND_ATTR",
     "INTERRUPTED_ATTR",
     "RUNG_ATTR",
     "TOLD_ATTR",
     "StudyTally",
     "died",
+    "fail_kind",
     "interrupted",
     "observation",
     "rung_of",
@@ -46,7 +56,8 @@ def rung_of(trial: FrozenTrial) -> int | None:
 
 
 def told_fail(trial: FrozenTrial) -> bool:
-    """True for a FAIL the objective decided (NaN = diverged, or an exception), not a heartbeat."""
+    """True for a FAIL the objective decided (NaN: diverged, or an exception: crashed), not the
+    heartbeat."""
     return trial.state == TrialState.FAIL and bool(trial.system_attrs.get(TOLD_ATTR, False))
 
 
@@ -65,13 +76,45 @@ def interrupted(trial: FrozenTrial) -> bool:
     return trial.state == TrialState.FAIL and bool(trial.user_attrs.get(INTERRUPTED_ATTR, False))
 
 
+def fail_kind() -> str:
+    """Inside a sampler's ``after_trial`` for a FAIL: why Optuna failed the trial.
+
+    :data:`FAIL_DIVERGED` when the objective returned (or ``study.tell`` was given) NaN, a value
+    Optuna refuses and stores as FAIL with no value; :data:`FAIL_CRASHED` when it raised, or the
+    caller told ``state=FAIL``. Optuna tells the sampler only the state and stores nothing that
+    tells the two apart; the told value is the local ``value_or_values`` of
+    ``optuna.study._tell._tell_with_warning`` (private), the frame that calls ``after_trial``
+    for ``study.optimize`` and ``study.tell`` alike.
+    """
+    frame = sys._getframe(1)  # sys._getframe: the documented way to walk the caller's stack
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "_tell_with_warning" and frame.f_globals.get("__name__") == (
+            "optuna.study._tell"
+        ):
+            told = frame.f_locals.get("value_or_values")
+            return FAIL_DIVERGED if _holds_nan(told) else FAIL_CRASHED
+        frame = frame.f_back  # type: ignore[assignment]
+    return FAIL_CRASHED
+
+
+def _holds_nan(told: Any) -> bool:
+    """A told value (one number or one per objective) that holds a float NaN."""
+    values = told if isinstance(told, (list, tuple)) else [told]
+    return any(isinstance(v, float) and math.isnan(v) for v in values)
+
+
 def observation(trial: FrozenTrial, scale: Mapping[str, float]) -> Observation:
-    """One finished trial as an Observation (its raw value; NaN for FAIL or a missing value)."""
+    """One finished trial as an Observation: COMPLETE with its value (±inf: diverged), PRUNED
+    with its last intermediate value, FAIL as diverged (complete, NaN) when the objective
+    returned NaN (:data:`FAIL_KIND_ATTR`), else as crashed (``"failed"``: it raised)."""
     if trial.state == TrialState.COMPLETE:
         value, state = float(trial.values[0]), "complete"
     elif trial.state == TrialState.PRUNED:
         last = trial.values[0] if trial.values else math.nan
         value, state = float(last), "pruned"
+    elif trial.system_attrs.get(FAIL_KIND_ATTR) == FAIL_DIVERGED:
+        value, state = math.nan, "complete"
     else:
         value, state = math.nan, "failed"
     return Observation(scale=scale, params=numeric_params(trial.params), value=value, state=state)

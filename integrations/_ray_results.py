@@ -4,8 +4,11 @@ Both the searcher (live trials, kept as :class:`TrialRecord` in its :class:`Sear
 the law) and :func:`observations_from_result_grid` (a finished or restored experiment) turn a trial's
 last result into an :class:`Observation` with the same rule, :func:`observations_from_outcomes`:
 
-* the trial raised (Ray marks it errored) → ``state="failed"``, value NaN (a diverged run);
-* its metric is NaN or ±inf → ``state="complete"`` with that value (diverged: it bounds the region);
+* its last reported metric is NaN or ±inf → ``state="complete"`` with that value (diverged: it
+  bounds the region), also when the trial then raised (a training loop that stops on a NaN loss);
+* the trial raised (Ray marks it errored) otherwise, or never reported the metric →
+  ``state="failed"``, value NaN: it *crashed* (an exception, an out-of-memory kill), which is no
+  verdict on its hyperparameters, so it is counted apart (``Observation.crashed``), not fitted;
 * it stopped before the full length of its rung → ``state="pruned"`` (ignored by the fits). The full
   length is ``max_t`` of ``time_attr`` when given, else the largest ``time_attr`` any trial of the
   same rung reached (ASHA and stoppers end trials that reach ``max_t`` with the same STOP decision as
@@ -225,13 +228,13 @@ def observations_from_outcomes(
     for item in items:
         scale = Scale(item.scale)
         params = numeric_params(item.params)
+        if item.value is not None and not math.isfinite(float(item.value)):
+            result.append(Observation(scale, params, float(item.value), "complete"))  # diverged
+            continue
         if item.errored or item.value is None:
-            result.append(Observation(scale, params, math.nan, "failed"))
+            result.append(Observation(scale, params, math.nan, "failed"))  # crashed
             continue
         value = float(item.value)
-        if not math.isfinite(value):
-            result.append(Observation(scale, params, value, "complete"))
-            continue
         full = max_t if max_t is not None else longest.get(scale)
         if item.progress is not None and full is not None and item.progress < full:
             result.append(Observation(scale, params, value, "pruned"))

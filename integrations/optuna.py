@@ -57,11 +57,13 @@ from transfersearch.integrations import _optuna_shim as shim
 from transfersearch.integrations._optuna_shim import RetryOnce, seed_sampler
 from transfersearch.integrations._optuna_space import record_space, study_space
 from transfersearch.integrations._optuna_trials import (
+    FAIL_KIND_ATTR,
     INTERRUPTED_ATTR,
     RUNG_ATTR,
     TOLD_ATTR,
     StudyTally,
     died,
+    fail_kind,
     observation,
     told_fail,
     worst_value,
@@ -168,12 +170,15 @@ def observations_from_study(study: Study) -> list[Observation]:
     """The trials of a study run with :class:`TransferSampler`, as observations.
 
     Reads the ``scale.<name>`` user attributes the sampler wrote and the trial's numeric
-    parameters (the coordinates). States: COMPLETE → ``"complete"`` (its value), FAIL →
-    ``"failed"`` (value NaN: it crashed or returned NaN, i.e. diverged), PRUNED → ``"pruned"``
-    (its last intermediate value); RUNNING and WAITING trials are skipped, and so are trials the
-    storage heartbeat failed because their worker died and trials interrupted by Ctrl-C (user
-    attribute ``transfersearch:interrupted``): neither diverged, and a retry stands for each. Values are
-    as stored: :func:`sweep_from_study` carries the study's direction with them.
+    parameters (the coordinates). States: COMPLETE → ``"complete"`` (its value; ±inf is a
+    divergence), FAIL → ``"complete"`` with value NaN (diverged) when the objective returned NaN,
+    ``"failed"`` (crashed: ``Observation.crashed``) when it raised — Optuna stores FAIL for both,
+    the sampler records which (system attribute ``transfersearch:fail-kind``; a FAIL without it is
+    read as a crash) — PRUNED → ``"pruned"`` (its last intermediate value); RUNNING and WAITING
+    trials are skipped, and so are trials the storage heartbeat failed because their worker died
+    and trials interrupted by Ctrl-C (user attribute ``transfersearch:interrupted``): neither
+    diverged nor crashed, and a retry stands for each. Values are as stored:
+    :func:`sweep_from_study` carries the study's direction with them.
 
     Raises:
         TransferSearchError: the study is multi-objective, or it has finished trials but none
@@ -527,6 +532,7 @@ class TransferSampler(BaseSampler):
             return
         if state == TrialState.FAIL:
             shim.set_system_attr(study, trial, TOLD_ATTR, True)
+            shim.set_system_attr(study, trial, FAIL_KIND_ATTR, fail_kind())  # raised or NaN
         try:
             view = _rung_view(study, proposal.rung, failed_as_worst=True)
             self.rung_sampler(proposal.rung).after_trial(view, trial, state, values)

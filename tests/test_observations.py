@@ -23,9 +23,16 @@ from transfersearch.sweep import Sweep
 def test_observation_converts_scale_and_marks_divergence() -> None:
     obs = Observation({"width": 64}, {"lr": 1e-3}, float("nan"))
     assert isinstance(obs.scale, Scale)
-    assert obs.diverged and not obs.usable
+    assert obs.diverged and not obs.usable and not obs.crashed
     assert Observation({"width": 64}, {"lr": 1e-3}, math.inf).diverged
-    assert Observation({"width": 64}, {"lr": 1e-3}, 2.0, state="failed").diverged
+
+
+def test_a_failed_run_crashed_and_did_not_diverge() -> None:
+    """State "failed" is a run that raised (an OOM, an exception): crashed, never diverged,
+    whatever value it carries."""
+    for value in (2.0, math.nan):
+        crash = Observation({"width": 64}, {"lr": 1e-3}, value, state="failed")
+        assert crash.crashed and not crash.diverged and not crash.usable
     pruned = Observation({"width": 64}, {"lr": 1e-3}, 2.0, state="pruned")
     assert not pruned.diverged and not pruned.usable
     fine = Observation({"width": 64}, {"lr": 1e-3}, 2.0)
@@ -123,7 +130,7 @@ def test_frame_convention_prefixes_and_plain_columns() -> None:
     obs = as_observations(frame, params=["lr", "bs"])
     assert obs[0].scale == Scale(width=64)
     assert obs[0].params == {"lr": 1e-3, "bs": 32.0}
-    assert obs[1].state == "failed" and obs[1].diverged
+    assert obs[1].state == "failed" and obs[1].crashed and not obs[1].diverged
     plain = pd.DataFrame({"N": [1e6], "lr": [1e-3], "loss": [3.0]})
     read = observations_from_frame(plain, params=["lr"], scale_columns=["N"], value_column="loss")
     assert read[0].scale == Scale(N=1e6) and read[0].value == 3.0

@@ -313,10 +313,12 @@ def test_nan_exceptions_and_pruned_trials_map_to_observation_states() -> None:
     states = [t.state for t in study.trials]
     assert states[1] == states[2] == optuna.trial.TrialState.FAIL
     observations = observations_from_study(study)
+    # Optuna stores FAIL for both; the returned NaN diverged, the exception crashed.
     assert [o.state for o in observations] == [
-        "complete", "failed", "failed", "pruned", "complete", "complete"
+        "complete", "complete", "failed", "pruned", "complete", "complete"
     ]  # fmt: skip
     assert math.isnan(observations[1].value) and observations[1].diverged
+    assert observations[2].crashed and not observations[2].diverged
     assert observations[3].value == 5.0 and not observations[3].usable
     assert observations[4].diverged  # +inf: complete but diverged
     assert observations[0].scale == sampler.ladder[0]

@@ -309,7 +309,7 @@ def test_mode_max_guides_the_third_rung_to_the_maximum_of_the_raw_metric():
         TransferSearch(make_space(), make_ladder(), metric="score", direction="maximize")
 
 
-def test_outcomes_become_failed_diverged_and_pruned_observations():
+def test_outcomes_become_crashed_diverged_and_pruned_observations():
     scale = {"width": 32}
     out = observations_from_outcomes(
         [
@@ -323,7 +323,11 @@ def test_outcomes_become_failed_diverged_and_pruned_observations():
         ]
     )
     assert [o.state for o in out] == ["complete", "pruned", "failed", "complete", "complete"]
-    assert out[2].diverged and out[3].diverged and not out[0].diverged
+    assert out[2].crashed and not out[2].diverged  # raised: a crash, not a divergence
+    assert out[3].diverged and not out[3].crashed and not out[0].diverged
+    # reported NaN, then raised (a loop that stops on a NaN loss): the report says diverged
+    nan_then_raise = TrialOutcome(scale, {"lr": 5e-3}, math.nan, errored=True, progress=2)
+    assert observations_from_outcomes([nan_then_raise])[0].diverged
     assert out[4].params == {"lr": 1e-3}  # a Choice string cannot enter the fit
     # an explicit max_t wins over the rung's longest
     alone = [TrialOutcome(scale, {"lr": 1e-3}, 1.0, errored=False, progress=4)]
@@ -418,7 +422,7 @@ def test_rungs_and_fractional_gpu_packing(cluster, tmp_path, monkeypatch):
 
 def failing_trainable(config):
     if config["base_lr"] > 1e-2:
-        raise RuntimeError("diverged: loss exploded")
+        raise RuntimeError("CUDA out of memory")  # a crash, not a divergence
     if config["base_lr"] < 1e-3:
         tune.report({"loss": float("nan")})
         return
@@ -426,7 +430,7 @@ def failing_trainable(config):
     tune.report({"loss": quadratic_loss(scale, dict(hp.coordinates))})
 
 
-def test_errors_and_nan_enter_the_fit_as_diverged(cluster, tmp_path):
+def test_errors_are_crashes_and_nan_is_a_divergence(cluster, tmp_path):
     search = TransferSearch(
         make_space(), make_ladder((32, 64)), metric="loss", mode="min", trials_per_rung=4, seed=3
     )
@@ -442,7 +446,8 @@ def test_errors_and_nan_enter_the_fit_as_diverged(cluster, tmp_path):
     assert any(lr > 1e-2 for lr in lrs) and any(lr < 1e-3 for lr in lrs)  # seed covers both
     for lr, obs in zip(lrs, from_grid):
         if lr > 1e-2:
-            assert obs.state == "failed" and math.isnan(obs.value)
+            assert obs.state == "failed" and math.isnan(obs.value) and obs.crashed
+            assert not obs.diverged
         elif lr < 1e-3:
             assert obs.state == "complete" and math.isnan(obs.value) and obs.diverged
         else:

@@ -280,3 +280,17 @@ def test_the_png_and_the_plotly_figures_draw_the_same_numbers() -> None:
     png_points = {tuple(p) for c in top.collections for p in c.get_offsets() if p[1] < 2.5}
     plotly_points = {(x, y) for t in landscapes.data for x, y in zip(t.x, t.y)}
     assert png_points and png_points <= plotly_points  # the PNG's unclipped trials
+
+
+def test_crashed_trials_are_drawn_apart_from_diverged_ones_and_counted(tmp_path: Path) -> None:
+    # was (issue 27 item 7): four trials that raised were drawn and counted as diverged
+    obs = ladder_observations()
+    crashes = [
+        Observation({"width": 64}, {"lr": lr, "weight_decay": 0.1}, math.nan, state="failed")
+        for lr in (1e-3, 2e-3, 4e-3, 8e-3)
+    ]
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=0, seed=0)
+    diverged = sum(o.diverged for o in obs)
+    texts = " ".join(draw_svg(obs + crashes, result, tmp_path / "report.svg"))
+    assert f"× {diverged} diverged" in texts  # the crashes are not among them
+    assert "□ 4 crashed (raised, not diverged): on the bottom edge" in texts

@@ -136,3 +136,18 @@ def test_the_html_report_can_leave_plotlyjs_out(
 def test_the_core_does_not_import_plotly() -> None:
     code = "import sys, transfersearch.visualization; sys.exit('plotly' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_landscapes_draw_crashes_apart_and_count_them() -> None:
+    from transfersearch.visualization import plot_rung_landscapes
+
+    scale = {"width": 64}
+    obs = [ts.Observation(scale, {"lr": lr}, 1.0 + (lr - 3e-3) ** 2) for lr in (1e-3, 3e-3, 9e-3)]
+    obs += [ts.Observation(scale, {"lr": 0.5}, math.nan)]  # diverged
+    obs += [ts.Observation(scale, {"lr": lr}, math.nan, state="failed") for lr in (2e-3, 4e-3)]
+    figure = plot_rung_landscapes(obs, params=["lr"])
+    assert "× 1 diverged" in figure.layout.title.text
+    assert "□ 2 crashed" in figure.layout.title.text
+    crashed = [t for t in figure.data if "crashed" in (t.name or "")]
+    assert len(crashed) == 1 and list(crashed[0].x) == [2e-3, 4e-3]
+    assert crashed[0].marker.symbol == "square-open"

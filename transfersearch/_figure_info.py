@@ -134,8 +134,10 @@ class RungTrials(NamedTuple):
     Attributes:
         scale: the rung; ``label`` its varying scale variables.
         usable: ``(parameter value, metric)`` of each trial with a usable metric.
-        diverged: the parameter values of the diverged trials.
+        diverged: the parameter values of the diverged trials (NaN or inf metric).
         optimum: the rung's estimated optimum of the parameter (None: no estimate).
+        crashed: the parameter values of the trials that raised (no verdict on the parameter;
+            drawn apart from the diverged ones).
     """
 
     scale: Scale
@@ -143,6 +145,7 @@ class RungTrials(NamedTuple):
     usable: tuple[tuple[float, float], ...]
     diverged: tuple[float, ...]
     optimum: float | None
+    crashed: tuple[float, ...] = ()
 
 
 class LandscapeInfo(NamedTuple):
@@ -345,6 +348,7 @@ def landscape_info(
                     tuple((o.params[name], o.value) for o in here if o.usable),
                     tuple(o.params[name] for o in here if o.diverged),
                     optima.get(scale, {}).get(name),
+                    tuple(o.params[name] for o in here if o.crashed),
                 )
             )
         panels[name] = tuple(rungs)

@@ -1,8 +1,10 @@
-"""Observations: one finished (or failed, or pruned) proxy trial, and the checks every fit makes.
+"""Observations: one finished (or crashed, or pruned) proxy trial, and the checks every fit makes.
 
 An :class:`Observation` records the scale a trial ran at, the swept hyperparameter coordinates it
-used, and the metric it reached. A NaN or infinite metric marks a *diverged* run: it is kept, because
-it tells the fit where the good region ends (a divergence cliff), and never raises. Reading trials
+used, and the metric it reached. A complete run whose metric is NaN or infinite *diverged*: it is
+kept, because it tells the fit where the good region ends (a divergence cliff), and never raises.
+A run that raised (an exception, an out-of-memory crash) has state ``"failed"``: it *crashed*,
+which says nothing about its hyperparameters' loss, so it is counted, not fitted. Reading trials
 from tables and frameworks is :mod:`transfersearch.readers`' job.
 """
 
@@ -50,8 +52,9 @@ class Observation:
         params: the swept coordinates the trial used, name -> finite number
             (``{"base_lr": 3e-3, "tau_epoch": 0.8}``).
         value: the metric reached (minimised by default). NaN or ±inf marks a diverged run.
-        state: ``"complete"`` (default), ``"failed"`` (the run crashed or diverged; its value is
-            ignored and it counts as diverged), or ``"pruned"`` (stopped early; ignored by the fits
+        state: ``"complete"`` (default; with a NaN or ±inf value, a diverged run), ``"failed"``
+            (the run raised: an exception, an out-of-memory crash; its value is ignored, it is
+            :attr:`crashed`, not diverged), or ``"pruned"`` (stopped early; ignored by the fits
             because its value is not a final metric).
 
     Raises:
@@ -112,10 +115,13 @@ class Observation:
 
     @property
     def diverged(self) -> bool:
-        """True for a failed run or a complete run whose value is NaN or infinite."""
-        return self.state == "failed" or (
-            self.state == "complete" and not math.isfinite(self.value)
-        )
+        """True for a complete run whose value is NaN or infinite (never for a crashed one)."""
+        return self.state == "complete" and not math.isfinite(self.value)
+
+    @property
+    def crashed(self) -> bool:
+        """True for a run that raised (state ``"failed"``): no verdict on its hyperparameters."""
+        return self.state == "failed"
 
     @property
     def usable(self) -> bool:

@@ -12,7 +12,9 @@ Sources :func:`read_sweep` (and so ``extrapolate`` and ``validate``) accepts:
   - parameter columns: for each requested parameter ``p``, ``params.<p>``, ``params_<p>`` or ``p``;
   - the metric: column ``value_column`` (default ``"value"``);
   - optional ``state`` column, ``complete`` / ``failed`` / ``pruned`` or Optuna's states in any
-    case (default complete);
+    case (default complete); ``failed`` (or ``crashed``) is a run that raised, a crash, never a
+    divergence: a run that diverged is ``complete`` with a NaN or inf value (or state
+    ``diverged``); an optional boolean ``crashed`` column marks crashes too;
 
 - any other object whose framework has a registered reader: an adapter registers one with
   :func:`register_reader`, or names it in the ``transfersearch.readers`` entry-point group under the
@@ -41,7 +43,11 @@ from transfersearch.scale import Scale
 from transfersearch.sweep import Direction, Sweep
 
 __all__ = [
+    "CRASHED_COLUMN",
     "DIRECTORY",
+    "FAIL_CRASHED",
+    "FAIL_DIVERGED",
+    "FAIL_KIND_ATTR",
     "PARAM_PREFIXES",
     "READERS_GROUP",
     "RUNG_ATTR",
@@ -249,6 +255,14 @@ def observations_from_records(
       ``pruned``; an empty cell is complete; ``RUNNING`` and ``WAITING`` rows (unfinished) are
       skipped, and so are the FAIL rows of trials the storage's heartbeat failed because their
       worker died (``TransferSampler`` retries them; the retry stands for them).
+    - crash vs divergence: ``failed`` (also ``crashed``) is a run that raised (an exception, an
+      out-of-memory crash): :attr:`Observation.crashed`, counted but never a divergence. A run
+      that diverged is ``complete`` with a NaN or ±inf metric, or has the state ``diverged``
+      (its metric is then NaN). Optuna stores ``FAIL`` for both an exception and a returned NaN;
+      a FAIL row whose ``system_attrs_transfersearch:fail-kind`` cell (written by
+      ``TransferSampler``) is ``diverged`` is read as a divergence, any other FAIL as a crash.
+      A ``crashed`` column, where the table has one, marks a row crashed when its cell is true
+      (``True``, ``1``, ``"true"``, ``"yes"``).
 
     Args:
         columns: the table's column names.
@@ -284,7 +298,11 @@ def observations_from_records(
         _state(row.get(state_column), i) if has_state else "complete"
         for i, row in enumerate(records)
     ]
-    kept = [i for i, state in enumerate(states) if state in STATES and not _died(records[i], state)]
+    kept = [
+        i
+        for i, state in enumerate(states)
+        if state in (*STATES, _DIVERGED) and not _died(records[i], state)
+    ]
     if len(kept) < len(records):
         logger.info(
             "skipped %d of %d rows: unfinished (RUNNING / WAITING) or failed by the heartbeat "
@@ -307,15 +325,38 @@ def observations_from_records(
         row = records[i]
         raw_value = row[value_column]
         value = float("nan") if raw_value is None else _plain(raw_value)
+        state = _crash_or_divergence(row, states[i])
+        if state == _DIVERGED:
+            value, state = float("nan"), "complete"
         result.append(
             Observation(
                 scale={k: _plain(row[c]) for k, c in scale_map.items()},
                 params={k: _plain(row[c]) for k, c in param_map.items()},
                 value=value,
-                state=states[i],
+                state=state,
             )
         )
     return result
+
+
+def _crash_or_divergence(row: Mapping[str, Any], state: str) -> str:
+    """The row's state with crashes and divergences told apart: ``"failed"`` where the
+    ``crashed`` column says so, :data:`_DIVERGED` for a FAIL that ``TransferSampler`` recorded as
+    a returned NaN (:data:`FAIL_KIND_ATTR`)."""
+    if _is_true(row.get(CRASHED_COLUMN)):
+        return "failed"
+    if state == "failed" and str(row.get(_FAIL_KIND_COLUMN, "")).strip() == FAIL_DIVERGED:
+        return _DIVERGED
+    return state
+
+
+def _is_true(cell: Any) -> bool:
+    """A cell that says yes: True, a non-zero number, or "true" / "yes" / "1" in any case."""
+    if isinstance(cell, str):
+        return cell.strip().lower() in ("true", "yes", "1")
+    if _is_missing(cell):
+        return False
+    return bool(_plain(cell))
 
 
 #: Prefixes of scale columns, in order of preference: ours, then Optuna's flattening of the
@@ -323,11 +364,17 @@ def observations_from_records(
 SCALE_PREFIXES: tuple[str, ...] = ("scale.", "user_attrs_scale.")
 #: Prefixes of parameter columns: ours, then Optuna's ``trials_dataframe()``.
 PARAM_PREFIXES: tuple[str, ...] = ("params.", "params_")
+#: A state cell saying the run diverged: read as a complete run whose value is NaN.
+_DIVERGED = "diverged"
+#: The optional boolean column marking a row that crashed (raised) whatever its state says.
+CRASHED_COLUMN = "crashed"
 #: Optuna's trial states (any case) -> an Observation's state; None: unfinished, the row is skipped.
 _STATE_NAMES: dict[str, str | None] = {
     "complete": "complete",
     "failed": "failed",
     "fail": "failed",
+    "crashed": "failed",
+    "diverged": _DIVERGED,
     "pruned": "pruned",
     "running": None,
     "waiting": None,
@@ -337,10 +384,17 @@ _STATE_NAMES: dict[str, str | None] = {
 RUNG_ATTR = "transfersearch:rung"
 #: Optuna system attribute set when the objective (not the heartbeat) finished a trial as FAIL.
 TOLD_ATTR = "transfersearch:told-fail"
+#: Optuna system attribute TransferSampler writes on a trial Optuna finished as FAIL, saying why:
+#: :data:`FAIL_DIVERGED` (the objective returned NaN, which Optuna refuses as a value) or
+#: :data:`FAIL_CRASHED` (it raised). Optuna itself stores the same FAIL for both.
+FAIL_KIND_ATTR = "transfersearch:fail-kind"
+FAIL_DIVERGED = "diverged"
+FAIL_CRASHED = "crashed"
 #: The ``trials_dataframe()`` columns of those attributes: a FAIL with a rung but not told by the
 #: objective was failed by the heartbeat (its worker died).
 _RUNG_COLUMN = f"system_attrs_{RUNG_ATTR}"
 _TOLD_COLUMN = f"system_attrs_{TOLD_ATTR}"
+_FAIL_KIND_COLUMN = f"system_attrs_{FAIL_KIND_ATTR}"
 
 
 def _scale_map(
@@ -442,8 +496,9 @@ def _state(cell: Any, row: int) -> str:
         name = name[len("trialstate.") :]
     if name not in _STATE_NAMES:
         raise TransferSearchError(
-            f"row {row} has state {cell!r}; states are {STATES} (Optuna's COMPLETE, FAIL, "
-            "PRUNED, RUNNING, WAITING in any case are read too). Fix the cell."
+            f"row {row} has state {cell!r}; states are {STATES}, 'crashed' (= failed) and "
+            "'diverged' (Optuna's COMPLETE, FAIL, PRUNED, RUNNING, WAITING in any case are read "
+            "too). Fix the cell."
         )
     return _STATE_NAMES[name] or "unfinished"
 

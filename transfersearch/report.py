@@ -8,8 +8,9 @@ The picture has two rows and one column per swept parameter:
 
 - top: the metric against the parameter, one colour per rung (proxy scale), each rung's estimated
   optimum as a dashed vertical line. The metric axis stops at 2.5× the median trial's distance above
-  the best (so the valley fills the panel); trials above it are open triangles on the top edge and
-  diverged trials crosses there, each counted in the panel's title;
+  the best (so the valley fills the panel); trials above it are open triangles on the top edge,
+  diverged trials (NaN or inf metric) crosses there, and crashed trials (they raised: no verdict on
+  the hyperparameters) open squares on the bottom edge, each counted in the panel's title;
 - bottom: the estimated optimum against relative compute (model size × data, see
   :func:`transfersearch.cost.default_cost`), with error bars, the fitted law drawn along the
   geometric path from the smallest rung to the target with the law's own band, and the target's
@@ -145,7 +146,8 @@ def plot_report(
     """Draw the proxy landscapes and the optimum-vs-scale laws into a PNG file.
 
     Args:
-        observations: the proxy trials (any state; diverged ones are drawn as crosses).
+        observations: the proxy trials (any state; diverged ones are drawn as crosses on the
+            top edge, crashed ones as open squares on the bottom edge).
         extrapolation: the result of :func:`transfersearch.extrapolate` on those trials.
         path: where to write the picture. Its extension picks the format (``.png``, ``.pdf``,
             ``.svg``, or any other matplotlib writes); a name without one gets ``.png``, and an
@@ -255,10 +257,11 @@ def _landscape_panel(
     ax: Any, info: LandscapeInfo, name: str, color_of: Mapping[Scale, Any], *, first: bool
 ) -> None:
     """Top row: the metric against ``name``, one colour per rung, the axis clipped at
-    ``info.clip`` (trials above it and diverged ones marked on the edge and counted)."""
+    ``info.clip`` (trials above it and diverged ones marked on the top edge, crashed ones on the
+    bottom edge, each counted)."""
     top, low = info.clip, info.best
     clipped: list[float] = []
-    diverged = 0
+    diverged = crashed = 0
     for rung in info.panels[name]:
         color = color_of[rung.scale]
         inside = [(x, v) for x, v in rung.usable if v <= top]
@@ -281,6 +284,18 @@ def _landscape_panel(
                 list(rung.diverged), [top] * len(rung.diverged), marker="x", s=18, color=color
             )
             diverged += len(rung.diverged)
+        if rung.crashed:  # raised: no metric, no verdict; apart from the divergences
+            bottom = low - 0.05 * (top - low)
+            ax.scatter(
+                list(rung.crashed),
+                [bottom] * len(rung.crashed),
+                marker="s",
+                s=20,
+                facecolors="none",
+                edgecolors=color,
+                clip_on=False,
+            )
+            crashed += len(rung.crashed)
         if rung.optimum is not None:
             ax.axvline(rung.optimum, color=color, ls="--", lw=1)
     if name in info.log_params:
@@ -289,7 +304,8 @@ def _landscape_panel(
     ax.set_xlabel(name)
     ax.set_ylabel("metric (proxy trials)" if first else "metric")
     ax.set_title(
-        _fit(f"{name} per rung (dashed: estimated optimum)") + _edge_note(clipped, diverged, top),
+        _fit(f"{name} per rung (dashed: estimated optimum)")
+        + _edge_note(clipped, diverged, top, crashed),
         fontsize=9,
     )
 
@@ -299,14 +315,18 @@ def _fit(text: str, width: int = TITLE_WIDTH) -> str:
     return "\n".join(textwrap.wrap(text, width=width, break_long_words=False))
 
 
-def _edge_note(clipped: Sequence[float], diverged: int, top: float) -> str:
-    """A title line counting what sits on the top edge: clipped trials (▲) and diverged (×)."""
+def _edge_note(clipped: Sequence[float], diverged: int, top: float, crashed: int = 0) -> str:
+    """Title lines counting what sits on the edges: clipped trials (▲) and diverged (×) on the
+    top one, crashed (□: the run raised, not a divergence) on the bottom one."""
     parts = []
     if clipped:
         parts.append(f"▲ {len(clipped)} above {top:.4g} (worst {max(clipped):.4g})")
     if diverged:
         parts.append(f"× {diverged} diverged")
-    return "\n" + _fit("; ".join(parts) + ": on the top edge") if parts else ""
+    note = "\n" + _fit("; ".join(parts) + ": on the top edge") if parts else ""
+    if crashed:
+        note += "\n" + _fit(f"□ {crashed} crashed (raised, not diverged): on the bottom edge")
+    return note
 
 
 def _law_panel(

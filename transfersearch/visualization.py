@@ -116,7 +116,8 @@ def plot_rung_landscapes(
 
     Returns:
         A ``plotly.graph_objects.Figure`` with one panel per coordinate; diverged trials are drawn
-        as crosses on the top edge.
+        as crosses on the top edge, crashed ones (they raised) as open squares on the bottom
+        edge, both counted in the title.
 
     Raises:
         TransferSearchError: no trials. ImportError: plotly is not installed.
@@ -143,15 +144,27 @@ def plot_rung_landscapes(
     figure.update_layout(
         title="Proxy trials per rung (dashed: each rung's estimated optimum)"
         + _every_rung(info.constant)
+        + _outcome_counts(obs)
     )
     return figure
+
+
+def _outcome_counts(obs: Sequence[Observation]) -> str:
+    """``<br>× 11 diverged (top edge); □ 4 crashed: raised, not diverged (bottom edge)``, or ""."""
+    diverged = sum(o.diverged for o in obs)
+    crashed = sum(o.crashed for o in obs)
+    parts = [f"× {diverged} diverged (top edge)"] if diverged else []
+    if crashed:
+        parts.append(f"□ {crashed} crashed: raised, not diverged (bottom edge)")
+    return "<br>" + "; ".join(parts) if parts else ""
 
 
 def _add_rung_trials(
     figure: Any, go: Any, info: LandscapeInfo, rung: RungTrials, color: str, column: int
 ) -> None:
     """One rung's trials in one panel: its usable ones, its diverged ones as crosses at the top
-    (the worst usable metric), its estimated optimum as a dashed line."""
+    (the worst usable metric), its crashed ones (they raised) as open squares at the bottom (the
+    best usable metric), its estimated optimum as a dashed line."""
     figure.add_trace(
         go.Scatter(
             x=[x for x, _ in rung.usable],
@@ -173,6 +186,20 @@ def _add_rung_trials(
                 mode="markers",
                 marker={"color": color, "symbol": "x", "size": 7},
                 name=f"{rung.label} (diverged)",
+                legendgroup=rung.label,
+                showlegend=False,
+            ),
+            row=1,
+            col=column,
+        )
+    if rung.crashed:
+        figure.add_trace(
+            go.Scatter(
+                x=list(rung.crashed),
+                y=[info.best] * len(rung.crashed),
+                mode="markers",
+                marker={"color": color, "symbol": "square-open", "size": 7},
+                name=f"{rung.label} (crashed: raised, not diverged)",
                 legendgroup=rung.label,
                 showlegend=False,
             ),
