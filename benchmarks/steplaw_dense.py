@@ -8,11 +8,14 @@ fit on the three smaller N with scale variables (N, D), predict (lr, bs) at each
 Methods: ``transfersearch`` (``extrapolate(params=["lr", "bs"])``, defaults: no prior drift);
 ``ts + Step Law prior`` (the same with ``prior_exponents`` set to the published Step Law exponents,
 lr ∝ N^−0.713 D^0.307 and bs ∝ N^0 D^0.571 — theory a user would bring); ``law`` (the chosen
-model's point before the decision); Step Law's method (per-configuration grid argmin + log-linear
-least squares); ``nearest`` (copy the grid best of the nearest proxy configuration in log scale).
-Regret as in ``steplaw_moe.py``.
+model's point before the decision); the baselines of ``benchmarks/baselines.py`` (the null: copy
+the grid best of the costliest training configuration, N·D; per-configuration grid argmin +
+log-linear least squares; Step Law's own band regression through every run within 0.25% of its
+configuration's least smooth loss); the null here is ``nearest`` (copy the grid best of the
+nearest proxy configuration in log scale: N = 429M at the nearest D), ``copy_top_rung``'s
+costliest proxy beside it. Regret as in ``steplaw_moe.py``.
 
-Usage: ``python benchmarks/steplaw_dense.py --data ../shared/data/steplaw_dense_lr_bs_loss_below_1B.csv``;
+Usage: ``python benchmarks/steplaw_dense.py --data-dir ../shared/data`` (or ``--data PATH``);
 writes ``benchmarks/results/steplaw_dense.md``.
 """
 
@@ -26,7 +29,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from steplaw_moe import LOSS, flops_cost, nearest, regret, steplaw
+from baselines import ARGMIN, BAND
+from provenance import header
+from steplaw_moe import (
+    COSTLIEST,
+    LOSS,
+    NEAREST,
+    add_data_arguments,
+    baseline_predictions,
+    data_path,
+    flops_cost,
+    nearest,
+    regret,
+)
 
 from transfersearch import Scale, extrapolate
 
@@ -52,15 +67,17 @@ def fit(train: pd.DataFrame, target: dict[str, float], prior: Any, seed: int) ->
         )
 
 
-def main() -> None:
+FILENAME = "steplaw_dense_lr_bs_loss_below_1B.csv"
+METHODS = ["transfersearch", "law", "ts + Step Law prior", NEAREST, ARGMIN, BAND, COSTLIEST]
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--data", required=True, help="path to steplaw_dense_lr_bs_loss_below_1B.csv"
-    )
+    add_data_arguments(parser, FILENAME)
     parser.add_argument("--out", default=str(RESULTS), help="markdown table to write")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
-    args = parser.parse_args()
-    frame = pd.read_csv(args.data)
+    args = parser.parse_args(argv)
+    frame = pd.read_csv(data_path(args, FILENAME))
     frame = frame[np.isfinite(frame[LOSS])]
     train = frame[frame["N"] != HELD_OUT_N]
     held_all = frame[frame["N"] == HELD_OUT_N]
@@ -75,42 +92,45 @@ def main() -> None:
             "transfersearch": ours.params,
             "law": ours.law_params,
             "ts + Step Law prior": primed.params,
-            "Step Law": steplaw(train, VARIABLES, target),
-            "nearest": nearest(train, VARIABLES, target),
+            **baseline_predictions(train, VARIABLES, target),
+            NEAREST: nearest(train, VARIABLES, target),
         }
         row: dict[str, Any] = {"D": d_value, "model": ours.model, "primed_model": primed.model}
         for name, pred in predictions.items():
             row[name] = regret(held, pred["lr"], pred["bs"])
         row["pred"] = (ours.params["lr"], ours.params["bs"])
+        row["band"] = (predictions[BAND]["lr"], predictions[BAND]["bs"])
         best = held.loc[held[LOSS].idxmin()]
         row["best"] = (float(best["lr"]), float(best["bs"]))
         row["scores"] = ours.model_scores
         rows.append(row)
+        print(f"D = {d_value:.3g}: done", flush=True)
     elapsed = time.perf_counter() - started
-    methods = ["transfersearch", "law", "ts + Step Law prior", "Step Law", "nearest"]
-    lines = [
-        "# Step Law dense benchmark: regret at a held-out model size (N = 537M)",
-        "",
-        f"Command: `python benchmarks/steplaw_dense.py --data {args.data} --seed {args.seed}`",
-        "",
+    shown = None if argv is None else [__file__, *argv]
+    lines = header("Step Law dense benchmark: regret at a held-out model size (N = 537M)", shown)
+    lines += [
         "Fit on N = 215M, 268M, 429M (12 configurations, every D), predict (lr, bs) at N = 537M for",
         "each of its three D; regret = smoothed loss at the prediction (linear interpolation in",
         "log lr × log bs on the held-out grid) over the grid's best, minus 1, in %. Bootstrap: 200",
         f"resamples, seed {args.seed}; rungs ordered by cost = N·D (`cost=`, see steplaw_moe.py's "
-        "flops_cost). See the script's docstring for the methods.",
+        "flops_cost). Baselines: `benchmarks/baselines.py` (lr, bs in log space); the null",
+        f"`{NEAREST}` copies the grid best of the proxy nearest in log (N, D) (N = 429M at the",
+        f"nearest D, the data README's null); `{COSTLIEST}` copies N = 429M, D = 100B's for every",
+        "target. See the script's docstring for the methods.",
         "",
-        "| D | " + " | ".join(methods) + " | model (prior) | ts (lr, bs) | grid best (lr, bs) |",
-        "|---|" + "---|" * (len(methods) + 3),
+        "| D | " + " | ".join(METHODS) + " | model (prior) | ts (lr, bs) | band (lr, bs) |"
+        " grid best (lr, bs) |",
+        "|---|" + "---|" * (len(METHODS) + 4),
     ]
     for row in rows:
-        cells = " | ".join(f"{100 * row[m]:.3f}%" for m in methods)
+        cells = " | ".join(f"{100 * row[m]:.3f}%" for m in METHODS)
         lines.append(
             f"| {row['D']:.3g} | {cells} | {row['model']} ({row['primed_model']}) | "
-            f"({row['pred'][0]:.2e}, {row['pred'][1]:.0f}) | "
-            f"({row['best'][0]:.2e}, {row['best'][1]:.0f}) |"
+            + " | ".join(f"({row[k][0]:.2e}, {row[k][1]:.0f})" for k in ("pred", "band", "best"))
+            + " |"
         )
-    means = " | ".join(f"{100 * np.mean([r[m] for r in rows]):.3f}%" for m in methods)
-    lines += ["| **mean** | " + means + " | | | |", ""]
+    means = " | ".join(f"{100 * np.mean([r[m] for r in rows]):.3f}%" for m in METHODS)
+    lines += ["| **mean** | " + means + " | | | | |", ""]
     scores = rows[0]["scores"]
     lines += [
         "Walk-forward weighted mean regret per model (loss units, the fit for the first D; the",

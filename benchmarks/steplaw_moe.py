@@ -8,9 +8,12 @@ For each shape the largest D is held out. Methods fit the rest and predict (lr, 
 
 - ``transfersearch``: ``extrapolate(params=["lr", "bs"])`` (local quadratic optima, power laws or
   joint valley, default settings);
-- ``steplaw``: Step Law's method — per-configuration grid argmin, then ordinary least squares of
-  log lr* and log bs* on the log scale variables;
-- ``nearest``: copy the grid best of the nearest proxy configuration (in log scale distance).
+- the baselines of ``benchmarks/baselines.py``: the null (copy the grid best of the costliest
+  training configuration, cost Na·D), per-configuration grid argmin + log-linear least squares,
+  and Step Law's own band regression (every run within 0.25% of its configuration's least smooth
+  loss, then the same least squares; ../shared/SCIENCE.md §6);
+- the null, ``nearest proxy``: copy the grid best of the nearest proxy configuration (in log scale
+  distance; per shape, the next smaller D).
 
 Two fitting pools: ``global`` fits every shape's remaining configurations at once with scale
 variables (Na, D) — as Step Law fits across model sizes; ``per-shape`` fits each shape's own three
@@ -19,7 +22,7 @@ smaller D with D as the only scale variable.
 Regret = smooth loss at the prediction (linear interpolation in log lr × log bs on the held-out
 grid, the prediction clipped to the grid) over the grid's best, minus 1.
 
-Usage: ``python benchmarks/steplaw_moe.py --data ../shared/data/steplaw_moe_lr_bs_loss.csv``;
+Usage: ``python benchmarks/steplaw_moe.py --data-dir ../shared/data`` (or ``--data PATH``);
 writes ``benchmarks/results/steplaw_moe.md``.
 """
 
@@ -27,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import time
 import warnings
 from pathlib import Path
@@ -35,12 +37,18 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from baselines import ARGMIN, BAND, NULL, baselines
+from provenance import header
 from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
 
-from transfersearch import extrapolate
+from transfersearch import Observation, extrapolate
 from transfersearch.scale import Scale
 
 RESULTS = Path(__file__).resolve().parent / "results" / "steplaw_moe.md"
+#: The null: copy the grid best of the proxy configuration nearest the target in log scale.
+NEAREST = "null (nearest proxy's best)"
+#: baselines.copy_top_rung: the grid best of the costliest proxy (N·D), whatever its D.
+COSTLIEST = "copy costliest proxy's best"
 LOSS = "smooth loss"
 
 
@@ -55,18 +63,31 @@ def regret(grid: pd.DataFrame, lr: float, bs: float) -> float:
     return value / float(losses.min()) - 1.0
 
 
-def steplaw(
+def as_observations(frame: pd.DataFrame, variables: list[str]) -> list[Observation]:
+    """The grid's runs as Observations: scale = ``variables``, params (lr, bs), the smooth loss."""
+    return [
+        Observation(
+            {v: float(row[v]) for v in variables},
+            {"lr": float(row["lr"]), "bs": float(row["bs"])},
+            float(row[LOSS]),
+        )
+        for _, row in frame.iterrows()
+    ]
+
+
+def baseline_predictions(
     train: pd.DataFrame, variables: list[str], target: dict[str, float]
-) -> dict[str, float]:
-    """Per-configuration grid argmin, then OLS of log optimum on log scale variables."""
-    best = train.loc[train.groupby(variables)[LOSS].idxmin()]
-    design = np.column_stack([np.ones(len(best))] + [np.log(best[v]) for v in variables])
-    row = np.array([1.0] + [math.log(target[v]) for v in variables])
-    out = {}
-    for param in ("lr", "bs"):
-        coef, *_ = np.linalg.lstsq(design, np.log(best[param].to_numpy(float)), rcond=None)
-        out[param] = float(math.exp(row @ coef))
-    return out
+) -> dict[str, dict[str, float]]:
+    """``benchmarks/baselines.py``'s three, lr and bs in log space, rungs ordered by N·D.
+
+    Its null (the costliest proxy's best) is named :data:`COSTLIEST` here: on these grids the
+    target is not beyond every proxy (a smaller D than the costliest proxy's), so the null the data's
+    README states is :data:`NEAREST` (the largest proxy N at the nearest D, nearest in log scale).
+    """
+    predicted = baselines(
+        as_observations(train, variables), target, ["lr", "bs"], ["lr", "bs"], flops_cost
+    )
+    return {COSTLIEST if name == NULL else name: value for name, value in predicted.items()}
 
 
 def nearest(
@@ -105,16 +126,34 @@ def ours(train: pd.DataFrame, variables: list[str], target: dict[str, float]) ->
         )
 
 
-def main() -> None:
+#: The table's methods, in column order.
+METHODS = ["transfersearch", NEAREST, ARGMIN, BAND, COSTLIEST]
+FILENAME = "steplaw_moe_lr_bs_loss.csv"
+
+
+def data_path(args: argparse.Namespace, filename: str) -> Path:
+    """``--data`` if given, else ``--data-dir``/filename."""
+    if args.data:
+        return Path(args.data)
+    if args.data_dir:
+        return Path(args.data_dir) / filename
+    raise SystemExit(f"give --data-dir (the folder holding {filename}) or --data")
+
+
+def add_data_arguments(parser: argparse.ArgumentParser, filename: str) -> None:
+    parser.add_argument("--data-dir", help=f"the folder holding {filename}")
+    parser.add_argument("--data", help=f"the path of {filename} (instead of --data-dir)")
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", required=True, help="path to steplaw_moe_lr_bs_loss.csv")
+    add_data_arguments(parser, FILENAME)
     parser.add_argument("--out", default=str(RESULTS), help="markdown table to write")
-    args = parser.parse_args()
-    frame = pd.read_csv(args.data)
+    args = parser.parse_args(argv)
+    frame = pd.read_csv(data_path(args, FILENAME))
     frame = frame[np.isfinite(frame[LOSS])]
     shapes = sorted(frame["moe_name"].unique())
     rows: list[dict[str, Any]] = []
-    load_before = os.getloadavg()[0]
     fitting = 0.0
     started = time.perf_counter()
     for pool in ("global", "per-shape"):
@@ -136,60 +175,62 @@ def main() -> None:
             best = held.loc[held[LOSS].idxmin()]
             predictions = {
                 "transfersearch": result.params,
-                "steplaw": steplaw(train, variables, target),
-                "nearest": nearest(train, variables, target),
+                **baseline_predictions(train, variables, target),
+                NEAREST: nearest(train, variables, target),
             }
             row: dict[str, Any] = {"pool": pool, "shape": shape, "model": result.model}
             for name, pred in predictions.items():
                 row[name] = regret(held, pred["lr"], pred["bs"])
-                row[f"{name}_lr"] = pred["lr"]
-                row[f"{name}_bs"] = pred["bs"]
-            row["best_lr"], row["best_bs"] = float(best["lr"]), float(best["bs"])
+                row[f"{name}_pred"] = (pred["lr"], pred["bs"])
+            row["best_pred"] = (float(best["lr"]), float(best["bs"]))
             row["interval_lr"] = low_high["lr"]
             row["interval_bs"] = low_high["bs"]
             rows.append(row)
+            print(f"{pool} {shape}: done", flush=True)
     elapsed = time.perf_counter() - started
     table = pd.DataFrame(rows)
-    lines = [
-        "# Step Law MoE benchmark: regret at the held-out largest D",
-        "",
-        f"Command: `python benchmarks/steplaw_moe.py --data {args.data}`",
-        "",
+    shown = None if argv is None else [__file__, *argv]
+    lines = header("Step Law MoE benchmark: regret at the held-out largest D", shown)
+    lines += [
         "Regret = smooth loss at the predicted (lr, bs), linearly interpolated in log lr × log bs on",
         "the held-out grid, over that grid's best, minus 1 (in %). Methods: transfersearch",
-        "`extrapolate(params=['lr', 'bs'], cost=Na·D)`, otherwise defaults; Step Law (per-configuration grid argmin +",
-        "log-linear OLS); copy the best of the nearest proxy. `global` fits all shapes' smaller D",
-        "with scale variables (Na, D); `per-shape` fits each shape's three smaller D on D alone.",
+        "`extrapolate(params=['lr', 'bs'], cost=Na·D, n_bootstrap=200, seed=0)`, otherwise",
+        "defaults; the baselines of `benchmarks/baselines.py` (lr, bs in log space, rungs by Na·D):",
+        f"`{COSTLIEST}` (the costliest training configuration's grid best),",
+        f"`{ARGMIN}` (per-configuration grid argmin + log-linear least squares),",
+        f"`{BAND}` (every run within 0.25% of its",
+        "configuration's least smooth loss + the same least squares, SCIENCE.md §6); the null",
+        f"`{NEAREST}` copies the grid best of the configuration nearest the target in log scale.",
+        "`global` fits all shapes' smaller D with scale variables (Na, D); `per-shape` fits each",
+        "shape's three smaller D on D alone.",
         "",
-        "| pool | shape | transfersearch | Step Law | nearest proxy | model | ts (lr, bs) |"
-        " Step Law (lr, bs) | grid best (lr, bs) | ts 90% interval lr | ts 90% interval bs |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| pool | mean regret: " + " | ".join(METHODS) + " |",
+        "|---|" + "---|" * len(METHODS),
+    ]
+    for pool, group in table.groupby("pool", sort=False):
+        cells = " | ".join(f"{100 * group[m].mean():.3f}%" for m in METHODS)
+        lines.append(f"| {pool} | {cells} |")
+    lines += [
+        "",
+        "| pool | shape | " + " | ".join(METHODS) + " | model | ts (lr, bs) | "
+        f"{BAND} (lr, bs) | grid best (lr, bs) | ts 90% interval lr | ts 90% interval bs |",
+        "|---|---|" + "---|" * (len(METHODS) + 6),
     ]
     for row in rows:
+        cells = " | ".join(f"{100 * row[m]:.3f}%" for m in METHODS)
         lines.append(
-            f"| {row['pool']} | {row['shape']} | {100 * row['transfersearch']:.3f}% | "
-            f"{100 * row['steplaw']:.3f}% | {100 * row['nearest']:.3f}% | {row['model']} | "
-            f"({row['transfersearch_lr']:.2e}, {row['transfersearch_bs']:.0f}) | "
-            f"({row['steplaw_lr']:.2e}, {row['steplaw_bs']:.0f}) | "
-            f"({row['best_lr']:.2e}, {row['best_bs']:.0f}) | "
-            f"{row['interval_lr'][0]:.2e}–{row['interval_lr'][1]:.2e} | "
+            f"| {row['pool']} | {row['shape']} | {cells} | {row['model']} | "
+            + " | ".join(
+                f"({row[key][0]:.2e}, {row[key][1]:.0f})"
+                for key in ("transfersearch_pred", f"{BAND}_pred", "best_pred")
+            )
+            + f" | {row['interval_lr'][0]:.2e}–{row['interval_lr'][1]:.2e} | "
             f"{row['interval_bs'][0]:.0f}–{row['interval_bs'][1]:.0f} |"
         )
     lines += [
         "",
-        "| pool | mean regret: transfersearch | Step Law | nearest proxy |",
-        "|---|---|---|---|",
-    ]
-    for pool, group in table.groupby("pool", sort=False):
-        lines.append(
-            f"| {pool} | {100 * group['transfersearch'].mean():.3f}% | "
-            f"{100 * group['steplaw'].mean():.3f}% | {100 * group['nearest'].mean():.3f}% |"
-        )
-    lines += [
-        "",
         f"Time in `extrapolate` (8 fits, 200 bootstrap resamples each): {fitting:.2f} s; whole "
-        f"run {elapsed:.1f} s; 1-minute load average {load_before:.1f} before and "
-        f"{os.getloadavg()[0]:.1f} after (the CPUs were shared with other work).",
+        f"run {elapsed:.1f} s.",
         "",
     ]
     Path(args.out).write_text("\n".join(lines))
