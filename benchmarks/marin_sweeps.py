@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 
 import pandas as pd
 from baselines import NULL, baselines
+from fit_call import accepted, dropped_note, readout
 from provenance import header
 
 import transfersearch as ts
@@ -147,21 +148,21 @@ def score(table: pd.DataFrame, prediction: dict[str, float]) -> Score:
 
 
 def fit_ours(train: list[ts.Observation], target: dict[str, float], defaults: bool) -> Cell:
-    keywords: dict[str, Any] = {} if defaults else {"log_params": list(LOG_PARAMS)}
+    wanted: dict[str, Any] = {"seed": 0}
+    if not defaults:
+        wanted["log_params"] = list(LOG_PARAMS)
+    keywords, _ = accepted(wanted)
     started = time.perf_counter()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            res = ts.extrapolate(
-                train, target=ts.Scale(target), params=list(PREDICTED), seed=0, **keywords
-            )
+            res = ts.extrapolate(train, target=ts.Scale(target), params=list(PREDICTED), **keywords)
     except ts.TransferSearchError as exc:
         return Cell(failure=f"refused: {exc}", seconds=time.perf_counter() - started)
     except Exception as exc:  # a bug, not a refusal: counted apart, the run goes on
         return Cell(failure=f"raised {type(exc).__name__}: {exc}")
     cell = Cell(prediction=dict(res.params), seconds=time.perf_counter() - started)
-    cell.extra["model"] = res.model
-    cell.extra["law"] = dict(res.law_params)
+    cell.extra["model"] = readout(res, "model")
     return cell
 
 
@@ -300,7 +301,8 @@ def render(
     ]
     if refusals:
         lines += ["", "Default options' refusals:", "", *refusals]
-    lines += ["", f"Whole run {elapsed:.1f} s.", ""]
+    note = dropped_note({"seed": 0, "log_params": list(LOG_PARAMS)})
+    lines += ["", *([note, ""] if note else []), f"Whole run {elapsed:.1f} s.", ""]
     return "\n".join(lines)
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from baselines import ARGMIN, BAND
+from fit_call import accepted, dropped_note, readout
 from provenance import header
 from steplaw_moe import (
     COSTLIEST,
@@ -52,19 +53,19 @@ VARIABLES = ["N", "D"]
 
 
 def fit(train: pd.DataFrame, target: dict[str, float], prior: Any, seed: int) -> Any:
+    keywords, _ = accepted(
+        {
+            "scale_columns": VARIABLES,
+            "value_column": LOSS,
+            "prior_exponents": prior,
+            "n_bootstrap": 200,
+            "seed": seed,
+            "cost": flops_cost,  # N·D
+        }
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return extrapolate(
-            train,
-            target=Scale(target),
-            params=["lr", "bs"],
-            scale_columns=VARIABLES,
-            value_column=LOSS,
-            prior_exponents=prior,
-            n_bootstrap=200,
-            seed=seed,
-            cost=flops_cost,  # N·D: default_cost knows width/dataset_size only
-        )
+        return extrapolate(train, target=Scale(target), params=["lr", "bs"], **keywords)
 
 
 FILENAME = "steplaw_dense_lr_bs_loss_below_1B.csv"
@@ -90,19 +91,23 @@ def main(argv: list[str] | None = None) -> None:
         primed = fit(train, target, STEP_LAW_PRIOR, args.seed)
         predictions = {
             "transfersearch": ours.params,
-            "law": ours.law_params,
+            "law": readout(ours, "law_params", ours.params),
             "ts + Step Law prior": primed.params,
             **baseline_predictions(train, VARIABLES, target),
             NEAREST: nearest(train, VARIABLES, target),
         }
-        row: dict[str, Any] = {"D": d_value, "model": ours.model, "primed_model": primed.model}
+        row: dict[str, Any] = {
+            "D": d_value,
+            "model": readout(ours, "model"),
+            "primed_model": readout(primed, "model"),
+        }
         for name, pred in predictions.items():
             row[name] = regret(held, pred["lr"], pred["bs"])
         row["pred"] = (ours.params["lr"], ours.params["bs"])
         row["band"] = (predictions[BAND]["lr"], predictions[BAND]["bs"])
         best = held.loc[held[LOSS].idxmin()]
         row["best"] = (float(best["lr"]), float(best["bs"]))
-        row["scores"] = ours.model_scores
+        row["scores"] = readout(ours, "model_scores", {})
         rows.append(row)
         print(f"D = {d_value:.3g}: done", flush=True)
     elapsed = time.perf_counter() - started
@@ -141,6 +146,10 @@ def main(argv: list[str] | None = None) -> None:
         f"Whole run {elapsed:.1f} s (six fits with 200 resamples each).",
         "",
     ]
+    note = dropped_note(
+        {"n_bootstrap": 200, "seed": 0, "cost": flops_cost, "prior_exponents": None}
+    )
+    lines += [note, ""] if note else []
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
 

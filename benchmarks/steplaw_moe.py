@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from baselines import ARGMIN, BAND, NULL, baselines
+from fit_call import accepted, dropped_note, readout
 from provenance import header
 from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
 
@@ -112,18 +113,18 @@ def flops_cost(scale: Scale) -> float:
 
 
 def ours(train: pd.DataFrame, variables: list[str], target: dict[str, float]) -> Any:
+    keywords, _ = accepted(
+        {
+            "scale_columns": variables,
+            "value_column": LOSS,
+            "n_bootstrap": 200,
+            "seed": 0,
+            "cost": flops_cost,
+        }
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return extrapolate(
-            train,
-            target=Scale(target),
-            params=["lr", "bs"],
-            scale_columns=variables,
-            value_column=LOSS,
-            n_bootstrap=200,
-            seed=0,
-            cost=flops_cost,
-        )
+        return extrapolate(train, target=Scale(target), params=["lr", "bs"], **keywords)
 
 
 #: The table's methods, in column order.
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
                 **baseline_predictions(train, variables, target),
                 NEAREST: nearest(train, variables, target),
             }
-            row: dict[str, Any] = {"pool": pool, "shape": shape, "model": result.model}
+            row: dict[str, Any] = {"pool": pool, "shape": shape, "model": readout(result, "model")}
             for name, pred in predictions.items():
                 row[name] = regret(held, pred["lr"], pred["bs"])
                 row[f"{name}_pred"] = (pred["lr"], pred["bs"])
@@ -233,6 +234,10 @@ def main(argv: list[str] | None = None) -> None:
         f"run {elapsed:.1f} s.",
         "",
     ]
+    note = dropped_note(
+        {"n_bootstrap": 200, "seed": 0, "cost": flops_cost, "prior_exponents": None}
+    )
+    lines += [note, ""] if note else []
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))
 
