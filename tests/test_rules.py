@@ -100,25 +100,40 @@ def test_batch_rules_refuse_betas_that_are_not_a_pair(batch: rules.BatchRule) ->
 
 
 @pytest.mark.parametrize(
-    ("kappa", "beta1", "form"),
+    ("kappa", "beta1"),
     [
-        # 1 − κ(1 − β) = 1 − 9.988 · 0.1 = 0.0012: inside (0, 1), the linear form
-        (9.988, 0.0012, "linear"),
-        # κ(1 − β) = 1: the linear form gives 0 (Adam without momentum); 0.9^10 = 0.3486784401
-        (10.0, 0.3486784401, "power"),
+        # κ(1 − β) < 1, the regime where the linear form is defined: 0.9^4 = 0.6561 (linear 0.6)
+        (4.0, 0.6561),
+        # just below κ(1 − β) = 1: 0.9^9.988 = exp(9.988 · ln 0.9) = exp(−1.052338) = 0.349120
+        (9.988, 0.3491196),
+        # at it: 0.9^10 = 0.3486784401 (the linear form gives 0, Adam without momentum)
+        (10.0, 0.3486784401),
         # past it: 0.9^10.004 = exp(10.004 · ln 0.9) = exp(−1.054027) = 0.348532
-        (10.004, 0.3485315, "power"),
+        (10.004, 0.3485315),
+        # fewer steps' worth of averaging (κ < 1): 0.9^(1/8) = exp(ln 0.9 / 8) = 0.986917
+        (0.125, 0.9869167),
     ],
 )
-def test_adam_beta_rule_uses_the_linear_form_only_inside_the_open_unit_interval(
-    kappa: float, beta1: float, form: str
+def test_adam_beta_rule_is_beta_to_the_kappa_on_both_sides_of_the_old_switch(
+    kappa: float, beta1: float
 ) -> None:
-    """Busbridge et al. App. C, β̂ = 1 − κ(1 − β); β^κ where that leaves (0, 1) (docs/science.md §5)."""
+    """β̂ = β^κ, continuous in κ (issue 26 item 4): no jump at κ(1 − β₁) = 1."""
     moved = rules.AdamBatch().transfer(1e-3, 0.1, (0.9, 0.999), 1e-8, kappa)
     assert moved.betas[0] == pytest.approx(beta1, rel=1e-6)
-    assert moved.beta_forms[0] == form
-    # β2 = 0.999 stays linear: 1 − κ · 0.001
-    assert moved.betas[1] == pytest.approx(1 - kappa * 0.001) and moved.beta_forms[1] == "linear"
+    assert moved.beta_forms == ("power", "power")
+    assert moved.betas[1] == pytest.approx(0.999**kappa)
+    # the former 'auto' name gives the same numbers
+    assert rules.AdamBatch(beta_form="auto").transfer(1e-3, 0.1, (0.9, 0.999), 1e-8, kappa) == moved
+
+
+def test_adam_beta1_moves_continuously_across_the_old_switch() -> None:
+    """Across κ(1 − β₁) = 1 the default β₁ moves by about as much as κ does (it jumped 0.0012 →
+    0.349 before); the linear form, where defined, agrees to first order in κ(1 − β)."""
+    kappas = np.linspace(9.9, 10.1, 41)
+    beta1 = [rules.AdamBatch().transfer(1e-3, 0.1, (0.9, 0.999), 1e-8, k).betas[0] for k in kappas]
+    assert max(abs(np.diff(beta1))) < 0.001
+    small = rules.AdamBatch(beta_form="linear").transfer(1e-3, 0.1, (0.9, 0.999), 1e-8, 1.01)
+    assert small.betas[0] == pytest.approx(0.9**1.01, abs=1e-4)
 
 
 def test_linear_beta_form_refuses_the_boundary_and_power_form_matches_ema_rule() -> None:

@@ -1,18 +1,21 @@
-"""Scaling rules: how AdamW hyperparameters move with width, dataset size and batch size.
+"""Scaling rules: how AdamW hyperparameters move with width, depth, dataset size, batch size and steps.
 
 A rule maps the *base point* — the hidden group's learning rate ``lr`` and weight decay at the base
-scale — to per-parameter-group ``lr`` / ``weight_decay`` at any other scale. Rules are small frozen
-objects that compose: a width rule (:class:`MuP`, :class:`Standard`, :class:`SqrtWidth`) holds a
-dataset rule (:class:`ConstantTauEpoch`, :class:`PowerLinesTau`, or None) and a batch rule
-(:class:`AdamBatch`, :class:`SGDBatch`, or None). They are applied in that order: width, then dataset
-(at the base batch size), then batch size.
+scale — to per-parameter-group ``lr`` / ``weight_decay`` / ``eps`` at any other scale. Rules are
+small frozen objects that compose: a width rule (:class:`MuP`, :class:`Standard`,
+:class:`SqrtWidth`) holds a depth rule (:class:`CompleteP` or None), a dataset rule
+(:class:`ConstantTauEpoch`, :class:`PowerLinesTau`, or None) and a batch rule (:class:`AdamBatch`,
+:class:`SGDBatch`, or None; with ``horizon="completed"`` it runs at the ratio of steps). They are
+applied in that order: width and depth, then dataset (at the base batch size), then batch size.
 
 Weight decay convention: every ``weight_decay`` here is PyTorch's *coupled* λ
 (``w ← (1 − ηλ)·w − η·u``, torch.optim.AdamW); the per-step decay of the independent
 (Loshchilov–Hutter) convention is λ' = ηλ and is named ``independent_wd``.
 
 Parameter groups: ``"input"`` (embeddings, first layer), ``"hidden"`` (matrices with both dimensions
-growing with width), ``"output"`` (readout), ``"vector"`` (biases, norm gains).
+growing with width), ``"output"`` (readout), ``"vector"`` (biases, norm gains outside the residual
+blocks, e.g. the final norm) and ``"block_vector"`` (biases and norm gains inside the blocks, which
+the depth rule moves). Design notes and sources: docs/science.md §5 and §10.
 
 This module also holds the schedules (pure functions of the step): Su's equal-weight schedules,
 Kosson's warmup factors, and the EMA weight of each update.
@@ -25,7 +28,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from numbers import Real
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,12 +37,17 @@ from transfersearch.errors import TransferSearchError, check_bool, check_positiv
 from transfersearch.scale import Scale
 
 __all__ = [
+    "ALL_GROUPS",
+    "BLOCK_VECTOR",
     "GROUPS",
     "AdamBatch",
     "BatchRule",
     "BatchTransfer",
+    "CompleteP",
     "ConstantTauEpoch",
     "DatasetRule",
+    "DepthRule",
+    "GroupFactors",
     "MuP",
     "PowerLinesTau",
     "Rule",
@@ -49,14 +57,29 @@ __all__ = [
     "check_betas",
     "decay_away_warmup_factor",
     "exp_warmup_factor",
+    "residual_multiplier",
     "scale_ema_momentum",
     "su_constant_wd_lr",
     "su_proportional_lr_wd",
     "update_weights",
 ]
 
-#: Parameter-group names, in a fixed order.
+#: Parameter-group names, in a fixed order (the groups every rule has had since width transfer).
 GROUPS: tuple[str, ...] = ("input", "hidden", "output", "vector")
+#: The in-block vectors (norm gains, biases inside the residual blocks): CompleteP's "pre-LN (in
+#: blocks)" and "hidden biases" rows (Dey et al. 2025, Table 1), apart from the final norm.
+BLOCK_VECTOR = "block_vector"
+#: Every group a rule gives values to. ``block_vector`` equals ``vector`` unless a depth rule or
+#: ``eps_width`` moves it.
+ALL_GROUPS: tuple[str, ...] = (*GROUPS, BLOCK_VECTOR)
+
+
+class GroupFactors(NamedTuple):
+    """The multipliers a rule puts on one group's base ``lr``, ``weight_decay`` and ``eps``."""
+
+    lr: float
+    weight_decay: float
+    eps: float
 
 
 # ----------------------------------------------------------------------------------------------
@@ -75,6 +98,10 @@ class DatasetRule:
     def eta_lambda_factor(self, base: Scale, scale: Scale) -> float:
         raise NotImplementedError
 
+    def notes(self, base: Scale, scale: Scale) -> tuple[str, ...]:
+        """Lines for ``Hyperparameters.notes`` about the rule's regime at ``scale`` (default none)."""
+        return ()
+
     def check_target(self, base: Scale, given: Scale) -> None:
         """Raise if ``given`` (the names a target states) leaves an input of the rule stale.
 
@@ -83,16 +110,55 @@ class DatasetRule:
         """
 
 
+def _one_pass(scale: Scale) -> bool:
+    """Whether ``scale`` says it is one pass over its data: ``epochs`` <= 1, or ``tokens`` seen
+    <= ``dataset_size``."""
+    if "epochs" in scale and scale["epochs"] <= 1.0:
+        return True
+    return (
+        "tokens" in scale and "dataset_size" in scale and scale["tokens"] <= scale["dataset_size"]
+    )
+
+
 @dataclass(frozen=True)
 class ConstantTauEpoch(DatasetRule):
     """Hold τ_epoch = B / (η λ N) constant as N changes (Wang & Aitchison 2025, Eq. 10–11).
 
     With B and η fixed, λ = B / (η N τ_epoch) (Eq. 11), so ηλ ∝ 1/N: factor = N_base / N.
     Applies when both scales give ``dataset_size``; otherwise the factor is 1.
+
+    Regime: constant τ_epoch is Wang & Aitchison's *multi-epoch* finding. In one pass the optimal
+    τ_epoch falls with tokens per parameter, τ_opt ∝ TPP^−0.527 (Bergsma et al. 2025, Power Lines,
+    Eq. 3; :class:`PowerLinesTau`): on a one-pass character-LM ladder the target at 4× the tokens
+    wanted τ_epoch 0.25–0.5 where this rule carried 1.5–2.2. A base or target that says it is one
+    pass (``epochs`` <= 1, or ``tokens`` <= ``dataset_size``) gets a loud note (a
+    :class:`~transfersearch.errors.TransferSearchWarning` and a line in ``notes``) naming
+    ``dataset="power_lines"``; ``allow_one_pass=True`` keeps this rule there without the note.
     """
+
+    allow_one_pass: bool = False
+
+    def __post_init__(self) -> None:
+        check_bool(
+            "allow_one_pass",
+            self.allow_one_pass,
+            fix="False (default) notes a one-pass scale; True keeps constant tau_epoch silently.",
+        )
 
     def eta_lambda_factor(self, base: Scale, scale: Scale) -> float:
         return 1.0 / scale.ratio(base, "dataset_size")
+
+    def notes(self, base: Scale, scale: Scale) -> tuple[str, ...]:
+        """A note when ``base`` or ``scale`` is one pass (see the class docstring)."""
+        if self.allow_one_pass or not (_one_pass(base) or _one_pass(scale)):
+            return ()
+        return (
+            "one-pass regime: the dataset rule 'tau_epoch' holds tau_epoch constant, Wang & "
+            "Aitchison's multi-epoch finding; in one pass the optimal tau_epoch falls as "
+            "TPP^-0.527 (Bergsma et al. 2025, Power Lines), so the rule may carry too long a "
+            "tau_epoch to more tokens. Use MuP(dataset='power_lines') with tokens and params in "
+            "the scales, or dataset=ConstantTauEpoch(allow_one_pass=True) to keep this rule.",
+        )
 
     def check_target(self, base: Scale, given: Scale) -> None:
         """Refuse a target ``tokens`` that nothing would read: the base gives no ``tokens``.
@@ -260,24 +326,24 @@ _LINEAR_BETA_ROUNDING = 16.0 * sys.float_info.epsilon
 
 
 def _scale_beta(beta: float, kappa: float, form: BetaForm) -> tuple[float, AppliedBetaForm]:
-    """β̂ = 1 − κ(1 − β) (Busbridge et al. App. C), or β^κ where that leaves (0, 1) or when asked.
+    """β̂ = β^κ (default, continuous in κ), or 1 − κ(1 − β) (Busbridge et al. App. C) when asked.
 
-    The linear form is used only inside the *open* interval (0, 1): at κ(1 − β) = 1 it gives β̂ = 0,
-    Adam without momentum (β₁ = 0.9 at κ = 10), so there β^κ = 0.9^10 ≈ 0.3487 is used, as beyond.
-    (Both keep the averaging horizon 1/(1 − β̂) near one step there: 1.0 vs 1.54 steps.)
+    β^κ is the exact EMA match that 1 − κ(1 − β) linearises (κ steps of an EMA with weight β are
+    one step with weight β^κ; the model EMA's ρ^κ, Busbridge Def. 1.2): it stays in [0, 1) for
+    every κ > 0 and moves smoothly. The linear form reaches 0 at κ(1 − β) = 1 (β₁ = 0.9 at κ = 10)
+    and leaves [0, 1) beyond, so ``form="linear"`` refuses there. ``"auto"``, the former
+    default, switched from the linear form to β^κ at that boundary (β₁ jumped from 0.0012 to 0.349);
+    it now means ``"power"``.
     """
-    linear = 1.0 - kappa * (1.0 - beta)
-    inside = _LINEAR_BETA_ROUNDING * max(1.0, kappa) < linear < 1.0
-    if form == "linear":
-        if not inside:
-            raise TransferSearchError(
-                f"beta={beta} at batch ratio kappa={kappa:g} gives 1 - kappa*(1 - beta) = "
-                f"{linear:.3g}, outside the open interval (0, 1). Use beta_form='power' "
-                "(beta**kappa) or 'auto'."
-            )
-        return linear, "linear"
-    if form == "power" or not inside:
+    if form != "linear":
         return beta**kappa, "power"
+    linear = 1.0 - kappa * (1.0 - beta)
+    if not _LINEAR_BETA_ROUNDING * max(1.0, kappa) < linear < 1.0:
+        raise TransferSearchError(
+            f"beta={beta} at ratio kappa={kappa:g} gives 1 - kappa*(1 - beta) = "
+            f"{linear:.3g}, outside the open interval (0, 1). Use beta_form='power' "
+            "(beta**kappa, the default)."
+        )
     return linear, "linear"
 
 
@@ -340,25 +406,29 @@ class BatchRule:
 class AdamBatch(BatchRule):
     """Adam's square-root rule (Malladi et al.; Busbridge et al. 2023, App. C), for B̂ = κB.
 
-    η̂ = √κ·η, β̂₁ = 1 − κ(1 − β₁), β̂₂ = 1 − κ(1 − β₂), ε̂ = ε/√κ; weight decay by exact decay
-    matching λ̂ = (1 − (1 − ηλ)^κ)/η̂ (Busbridge Eq. 11–13, with the κη/η̂ reading of
-    docs/science.md §5).
-    Where 1 − κ(1 − β) leaves the open interval (0, 1) (κ(1 − β) >= 1: β₁ = 0.9 from κ = 10 on)
-    the first-order-equivalent β^κ is used (``beta_form="auto"``, recorded in
-    :attr:`BatchTransfer.beta_forms` and in the notes of the hyperparameters); ``"linear"`` raises
-    there instead, ``"power"`` always uses β^κ. E.g. β₁ = 0.9: κ = 9.988 → 0.0012 (linear), κ = 10
-    → 0.9^10 ≈ 0.3487, κ = 10.004 → 0.3485 (power). Check: ηλ ∝ κ and B ∝ κ keep τ_epoch = B/(ηλN).
+    η̂ = √κ·η, ε̂ = ε/√κ, β̂ = β^κ for both betas (the exact EMA match that Busbridge's
+    1 − κ(1 − β) linearises; continuous in κ, the same form as the model EMA's ρ^κ); weight decay
+    by exact decay matching λ̂ = (1 − (1 − ηλ)^κ)/η̂ (Busbridge Eq. 11–13, with the κη/η̂ reading
+    of docs/science.md §5). ``beta_form="linear"`` uses 1 − κ(1 − β) and refuses where it leaves
+    (0, 1) (κ(1 − β) >= 1: β₁ = 0.9 from κ = 10 on); ``"auto"`` (the former default, which jumped
+    from the linear form to β^κ there) now means ``"power"``. By hand, β₁ = 0.9: κ = 4 → 0.6561
+    (linear 0.6); κ = 10 → 0.3487 (linear 0); κ = 1/8 → 0.98692 (linear 0.9875). The form used
+    is recorded in :attr:`BatchTransfer.beta_forms`. Check: ηλ ∝ κ and B ∝ κ keep
+    τ_epoch = B/(ηλN).
+
+    The same rule moves the hyperparameters with the number of steps (``Rule(horizon=
+    "completed")``): κ is then S_base/S (Mlodozeniec et al. 2025, Table 1, "batch and duration").
     """
 
-    beta_form: BetaForm = "auto"
+    beta_form: BetaForm = "power"
     lr_exponent: float = 0.5
 
     def __post_init__(self) -> None:
         if self.beta_form not in ("auto", "linear", "power"):
             raise TransferSearchError(
-                f"`beta_form` must be 'auto', 'linear' or 'power', but got "
-                f"beta_form={self.beta_form!r}. 'auto' (default) uses 1 - kappa*(1 - beta) inside "
-                "(0, 1) and beta**kappa beyond."
+                f"`beta_form` must be 'power', 'linear' or 'auto', but got "
+                f"beta_form={self.beta_form!r}. 'power' (default; 'auto' is its former name) uses "
+                "beta**kappa, continuous in kappa; 'linear' uses 1 - kappa*(1 - beta) inside (0, 1)."
             )
         if not _is_finite_number(self.lr_exponent):
             raise TransferSearchError(
@@ -438,6 +508,143 @@ def scale_ema_momentum(momentum: float, kappa: float) -> float:
 
 
 # ----------------------------------------------------------------------------------------------
+# Depth rules
+# ----------------------------------------------------------------------------------------------
+#: The two depth exponents of the literature: ½ depth-µP (Yang et al., Tensor Programs VI;
+#: Bordelon et al.), 1 CompleteP (Dey et al. 2025). Values between are CompleteP's config range.
+_ALPHA_RANGE = (0.5, 1.0)
+
+
+def _check_alpha(alpha: object) -> float:
+    """``alpha`` as a float in [½, 1], else an error naming the two literature values."""
+    if not _is_finite_number(alpha) or not _ALPHA_RANGE[0] <= float(alpha) <= _ALPHA_RANGE[1]:  # type: ignore[arg-type]
+        raise TransferSearchError(
+            f"`alpha` (the depth exponent of the residual multiplier m_L**-alpha) must be a number "
+            f"in [0.5, 1], but got alpha={alpha!r}. Use alpha=1 for CompleteP (Dey et al. 2025) "
+            "or alpha=0.5 for depth-muP (Yang et al., Tensor Programs VI; Bordelon et al.)."
+        )
+    return float(alpha)  # type: ignore[arg-type]
+
+
+def residual_multiplier(base_depth: float, depth: float, alpha: float = 1.0) -> float:
+    """The factor m_L^(−α) the model must put on every residual branch, m_L = depth / base_depth.
+
+    ``x ← x + m_L^(−α)·MHA(LN(x))`` and ``x ← x + m_L^(−α)·MLP(LN(x))`` (Dey et al. 2025,
+    CompleteP, Table 1; nanoGPT-mup's ``Block.residual_scaling``). **The user's model must apply
+    it**, on the attention and the MLP branch of every block; the library cannot check that. At
+    the base depth it is 1, so the sweep's models need no change. E.g. base 4 blocks, 16 blocks:
+    α = 1 → 0.25, α = ½ → 0.5.
+
+    Raises:
+        TransferSearchError: a depth that is not a positive number, or ``alpha`` outside [½, 1].
+    """
+    m_l = check_positive("depth", depth) / check_positive("base_depth", base_depth)
+    return float(m_l ** -_check_alpha(alpha))
+
+
+class DepthRule:
+    """How per-group lr, weight decay and ε move with the depth multiplier m_L = L / L_base."""
+
+    #: The scale names this rule reads.
+    scale_names: ClassVar[tuple[str, ...]] = ("depth",)
+
+    def depth_factors(self, depth_mult: float) -> dict[str, GroupFactors]:
+        """Per group in :data:`ALL_GROUPS`, the (lr, weight_decay, eps) multipliers at m_L."""
+        raise NotImplementedError
+
+    def residual_multiplier(self, depth_mult: float) -> float:
+        """The residual-branch multiplier the model must apply at m_L."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class CompleteP(DepthRule):
+    """CompleteP / depth-µP for pre-LN transformers (Dey et al. 2025, Table 1, column α ∈ {½, 1}).
+
+    With m_L = L / L_base (L = number of residual blocks), multiplying the width rule's factors:
+
+    ==============================================  ===============  ============  ===========
+    group                                           lr               weight decay  eps
+    ==============================================  ===============  ============  ===========
+    hidden (every block matrix)                     × m_L^(α−1)      × m_L^e       × m_L^(−α)
+    block_vector (in-block norm gains, biases)      × m_L^(α−1)      × m_L^e       × m_L^(−α)
+    input, output, vector (final norm)              × 1              × 1           × 1
+    ==============================================  ===============  ============  ===========
+
+    The lr column is Table 1's (η_b·m_L^(α−1) for hidden weights, hidden biases and in-block LN;
+    embedding, final LN and unembedding η_b) and nanoGPT-mup's ``depth_lr_scaling =
+    depth_multiplier ** (depth_alpha_exp - 1)``. The eps column is Mlodozeniec et al. 2025
+    (Complete(d)P, Table 1: ε × m_L^(−α) on hidden weights, biases and norms; no depth factor on
+    the input embedding or the output); ``eps_depth=False`` leaves ε alone. Neither paper puts a
+    depth factor on weight decay: e = ``wd_depth_exponent`` = 0 by default; e = ½ with α = ½ keeps
+    the hidden ηλ fixed in depth (our extension, not the papers'). At α = 1 every lr is depth-free
+    and only the residual multiplier 1/m_L and ε move. No init variance moves with depth; a model
+    that keeps GPT-2's 1/√(2L) projection init is not what the papers transfer.
+
+    The model must multiply every residual branch by :meth:`residual_multiplier` = m_L^(−α)
+    (:func:`residual_multiplier`); the library cannot check that it does.
+
+    Args:
+        alpha: the depth exponent, in [½, 1]: 1 CompleteP (default), ½ depth-µP.
+        eps_depth: move ε by m_L^(−α) in the blocks (default True, Complete(d)P).
+        wd_depth_exponent: e above (default 0, the papers').
+    """
+
+    alpha: float = 1.0
+    eps_depth: bool = True
+    wd_depth_exponent: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check_alpha(self.alpha)
+        check_bool(
+            "eps_depth",
+            self.eps_depth,
+            fix="True (default) divides the blocks' eps by m_L**alpha (Complete(d)P); False keeps it.",
+        )
+        if not _is_finite_number(self.wd_depth_exponent):
+            raise TransferSearchError(
+                "`wd_depth_exponent` must be a finite number (0, the papers' rule, or 0.5 to keep "
+                f"eta*lambda at alpha=0.5), but got wd_depth_exponent={self.wd_depth_exponent!r}."
+            )
+
+    def depth_factors(self, depth_mult: float) -> dict[str, GroupFactors]:
+        m_l = check_positive("depth_mult", depth_mult)
+        block = GroupFactors(
+            lr=m_l ** (self.alpha - 1.0),
+            weight_decay=m_l ** float(self.wd_depth_exponent),
+            eps=m_l**-self.alpha if self.eps_depth else 1.0,
+        )
+        one = GroupFactors(1.0, 1.0, 1.0)
+        return {
+            "input": one,
+            "hidden": block,
+            "output": one,
+            "vector": one,
+            BLOCK_VECTOR: block,
+        }
+
+    def residual_multiplier(self, depth_mult: float) -> float:
+        return residual_multiplier(1.0, depth_mult, self.alpha)
+
+
+_DEPTH_RULES: dict[str, DepthRule] = {
+    "completep": CompleteP(alpha=1.0),
+    "depth_mup": CompleteP(alpha=0.5),
+}
+
+
+def _resolve_depth(value: DepthRule | str | None) -> DepthRule | None:
+    if value is None or isinstance(value, DepthRule):
+        return value
+    if isinstance(value, str) and value in _DEPTH_RULES:
+        return _DEPTH_RULES[value]
+    raise TransferSearchError(
+        f"`depth` must be 'completep' (alpha=1, Dey et al. 2025), 'depth_mup' (alpha=0.5), None "
+        f"or a DepthRule such as CompleteP(alpha=0.75), but got depth={value!r}."
+    )
+
+
+# ----------------------------------------------------------------------------------------------
 # Width rules (the composed rule)
 # ----------------------------------------------------------------------------------------------
 _DATASET_RULES: dict[str, DatasetRule] = {
@@ -467,9 +674,12 @@ def _resolve_batch(value: BatchRule | str | None) -> BatchRule | None:
     )
 
 
+_HORIZONS = ("completed",)
+
+
 @dataclass(frozen=True)
 class Rule:
-    """A complete scaling rule: a width rule with a dataset rule and a batch rule.
+    """A complete scaling rule: a width rule with depth, dataset, batch and horizon rules.
 
     Subclasses define the width multipliers (:meth:`width_multipliers`). ``dataset`` is
     ``"tau_epoch"`` (default, :class:`ConstantTauEpoch`), ``"power_lines"``, a :class:`DatasetRule`
@@ -477,13 +687,32 @@ class Rule:
     or None (nothing changes with B). ``vector_weight_decay`` decays biases and gains (default
     False: λ₁ = 0 for vector-like parameters, Fan et al. 2025's layerwise rule; note that Kosson et
     al. App. F.3 decay every parameter except the gains, biases included — set True for that).
+
+    ``depth`` is None (default: nothing moves with ``depth``; a target at another depth gets a
+    note), ``"completep"`` (:class:`CompleteP`, α = 1), ``"depth_mup"`` (α = ½) or a
+    :class:`DepthRule`. ``eps_width`` divides ε by s = d / d_base on the input, hidden and
+    block-vector groups (Mlodozeniec et al. 2025, Complete(d)P Table 1; output and final norm × 1).
+    It is off by default: it changes every existing width transfer's ε (a breaking change), the
+    sources disagree on its scope (CompleteP's table: residual blocks; its code: one ε for every
+    group; Complete(d)P: hidden and input), and ε matters only where a group's gradient RMS comes
+    near it (docs/science.md §10).
+
+    ``horizon="completed"`` moves every group with the number of steps S as the batch rule moves
+    it with B (Mlodozeniec et al. 2025, Table 1, "batch and duration"): the batch rule runs at
+    κ_S = S_base / S = m_B / m_D instead of κ = m_B, so lr × √κ_S, ε ÷ √κ_S, β → β^κ_S and λ
+    decay-matched. It sets λ from the steps, so it refuses a dataset rule (which sets ηλ from N:
+    stacking would count the data twice), and it needs Adam's batch rule.
     """
 
     dataset: DatasetRule | str | None = "tau_epoch"
     batch: BatchRule | str | None = "adam"
     vector_weight_decay: bool = False
+    depth: DepthRule | str | None = None
+    eps_width: bool = False
+    horizon: str | None = None
     _dataset: DatasetRule | None = field(init=False, repr=False, compare=False, default=None)
     _batch: BatchRule | None = field(init=False, repr=False, compare=False, default=None)
+    _depth: DepthRule | None = field(init=False, repr=False, compare=False, default=None)
 
     def __post_init__(self) -> None:
         check_bool(
@@ -491,8 +720,38 @@ class Rule:
             self.vector_weight_decay,
             fix="True decays biases and gains too; False (default) leaves them undecayed.",
         )
+        check_bool(
+            "eps_width",
+            self.eps_width,
+            fix="True divides eps by the width ratio (Complete(d)P); False (default) keeps it.",
+        )
         object.__setattr__(self, "_dataset", _resolve_dataset(self.dataset))
         object.__setattr__(self, "_batch", _resolve_batch(self.batch))
+        object.__setattr__(self, "_depth", _resolve_depth(self.depth))
+        self._check_horizon()
+
+    def _check_horizon(self) -> None:
+        """Refuse an unknown horizon, or one stacked on a dataset rule or a non-Adam batch rule."""
+        if self.horizon is None:
+            return
+        if self.horizon not in _HORIZONS:
+            raise TransferSearchError(
+                f"`horizon` must be 'completed' (Complete(d)P's batch-and-duration rule) or None, "
+                f"but got horizon={self.horizon!r}."
+            )
+        if self._dataset is not None:
+            raise TransferSearchError(
+                f"horizon='completed' sets weight decay from the number of steps, and the dataset "
+                f"rule {self.dataset!r} sets eta*lambda from the dataset size: stacked, the data "
+                "would be counted twice. Use one: dataset=None with horizon='completed' (e.g. "
+                "MuP(dataset=None, horizon='completed')), or horizon=None."
+            )
+        if not isinstance(self._batch, AdamBatch):
+            raise TransferSearchError(
+                f"horizon='completed' is Adam's batch-and-duration rule and runs Adam's batch "
+                f"rule at the ratio of steps, but the batch rule is {self.batch!r}. Use "
+                "batch='adam' (default) with it."
+            )
 
     @property
     def dataset_rule(self) -> DatasetRule | None:
@@ -503,14 +762,28 @@ class Rule:
         return self._batch
 
     @property
+    def depth_rule(self) -> DepthRule | None:
+        return self._depth
+
+    @property
     def scale_names(self) -> tuple[str, ...]:
-        """The scale names this rule reads: ``width``, its dataset rule's, ``batch_size``."""
+        """The scale names this rule reads: ``width``, the depth, dataset and batch rules'."""
         names = ["width"]
+        if self._depth is not None:
+            names.extend(self._depth.scale_names)
         if self._dataset is not None:
             names.extend(self._dataset.scale_names)
         if self._batch is not None:
             names.append("batch_size")
+        if self.horizon is not None:
+            names.extend(("steps", "tokens", "dataset_size", "epochs"))
         return tuple(dict.fromkeys(names))
+
+    @property
+    def splits_block_vectors(self) -> bool:
+        """Whether the in-block vectors get values of their own (a depth rule or ``eps_width``);
+        otherwise "block_vector" is the "vector" group."""
+        return self._depth is not None or self.eps_width
 
     def width_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
         """Per group, the (lr, weight_decay) multipliers at width multiplier s = d / d_base."""
@@ -523,6 +796,66 @@ class Rule:
         if not self.vector_weight_decay:
             multipliers["vector"] = (multipliers["vector"][0], 0.0)
         return multipliers
+
+    def factors(self, base: Scale, scale: Scale) -> dict[str, GroupFactors]:
+        """Per group in :data:`ALL_GROUPS`, the (lr, weight_decay, eps) multipliers from ``base``.
+
+        Width (:meth:`group_multipliers` at s = width ratio; ε ÷ s on input, hidden and
+        block_vector when ``eps_width``) times depth (the depth rule at m_L = depth ratio). The
+        block_vector group starts from the vector group's width factors. At m_L = 1 and without
+        ``eps_width`` every ε factor is 1 and block_vector equals vector: the width rule exactly.
+        The dataset and batch rules act on top (:class:`~transfersearch.TransferSpace`).
+        """
+        width_mult = scale.ratio(base, "width")
+        width = self.group_multipliers(width_mult)
+        width[BLOCK_VECTOR] = width["vector"]
+        eps_width = 1.0 / width_mult if self.eps_width else 1.0
+        width_eps = {
+            "input": eps_width,
+            "hidden": eps_width,
+            "output": 1.0,
+            "vector": 1.0,
+            BLOCK_VECTOR: eps_width,
+        }
+        one = GroupFactors(1.0, 1.0, 1.0)
+        depth = (
+            self._depth.depth_factors(scale.ratio(base, "depth"))
+            if self._depth is not None
+            else dict.fromkeys(ALL_GROUPS, one)
+        )
+        return {
+            group: GroupFactors(
+                lr=width[group][0] * depth[group].lr,
+                weight_decay=width[group][1] * depth[group].weight_decay,
+                eps=width_eps[group] * depth[group].eps,
+            )
+            for group in ALL_GROUPS
+        }
+
+    def residual_multiplier(self, base: Scale, scale: Scale) -> float:
+        """m_L^(−α) of the depth rule at ``scale`` (1 without a depth rule): the factor the
+        model must put on every residual branch (:func:`residual_multiplier`)."""
+        if self._depth is None:
+            return 1.0
+        return self._depth.residual_multiplier(scale.ratio(base, "depth"))
+
+    def kappa(self, base: Scale, scale: Scale) -> float:
+        """The ratio the batch rule runs at: κ = B / B_base, or κ_S = S_base / S with a horizon.
+
+        S is :attr:`Scale.total_steps` when both scales give it (``steps``, or epochs × N / B);
+        else κ_S = m_B / m_D with D the ``tokens`` (when both give them) or ``dataset_size`` ×
+        ``epochs`` (Mlodozeniec et al. 2025, Table 1: the batch-and-duration column is a function
+        of m_B / m_D only). E.g. B 0.5M → 1M tokens, D 10B → 160B: κ_S = 2/16 = 1/8.
+        """
+        kappa = scale.ratio(base, "batch_size")
+        if self.horizon is None:
+            return kappa
+        steps, base_steps = scale.total_steps, base.total_steps
+        if steps is not None and base_steps is not None:
+            return base_steps / steps
+        if "tokens" in base and "tokens" in scale:
+            return kappa / scale.ratio(base, "tokens")
+        return kappa / (scale.ratio(base, "dataset_size") * scale.ratio(base, "epochs"))
 
 
 @dataclass(frozen=True)

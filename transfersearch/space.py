@@ -39,6 +39,7 @@ from transfersearch.errors import (
     check_positive,
 )
 from transfersearch.rules import (
+    BLOCK_VECTOR,
     GROUPS,
     AppliedBetaForm,
     BatchRule,
@@ -48,7 +49,7 @@ from transfersearch.rules import (
     check_betas,
     scale_ema_momentum,
 )
-from transfersearch.scale import KNOWN_SCALE_NAMES, Scale
+from transfersearch.scale import KNOWN_SCALE_NAMES, Scale, whole_number
 
 __all__ = [
     "COORDINATES",
@@ -445,6 +446,8 @@ def _check_group(group: str, values: object) -> None:
             f"got {values!r}."
         )
     check_positive(f"groups.{group}.lr", values["lr"], fix="A learning rate must be > 0.")
+    if "eps" in values:
+        check_positive(f"groups.{group}.eps", values["eps"], fix="Adam's eps must be > 0.")
     for name in ("weight_decay", "independent_wd"):
         if name not in values:
             continue
@@ -485,12 +488,21 @@ def _batch_transfer(
 class Hyperparameters:
     """Concrete AdamW hyperparameters at one scale (frozen).
 
-    ``groups`` maps "input", "hidden", "output", "vector" to ``{"lr", "weight_decay",
-    "independent_wd"}``: ``weight_decay`` is PyTorch's coupled λ (torch.optim.AdamW), and
-    ``independent_wd`` = lr·weight_decay is the per-step decay for optimizers that decay by λ' alone.
+    ``groups`` maps "input", "hidden", "output", "vector" and "block_vector" to ``{"lr",
+    "weight_decay", "independent_wd", "eps"}``: ``weight_decay`` is PyTorch's coupled λ
+    (torch.optim.AdamW), ``independent_wd`` = lr·weight_decay is the per-step decay for optimizers
+    that decay by λ' alone, and ``eps`` is the group's Adam ε (``eps`` times the rule's width and
+    depth factors; equal to ``eps`` unless ``eps_width`` or a depth rule moves it; a group given
+    without ``eps`` gets ``eps``). "block_vector" (in-block norm gains and biases) is there only
+    when the rule has a depth rule or ``eps_width``; :meth:`group` reads it as "vector" otherwise.
+    ``residual_multiplier`` is m_L^(−α) of the rule's depth rule (1 without one): the factor the
+    model must put on every residual branch (:func:`transfersearch.rules.residual_multiplier`).
     ``lr`` and ``weight_decay`` are the hidden group's. ``width_lr_multipliers`` records, per group,
     the factor the rule's width scaling put on the learning rate (µP: 1/s for hidden and output;
     empty when unknown), so that schedules can tell whether µP's 1/s is already applied.
+    ``batch_size`` and ``total_steps`` are ``int`` when whole (``DataLoader(batch_size=...)``
+    refuses ``128.0``); ``total_steps`` = epochs × N / B may be fractional (1562.5): round it as
+    your loader counts batches (``math.ceil`` without ``drop_last``).
 
     Raises:
         TransferSearchError: a missing group, or ``betas`` that are not a pair in [0, 1).
@@ -513,6 +525,8 @@ class Hyperparameters:
     #: How the batch rule moved (beta1, beta2) from the base batch size: "unchanged", "linear"
     #: (1 − κ(1 − β)) or "power" (β^κ); :meth:`TransferSpace.coordinates` undoes the same form.
     beta_forms: tuple[AppliedBetaForm, AppliedBetaForm] = ("unchanged", "unchanged")
+    #: m_L^(−α): the factor the model must put on every residual branch (1 at the base depth).
+    residual_multiplier: float = 1.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.scale, Scale):
@@ -529,17 +543,27 @@ class Hyperparameters:
             raise TransferSearchError(f"Hyperparameters.groups lacks groups {missing}.")
         for group in GROUPS:
             _check_group(group, self.groups[group])
-        object.__setattr__(self, "groups", _frozen_groups(self.groups))
+        groups = {g: dict(v) for g, v in self.groups.items()}
+        if BLOCK_VECTOR in groups:
+            _check_group(BLOCK_VECTOR, groups[BLOCK_VECTOR])
+        object.__setattr__(self, "eps", check_positive("eps", self.eps))
+        for values in groups.values():
+            values.setdefault("eps", self.eps)
+        object.__setattr__(self, "groups", _frozen_groups(groups))
         object.__setattr__(self, "coordinates", MappingProxyType(dict(self.coordinates)))
         object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
         object.__setattr__(self, "betas", check_betas(self.betas))
-        object.__setattr__(self, "eps", check_positive("eps", self.eps))
+        object.__setattr__(
+            self,
+            "residual_multiplier",
+            check_positive("residual_multiplier", self.residual_multiplier),
+        )
         if self.ema_momentum is not None:
             _check_value("ema_momentum", self.ema_momentum)
-        for name in ("batch_size", "total_steps"):
+        for name in ("batch_size", "total_steps"):  # counts: an int when whole (DataLoader)
             value = getattr(self, name)
             if value is not None:
-                object.__setattr__(self, name, check_positive(name, value))
+                object.__setattr__(self, name, whole_number(check_positive(name, value)))
         forms = tuple(self.beta_forms)
         if len(forms) != 2 or any(f not in ("unchanged", "linear", "power") for f in forms):
             raise TransferSearchError(
@@ -552,6 +576,21 @@ class Hyperparameters:
             "width_lr_multipliers",
             MappingProxyType({g: float(v) for g, v in self.width_lr_multipliers.items()}),
         )
+
+    def group(self, name: str) -> Mapping[str, float]:
+        """One group's values; "block_vector" is the "vector" group's when the rule does not
+        split it (no depth rule, no ``eps_width``: the two groups get the same numbers).
+
+        Raises:
+            TransferSearchError: ``name`` is not a group.
+        """
+        if name == BLOCK_VECTOR and name not in self.groups:
+            return self.groups["vector"]
+        if name not in self.groups:
+            raise TransferSearchError(
+                f"no group {name!r}: the groups are {(*GROUPS, BLOCK_VECTOR)}."
+            )
+        return self.groups[name]
 
     @property
     def lr(self) -> float:
@@ -601,6 +640,7 @@ class Hyperparameters:
             "base": None if self.base is None else self.base.to_dict(),
             "width_lr_multipliers": dict(self.width_lr_multipliers),
             "beta_forms": list(self.beta_forms),
+            "residual_multiplier": self.residual_multiplier,
         }
 
     @classmethod
@@ -631,6 +671,7 @@ class Hyperparameters:
                 base=None if data.get("base") is None else Scale(data["base"]),
                 width_lr_multipliers=data.get("width_lr_multipliers", {}),
                 beta_forms=tuple(data.get("beta_forms", ("unchanged", "unchanged"))),
+                residual_multiplier=float(data.get("residual_multiplier", 1.0)),
             )
         except TransferSearchError:
             raise
@@ -639,6 +680,28 @@ class Hyperparameters:
                 f"cannot read Hyperparameters from the dict with keys {sorted(map(str, data))}: "
                 f"{exc!r}. Pass a dict made by Hyperparameters.to_dict()."
             ) from exc
+
+
+def _depth_notes(rule: Rule, base: Scale, target: Scale) -> list[str]:
+    """What the user's model must do when ``target`` changes the depth (CompleteP, Dey et al.
+    2025, Table 1): apply the residual multiplier, or get a depth rule."""
+    depth_mult = target.ratio(base, "depth")
+    if depth_mult == 1.0:
+        return []
+    shown = f"depth {base['depth']:g} -> {target['depth']:g} (m_L = {depth_mult:g})"
+    if rule.depth_rule is None:
+        return [
+            f"{shown}, but the rule has no depth rule, so no lr, weight decay or eps moves with "
+            "depth. For CompleteP pass the rule depth='completep' (or 'depth_mup'), e.g. "
+            "MuP(depth='completep')."
+        ]
+    multiplier = rule.residual_multiplier(base, target)
+    return [
+        f"{shown}: the model must multiply every residual branch by residual_multiplier = "
+        f"{multiplier:.6g} (x + {multiplier:.4g} * attn(norm(x)), the same for the MLP); the "
+        "library cannot check this. Put the block vectors (in-block norm gains, biases) in the "
+        "'block_vector' group (param_groups finds the blocks, or pass blocks='...')."
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -811,12 +874,20 @@ class TransferSpace:
         if not isinstance(coords, Mapping):
             raise TransferSearchError(f"`coords` must be a mapping, but got {coords!r}.")
         unknown = [n for n in coords if n not in self.distributions and n not in self.fixed]
-        if unknown:
-            raise TransferSearchError(
-                f"coordinates {unknown} are not in this space (it has "
-                f"{sorted([*self.distributions, *self.fixed])}). Remove them or add them to `coords`."
-            )
         missing = [n for n in self.distributions if n not in coords]
+        if unknown:
+            known = sorted([*self.distributions, *self.fixed])
+            hints = [
+                f"{name!r} -> did you mean {close[0]!r}?"
+                for name in unknown
+                if (close := difflib.get_close_matches(str(name), known, n=1))
+            ]
+            raise TransferSearchError(
+                f"coordinates {unknown} are not in this space"
+                + (f" ({'; '.join(hints)})" if hints else "")
+                + (f", and swept coordinates {missing} have no value" if missing else "")
+                + f". The space has {known}: fix the names, or remove them from `coords`."
+            )
         if missing:
             raise TransferSearchError(
                 f"missing values for swept coordinates {missing}. Give every one of {self.names}."
@@ -933,11 +1004,14 @@ class TransferSpace:
         notes: list[str] = list(outside)
         for note in outside:
             warnings.warn(note, TransferSearchWarning, stacklevel=2)
-        width_mult = target.ratio(self.base, "width")
         dataset_factor = 1.0
         if rule.dataset_rule is not None:
             dataset_factor = rule.dataset_rule.eta_lambda_factor(self.base, target)
-        kappa = target.ratio(self.base, "batch_size")
+            for note in rule.dataset_rule.notes(self.base, target):
+                notes.append(note)
+                warnings.warn(note, TransferSearchWarning, stacklevel=2)
+        notes.extend(_depth_notes(rule, self.base, target))
+        kappa = rule.kappa(self.base, target)
         betas = (
             float(merged.get("beta1", self.betas[0])),
             float(merged.get("beta2", self.betas[1])),
@@ -947,19 +1021,37 @@ class TransferSpace:
         groups: dict[str, dict[str, float]] = {}
         new_betas, new_eps = betas, eps
         beta_forms: tuple[AppliedBetaForm, AppliedBetaForm] = ("unchanged", "unchanged")
-        multipliers = rule.group_multipliers(width_mult)
-        lr_multipliers = {group: lr_mult for group, (lr_mult, _) in multipliers.items()}
-        for group, (lr_mult, wd_mult) in multipliers.items():
-            lr = lr0 * lr_mult
-            wd = wd0 * wd_mult * dataset_factor
+        factors = rule.factors(self.base, target)
+        width_mult = target.ratio(self.base, "width")
+        lr_multipliers = {g: m for g, (m, _) in rule.group_multipliers(width_mult).items()}
+        if rule.batch_rule is not None and kappa != 1.0:
+            # hp.eps: the space's eps moved by the batch rule, before any group's factor
+            moved_eps = _batch_transfer(rule.batch_rule, "eps", lr0, 0.0, betas, eps, kappa, target)
+            new_eps = moved_eps.eps
+        if not rule.splits_block_vectors:
+            del factors[BLOCK_VECTOR]
+        for group, factor in factors.items():
+            lr = lr0 * factor.lr
+            wd = wd0 * factor.weight_decay * dataset_factor
+            group_eps = eps * factor.eps
             if rule.batch_rule is not None and kappa != 1.0:
-                moved = _batch_transfer(rule.batch_rule, group, lr, wd, betas, eps, kappa, target)
-                lr, wd, new_betas, new_eps = moved.lr, moved.weight_decay, moved.betas, moved.eps
+                moved = _batch_transfer(
+                    rule.batch_rule, group, lr, wd, betas, group_eps, kappa, target
+                )
+                lr, wd, new_betas, group_eps = moved.lr, moved.weight_decay, moved.betas, moved.eps
                 beta_forms = moved.beta_forms
-            groups[group] = {"lr": lr, "weight_decay": wd, "independent_wd": lr * wd}
-        for beta_name, form in zip(("beta1", "beta2"), beta_forms):
-            if form == "power":
-                notes.append(f"{beta_name} scaled as beta**kappa at kappa={kappa:g}")
+            groups[group] = {
+                "lr": lr,
+                "weight_decay": wd,
+                "independent_wd": lr * wd,
+                "eps": group_eps,
+            }
+        for beta_name, beta, form in zip(("beta1", "beta2"), betas, beta_forms):
+            if form == "power" and kappa * (1.0 - beta) >= 1.0:
+                notes.append(
+                    f"{beta_name} = beta**kappa = {beta**kappa:.4g} at kappa={kappa:g} (the linear "
+                    f"form 1 - kappa*(1 - beta) would be {1.0 - kappa * (1.0 - beta):.3g})"
+                )
         if ema is not None and rule.batch_rule is not None:
             ema = scale_ema_momentum(float(ema), kappa)
         extra = {k: v for k, v in merged.items() if k not in COORDINATES}
@@ -977,6 +1069,7 @@ class TransferSpace:
             base=self.base,
             width_lr_multipliers=lr_multipliers,
             beta_forms=beta_forms,
+            residual_multiplier=rule.residual_multiplier(self.base, target),
         )
 
     def coordinates(
@@ -1002,7 +1095,7 @@ class TransferSpace:
         lr_hat = check_positive("hp.lr", hp.lr)
         wd_hat = check_positive("hp.weight_decay", hp.weight_decay)
         rule = self.rule
-        kappa = target.ratio(self.base, "batch_size")
+        kappa = rule.kappa(self.base, target)
         lr_w, product = lr_hat, lr_hat * wd_hat
         betas, eps, ema = hp.betas, hp.eps, hp.ema_momentum
         if rule.batch_rule is not None and kappa != 1.0:
@@ -1014,7 +1107,7 @@ class TransferSpace:
                 ema = float(ema) ** (1.0 / kappa)
         if rule.dataset_rule is not None:
             product /= rule.dataset_rule.eta_lambda_factor(self.base, target)
-        lr_mult, wd_mult = rule.group_multipliers(target.ratio(self.base, "width"))["hidden"]
+        lr_mult, wd_mult, _ = rule.factors(self.base, target)["hidden"]
         lr0 = lr_w / lr_mult
         wd0 = product / lr_w / wd_mult
         out: dict[str, Any] = {}
