@@ -11,25 +11,36 @@ target=..., model=...)``), for each family and model it scores, at the target:
 - diverged picks: recommendations past the true boundary;
 - coverage: how often ``res.interval(0.9)`` holds the true optimum, per parameter;
 
-and the same regret and divergence for the null model computed directly: copy the (lr, tau) of the
-top rung's best finite trial (the costliest rung with one). Writes ``benchmarks/results/scenarios.md``.
+and the same regret and divergence for the baselines of ``benchmarks/baselines.py`` (lr and tau in
+log space): the null (copy the (lr, tau) of the top rung's best finite trial, the costliest rung
+with one), per-rung argmin + log-linear least squares, and Step Law's 0.25% band + the same least
+squares. Writes ``benchmarks/results/scenarios.md``.
 
-Usage::
+``one_rung`` is redrawn here (:func:`one_rung`, issue 25): ``synthetic``'s generator draws each
+larger rung's trials around that rung's true optimum, which hands the null the answer.
 
-    python benchmarks/scenarios.py [--families cliff,one_rung] [--seeds 0-19] [--models auto,nearest]
+``--models default`` (the default) calls ``extrapolate`` without ``model=``; other names are passed
+as ``model=``. Usage::
+
+    python benchmarks/scenarios.py [--families cliff,one_rung] [--seeds 0-19] [--models default,nearest]
         [--out benchmarks/results/scenarios.md] [--note "baseline: ..."]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import statistics
-import subprocess
 import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
+from baselines import ARGMIN, BAND, NULL, baselines
+from fit_call import accepted, dropped_note, readout
+from provenance import commit
 
 import transfersearch as ts
 from transfersearch import synthetic
@@ -37,10 +48,19 @@ from transfersearch.report import format_table
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scenarios.md"
 DEFAULT_SEEDS = "0-19"
-#: Resamples per fit: half extrapolate()'s default, so that the default run (7 families x 20 seeds
-#: x 2 models) stays within about 5 minutes on a shared 2-core machine.
+#: Resamples per fit: half extrapolate()'s default, so that the default run (7 families x 20 seeds)
+#: stays within about 3 minutes on a shared 2-core machine.
 DEFAULT_BOOTSTRAP = 100
-NULL = "null (copy top rung's best)"
+DEFAULT_MODELS = "default"
+#: ``--models`` name for ``extrapolate`` called without ``model=``, and its row's label.
+OURS = "ours"
+BASELINES = (NULL, ARGMIN, BAND)
+PARAMS = ("lr", "tau")
+ONE_RUNG_NOTE = (
+    "; **redrawn here** (`scenarios.one_rung`, issue 25): the larger rungs' 1-2 trials are drawn "
+    "log-uniformly in the box searched on the smallest rung, as that rung's were, not around "
+    "each rung's true optimum as `synthetic`'s generator does (which hands the null the answer)."
+)
 
 
 @dataclass
@@ -75,54 +95,74 @@ def score(scenario: synthetic.Scenario, params: dict[str, float]) -> tuple[float
     return regret, False
 
 
-def null_params(scenario: synthetic.Scenario) -> dict[str, float]:
-    """The (lr, tau) of the best finite trial on the costliest rung that has one."""
-    finite = [o for o in scenario.observations if math.isfinite(o.value)]
-    top_cost = max(ts.default_cost(o.scale) for o in finite)
-    top = [o for o in finite if ts.default_cost(o.scale) == top_cost]
-    return dict(min(top, key=lambda o: o.value).params)
+def one_rung(seed: int) -> synthetic.Scenario:
+    """``one_rung`` with its larger rungs' trials drawn as a user without the answer would place them.
+
+    ``synthetic.make_scenario("one_rung", seed)`` draws the truth, the 24 trials of the smallest rung
+    (log-uniform in a box around the user's guess) and 1-2 trials per larger rung at that rung's
+    *true* optimum times a log-normal factor (sd 0.4): the null copying the top rung's best then
+    copies a point 0.4 log units from the answer (issue 25). Here the larger rungs keep their
+    scales and trial counts, but each trial is drawn the way the smallest rung's were: log-uniform
+    in the box searched there (the smallest rung's trials' range in lr and tau), from a
+    generator seeded by ``(seed, 25)``.
+    """
+    drawn = synthetic.make_scenario("one_rung", seed)
+    costs = sorted({ts.default_cost(o.scale) for o in drawn.observations})
+    rungs = [[o for o in drawn.observations if ts.default_cost(o.scale) == c] for c in costs]
+    first = rungs[0]
+    box = {
+        name: (
+            math.log(min(o.params[name] for o in first)),
+            math.log(max(o.params[name] for o in first)),
+        )
+        for name in PARAMS
+    }
+    rng = np.random.default_rng([seed, 25])
+    observations = list(first)
+    for rung in rungs[1:]:
+        for _ in rung:
+            params = {name: math.exp(rng.uniform(*box[name])) for name in PARAMS}
+            observations.append(drawn.surface.observe(rung[0].scale, params, rng))
+    return dataclasses.replace(drawn, observations=tuple(observations))
 
 
-def commit() -> str:
-    """The checked-out commit, with ``+dirty`` when the engine's files differ from it."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "transfersearch"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
-    return head + ("+dirty (uncommitted changes under transfersearch/)" if dirty else "")
+def make_scenario(family: str, seed: int) -> synthetic.Scenario:
+    """``synthetic.make_scenario``, with ``one_rung`` redrawn by :func:`one_rung`."""
+    return one_rung(seed) if family == "one_rung" else synthetic.make_scenario(family, seed)
 
 
-def run(families: list[str], seeds: list[int], models: list[str], n_bootstrap: int) -> dict:
+def run(
+    families: list[str], seeds: list[int], models: list[str], n_bootstrap: int
+) -> dict[tuple[str, str], Tally]:
     tallies: dict[tuple[str, str], Tally] = {}
     for family in families:
         for seed in seeds:
-            scenario = synthetic.make_scenario(family, seed)
+            scenario = make_scenario(family, seed)
             truth = scenario.surface.optimum(scenario.target)
-            null = tallies.setdefault((family, NULL), Tally())
-            regret, diverged = score(scenario, null_params(scenario))
-            null.regrets.append(regret)
-            null.diverged.append(diverged)
+            observations = list(scenario.observations)
+            try:
+                predicted = baselines(observations, scenario.target, PARAMS, PARAMS)
+            except ValueError as exc:
+                predicted = {}
+                for name in BASELINES:
+                    tallies.setdefault((family, name), Tally()).errors.append(f"seed {seed}: {exc}")
+            for name, params in predicted.items():
+                tally = tallies.setdefault((family, name), Tally())
+                regret, diverged = score(scenario, params)
+                tally.regrets.append(regret)
+                tally.diverged.append(diverged)
             for model in models:
-                tally = tallies.setdefault((family, model), Tally())
+                tally = tallies.setdefault((family, label(model)), Tally())
+                wanted: dict[str, object] = {"n_bootstrap": n_bootstrap, "seed": seed}
+                if model != DEFAULT_MODELS:
+                    wanted["model"] = model
+                keywords, _ = accepted(wanted)
                 started = time.perf_counter()
                 try:
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         res = ts.extrapolate(
-                            list(scenario.observations),
-                            target=scenario.target,
-                            params=["lr", "tau"],
-                            model=model,
-                            n_bootstrap=n_bootstrap,
-                            seed=seed,
+                            observations, target=scenario.target, params=list(PARAMS), **keywords
                         )
                 except ts.TransferSearchError as exc:
                     tally.errors.append(f"seed {seed}: {exc}")
@@ -131,11 +171,16 @@ def run(families: list[str], seeds: list[int], models: list[str], n_bootstrap: i
                 regret, diverged = score(scenario, res.params)
                 tally.regrets.append(regret)
                 tally.diverged.append(diverged)
-                tally.chosen.append(res.model)
+                tally.chosen.append(str(readout(res, "model")))
                 for name, (low, high) in res.interval(0.9).items():
                     tally.covered.setdefault(name, []).append(low <= truth[name] <= high)
             print(f"{family} seed {seed} done", flush=True)
     return tallies
+
+
+def label(model: str) -> str:
+    """A ``--models`` entry's row label."""
+    return OURS if model == DEFAULT_MODELS else f"ours, model={model}"
 
 
 def coverage(tally: Tally, name: str) -> str:
@@ -154,7 +199,9 @@ def main(argv: list[str] | None = None) -> None:
         "--seeds", default=DEFAULT_SEEDS, help=f"e.g. 0-29 or 0,1,2 (default {DEFAULT_SEEDS})"
     )
     parser.add_argument(
-        "--models", default="auto,nearest", help="models passed to extrapolate (auto,nearest)"
+        "--models",
+        default=DEFAULT_MODELS,
+        help=f"models passed to extrapolate; {DEFAULT_MODELS!r}: no model= ({DEFAULT_MODELS})",
     )
     parser.add_argument(
         "--n-bootstrap",
@@ -175,7 +222,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for family in families:
         null = tallies[(family, NULL)]
-        for model in [*models, NULL]:
+        for model in [*(label(m) for m in models), *BASELINES]:
             tally = tallies[(family, model)]
             worse = (
                 "–"
@@ -221,7 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     goal_rows = []
     for family in families:
         null = tallies[(family, NULL)]
-        auto = tallies.get((family, "auto"))
+        auto = tallies.get((family, OURS))
         if auto is None or auto.errors:
             continue
         new_diverged = sum(a and not n for a, n in zip(auto.diverged, null.diverged, strict=True))
@@ -241,9 +288,9 @@ def main(argv: list[str] | None = None) -> None:
     goals = format_table(
         [
             "family",
-            "auto: no diverged pick where the null had none",
-            "auto: mean regret <= null's",
-            "auto: 90% coverage in 80-95% (both)",
+            "ours: no diverged pick where the null had none",
+            "ours: mean regret <= null's",
+            "ours: 90% coverage in 80-95% (both)",
         ],
         goal_rows,
     )
@@ -252,12 +299,16 @@ def main(argv: list[str] | None = None) -> None:
         for flag, value, default in (
             ("--families", args.families, ",".join(synthetic.FAMILIES)),
             ("--seeds", args.seeds, DEFAULT_SEEDS),
-            ("--models", args.models, "auto,nearest"),
+            ("--models", args.models, DEFAULT_MODELS),
             ("--n-bootstrap", str(args.n_bootstrap), str(DEFAULT_BOOTSTRAP)),
         )
         if value != default
     )
-    description = "\n".join(f"- `{name}`: {synthetic.FAMILIES[name][0]}." for name in families)
+    description = "\n".join(
+        f"- `{name}`: {synthetic.FAMILIES[name][0]}"
+        + (ONE_RUNG_NOTE if name == "one_rung" else ".")
+        for name in families
+    )
     errors = [
         f"- {family}, {model}: {message}"
         for (family, model), tally in tallies.items()
@@ -271,17 +322,23 @@ def main(argv: list[str] | None = None) -> None:
             f"Seeds: {seeds[0]}–{seeds[-1]} ({len(seeds)})"
             if seeds == list(range(seeds[0], seeds[-1] + 1))
             else f"Seeds: {seeds}",
-            f"Engine: commit {commit()}; {elapsed:.0f} s wall on a shared 2-core machine.",
+            f"Date: {time.strftime('%Y-%m-%d %H:%M %Z')}; engine: commit {commit()}; "
+            f"{elapsed:.0f} s wall on a shared 2-core machine.",
             *([f"**{args.note}**"] if args.note else []),
             "",
             "Each seed draws the truth's free constants (the optimum at the smallest rung, the drift "
             "exponents within each family's range), the trials and the noise "
-            "(`transfersearch.synthetic.make_scenario(family, seed)`). Regret = true loss at "
+            "(`transfersearch.synthetic.make_scenario(family, seed)`; `one_rung` redrawn, below). "
+            "Regret = true loss at "
             "`res.params` minus the true optimum at the target (loss units; a pick past the true "
             f"divergence boundary counts {synthetic.DIVERGED_REGRET}). Coverage: seeds whose "
-            "`res.interval(0.9)` holds the true optimum. The null model copies the (lr, tau) of the "
-            f"top rung's best finite trial. `extrapolate(..., n_bootstrap={args.n_bootstrap}, "
-            "seed=seed)`, warnings silenced.",
+            "`res.interval(0.9)` holds the true optimum. `ours` = `extrapolate(obs, target, "
+            f"params=['lr', 'tau'], n_bootstrap={args.n_bootstrap}, seed=seed)`, warnings "
+            "silenced. Baselines (`benchmarks/baselines.py`, lr and tau in log space): "
+            f"`{NULL}` copies the (lr, tau) of the top rung's best finite trial; `{ARGMIN}` "
+            f"regresses each rung's best trial, `{BAND}` every trial within 0.25% of its rung's "
+            "best, by least squares of log(param) on log(width), log(dataset_size).",
+            *([note, ""] if (note := dropped_note({"n_bootstrap": 1, "seed": 0})) else []),
             "",
             "Families:",
             "",
@@ -291,7 +348,7 @@ def main(argv: list[str] | None = None) -> None:
             table,
             "```",
             "",
-            "Goals (issue 18, item 6):",
+            "Goals (issue 25's benchmarks table):",
             "",
             "```",
             goals,
