@@ -107,13 +107,19 @@ def test_a_registered_reader_may_return_a_sweep_or_the_observations() -> None:
 def test_a_path_that_is_not_a_directory_is_refused_naming_the_accepted_sources(
     tmp_path: pathlib.Path,
 ) -> None:
-    results = tmp_path / "results.csv"
+    results = tmp_path / "results.txt"
     results.write_text("width,lr,value\n64,0.001,2.0\n")
     for source in (str(results), results, str(tmp_path / "missing")):
-        with pytest.raises(TransferSearchError, match="not a directory") as info:
+        with pytest.raises(TransferSearchError, match="neither a directory nor a .csv") as info:
             as_observations(source)
         assert "directory of a Ray Tune experiment" in str(info.value)
         assert str(source) in str(info.value)
+    table = tmp_path / "results.csv"  # a CSV is read: its error is about its columns
+    table.write_text("width,lr,value\n64,0.001,2.0\n")
+    with pytest.raises(TransferSearchError, match="scale_columns="):
+        as_observations(table)
+    read = as_observations(table, scale_columns=["width"], params=["lr"])
+    assert read[0].scale == Scale(width=64) and read[0].params == {"lr": 0.001}
 
 
 def test_frame_convention_prefixes_and_plain_columns() -> None:
@@ -211,3 +217,20 @@ def test_complete_target_fills_only_what_never_varied() -> None:
     assert given == Scale(width=1024, batch_size=256) and none == {}
     mixed = [*trials, Observation({"width": 64}, {"lr": 1e-3}, 2.0)]
     assert complete_target(mixed, {"width": 1024})[1] == {}  # not recorded by every trial
+
+
+def test_read_sweep_takes_a_csv_path_and_names_the_way_to_read_a_storage(
+    tmp_path: pathlib.Path,
+) -> None:
+    # issue 27 item 4: a .db path or sqlite URL failed with "not a directory" and no way forward
+    path = tmp_path / "sweep.csv"
+    path.write_text("scale.width,params.lr,value,state\n64,0.001,2.0,complete\n64,0.01,,failed\n")
+    sweep = read_sweep(str(path))
+    assert [o.state for o in sweep.observations] == ["complete", "failed"]
+    assert read_sweep(path).observations == sweep.observations  # a Path as well
+    for source in ("sqlite:///proxy.db", str(tmp_path / "proxy.db")):
+        with pytest.raises(TransferSearchError) as info:
+            read_sweep(source)
+        message = str(info.value)
+        assert "optuna.load_study(study_name='<name>', storage='sqlite:///" in message
+        assert "--storage sqlite:///" in message and "not a directory" not in message

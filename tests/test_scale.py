@@ -8,6 +8,8 @@ import pickle
 import pytest
 
 import transfersearch as ts
+from transfersearch import synthetic
+from transfersearch.cli import _hp_table
 
 
 def test_scale_is_an_immutable_mapping_with_derived_quantities() -> None:
@@ -53,3 +55,26 @@ def test_missing_name_error_lists_what_is_there() -> None:
         ts.Scale(depth=4)["width"]
     with pytest.raises(ts.TransferSearchError, match="batch_size=..."):
         ts.Scale(width=4).require("batch_size", purpose="test")
+
+
+def test_whole_sizes_come_back_as_ints_the_model_and_loader_take() -> None:
+    Scale = ts.Scale
+    # issue 27 item 2: Scale(width=32)["width"] was 32.0; nn.Linear / DataLoader refuse a float
+    scale = Scale(width=32.0, dataset_size=1.6e5, batch_size=64, epochs=2)
+    assert type(scale["width"]) is int and scale["width"] == 32
+    assert type(scale["dataset_size"]) is int and type(scale["batch_size"]) is int
+    assert type(scale.total_steps) is int and scale.total_steps == 5000
+    assert Scale(epochs=0.5)["epochs"] == 0.5  # not a whole number: a float, unchanged
+    assert Scale(width=32) == Scale(width=32.0) and hash(Scale(width=32)) == hash(Scale(width=32.0))
+    assert repr(Scale(width=32, dataset_size=1.6e5)) == "Scale(dataset_size=160000, width=32)"
+    assert list(range(scale["batch_size"])) == list(range(64))  # usable where an int is needed
+
+
+def test_readme_concretize_gives_int_batch_size_and_steps() -> None:
+    Scale = ts.Scale
+    space = synthetic.make_space()
+    target = Scale(width=1024, dataset_size=204_800, batch_size=512, epochs=4)
+    hp = space.concretize({"base_lr": 1e-3, "tau_epoch": 1.0}, scale=target)
+    assert type(hp.batch_size) is int and hp.batch_size == 512
+    assert type(hp.total_steps) is int and hp.total_steps == 1600
+    assert "batch_size=512 total_steps=1600" in _hp_table(hp)  # the CLI prints ints

@@ -249,3 +249,20 @@ def test_a_misspelt_optional_coordinate_in_a_sufficient_space_warns_with_the_clo
         warnings.simplefilter("error")
         momentum = space(momentum=0.9)  # SGD's momentum is a name of its own, not a typo
     assert momentum.concretize({"base_lr": 1e-3, "tau_epoch": 1.0}).extra == {"momentum": 0.9}
+
+
+def test_concretize_names_the_close_match_of_a_misspelt_coordinate_and_the_missing_one() -> None:
+    # issue 27 item 9: said only "not in this space", without tau_epoch or the close match
+    space = synthetic.make_space()
+    with pytest.raises(ts.TransferSearchError) as info:
+        space.concretize({"base_lr": 1e-3, "tau_epcoh": 1.0})
+    message = str(info.value)
+    assert "'tau_epcoh' -> did you mean 'tau_epoch'?" in message
+    assert "swept coordinates ['tau_epoch'] have no value" in message
+
+
+def test_a_misspelt_target_name_is_named_with_its_close_match() -> None:
+    # issue 27 item 9: --target widht=256 said "lacks ['dataset_size', 'width']" only
+    with pytest.raises(ts.TransferSearchError) as info:
+        ts.Scale(widht=256).require("dataset_size", "width", purpose="predict the target")
+    assert "lacks ['dataset_size', 'width'] ('widht' -> did you mean 'width'?)" in str(info.value)

@@ -12,8 +12,10 @@ Observation files:
   ``scale.<name>`` (or Optuna's ``user_attrs_scale.<name>``, or the plain columns named in
   ``--scale-columns``), parameters ``params.<name>``, ``params_<name>`` or ``<name>``, the metric
   ``value`` (or ``--value-column``), and an optional ``state`` column (complete, failed, pruned, or
-  Optuna's states in any case). Empty or ``nan`` values mark diverged runs. Optuna's
-  ``study.trials_dataframe().to_csv(FILE)`` is read as it is.
+  Optuna's states in any case). Empty or ``nan`` values of complete runs mark diverged runs;
+  ``failed`` (or ``crashed``, or a true ``crashed`` column) marks a run that raised, a crash, not a
+  divergence. Optuna's ``study.trials_dataframe().to_csv(FILE)`` is read as it is (its FAIL rows
+  are crashes unless TransferSampler recorded a returned NaN).
 - ``--json-file FILE``: a list of ``{"scale": {...}, "params": {...}, "value": 2.31, "state": "complete"}``
   objects, or ``{"observations": [...]}``.
 - ``--storage URL --study NAME``: an Optuna study (``pip install 'transfersearch[optuna]'``). The
@@ -26,7 +28,6 @@ output says so). ``report`` only reads; ``--publish`` writes the report to the s
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib
 import importlib.metadata
 import json
@@ -42,7 +43,7 @@ from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.portfolio import Portfolio
 from transfersearch.fitting.result import Extrapolation, Validation
 from transfersearch.observations import Observation
-from transfersearch.readers import observations_from_records, read_sweep
+from transfersearch.readers import not_utf8_message, read_csv, read_sweep
 from transfersearch.redact import redact_url
 from transfersearch.report import format_table
 from transfersearch.scale import Scale
@@ -113,47 +114,14 @@ def _split_names(text: str | None, option: str = "--params") -> list[str] | None
     return names
 
 
-def _number_or_text(raw: str | None) -> Any:
-    if raw is None:
-        return math.nan
-    text = raw.strip()
-    if text == "" or text.lower() in ("nan", "none", "null"):
-        return math.nan
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
 def _read_csv(
     path: Path,
     scale_columns: Sequence[str] | None,
     value_column: str,
     params: Sequence[str] | None,
 ) -> list[Observation]:
-    try:
-        # utf-8-sig: a byte-order mark (Excel writes one) is not part of the first column's name
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            columns = list(reader.fieldnames or [])
-            records = []
-            for row in reader:
-                if None in row:  # DictReader files cells beyond the header under the key None
-                    raise TransferSearchError(
-                        f"--csv {path}: line {reader.line_num} has {len(columns) + len(row[None])} "
-                        f"cells but the header names {len(columns)} columns ({columns}). Remove "
-                        "the extra cells or add their column names to the header."
-                    )
-                records.append({k: _number_or_text(v) for k, v in row.items()})
-    except UnicodeDecodeError as exc:
-        raise TransferSearchError(_not_text("--csv", path, exc, "a CSV file")) from None
-    except csv.Error as exc:
-        raise TransferSearchError(f"--csv {path}: not a readable CSV file ({exc}).") from None
-    if not columns:
-        raise TransferSearchError(f"--csv {path}: the file is empty. Give a CSV with a header row.")
-    return observations_from_records(
-        columns,
-        records,
+    return read_csv(
+        path,
         params=params,
         scale_columns=scale_columns,
         value_column=value_column,
@@ -163,10 +131,7 @@ def _read_csv(
 
 def _not_text(option: str, path: Path, exc: UnicodeDecodeError, kind: str) -> str:
     """The message for a file that is not UTF-8 text (a binary file, or another encoding)."""
-    return (
-        f"{option} {path}: not UTF-8 text (byte {exc.object[exc.start : exc.start + 1]!r} at "
-        f"offset {exc.start}); is it a binary file? Give {kind} saved as UTF-8."
-    )
+    return not_utf8_message(f"{option} {path}", exc, kind)
 
 
 def _read_json(path: Path) -> list[Observation]:

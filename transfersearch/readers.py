@@ -16,6 +16,9 @@ Sources :func:`read_sweep` (and so ``extrapolate`` and ``validate``) accepts:
     divergence: a run that diverged is ``complete`` with a NaN or inf value (or state
     ``diverged``); an optional boolean ``crashed`` column marks crashes too;
 
+- the path of a ``.csv`` file (:func:`read_csv`: the table convention above, ``--csv``'s reader).
+  An Optuna storage (``"sqlite:///proxy.db"``, ``proxy.db``) is not a sweep but a set of studies:
+  the error gives the ``optuna.load_study(...)`` line that reads one;
 - any other object whose framework has a registered reader: an adapter registers one with
   :func:`register_reader`, or names it in the ``transfersearch.readers`` entry-point group under the
   top-level module of the source's type (the package ships ``optuna`` for a ``Study`` and ``ray``
@@ -26,6 +29,7 @@ Sources :func:`read_sweep` (and so ``extrapolate`` and ``validate``) accepts:
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import difflib
 import functools
@@ -55,8 +59,10 @@ __all__ = [
     "TOLD_ATTR",
     "Reader",
     "as_observations",
+    "not_utf8_message",
     "observations_from_frame",
     "observations_from_records",
+    "read_csv",
     "read_sweep",
     "register_reader",
 ]
@@ -88,10 +94,12 @@ def read_sweep(
     Args:
         source: a :class:`~transfersearch.sweep.Sweep`, an iterable of Observation, a pandas
             DataFrame (see the module docstring for the column convention), an Optuna Study, a
-            Ray Tune ResultGrid, or the path of a Ray Tune experiment directory.
+            Ray Tune ResultGrid, the path of a Ray Tune experiment directory, or the path of a
+            ``.csv`` file (:func:`read_csv`).
         params: the parameters wanted; for a DataFrame they choose the parameter columns.
-        scale_columns: DataFrame only: columns holding scale variables (default: ``scale.*``).
-        value_column: DataFrame only: the column holding the metric.
+        scale_columns: DataFrame or CSV only: columns holding scale variables (default:
+            ``scale.*``).
+        value_column: DataFrame or CSV only: the column holding the metric.
         direction: ``"minimize"`` or ``"maximize"``, over what the source says; None keeps the
             source's (None when it says nothing).
         cost: the cost of a run at a scale, over the source's; None keeps the source's.
@@ -101,9 +109,10 @@ def read_sweep(
         ``direction`` or ``cost`` replace its own.
 
     Raises:
-        TransferSearchError: the source is of an unsupported type (or a path that is not a
-            directory), a DataFrame lacks a needed column, an element is not an Observation, or
-            the space stored with the source cannot be read.
+        TransferSearchError: the source is of an unsupported type (or a path that is neither a
+            directory nor a ``.csv`` file; an Optuna storage URL or ``.db`` file is refused with
+            the ``optuna.load_study`` line that reads it), a DataFrame lacks a needed column, an
+            element is not an Observation, or the space stored with the source cannot be read.
     """
     sweep = _sweep(source, params, scale_columns, value_column)
     changes: dict[str, Any] = {}
@@ -131,9 +140,44 @@ def _sweep(
         return Sweep(tuple(frame))
     if root != "builtins" and _has_reader(root):
         return _read(root, source)
-    if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
-        return _read(DIRECTORY, source)
+    if isinstance(source, (str, os.PathLike)):
+        read = _path_source(source, params, scale_columns, value_column)
+        if read is not None:
+            return read
     return Sweep(tuple(_observation_list(source)))
+
+
+#: File name endings of an Optuna SQLite storage (a path read_sweep is given but cannot read
+#: without the study's name).
+_STORAGE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+def _path_source(
+    source: str | os.PathLike[str],
+    params: Sequence[str] | None,
+    scale_columns: Sequence[str] | None,
+    value_column: str,
+) -> Sweep | None:
+    """The sweep a path holds (a Ray Tune experiment directory, a CSV file), or None; an Optuna
+    storage URL or SQLite file is refused with the two lines that read it."""
+    text = os.fspath(source)
+    if os.path.isdir(text):
+        return _read(DIRECTORY, source)
+    if text.lower().endswith(".csv") and os.path.isfile(text):
+        table = read_csv(
+            text, params=params, scale_columns=scale_columns, value_column=value_column
+        )
+        return Sweep(tuple(table))
+    if "://" in text or text.lower().endswith(_STORAGE_SUFFIXES):
+        url = text if "://" in text else f"sqlite:///{text}"
+        raise TransferSearchError(
+            f"{text!r} is an Optuna storage, which can hold several studies: read_sweep and "
+            "extrapolate take the study. Load it first: study = optuna.load_study("
+            f"study_name='<name>', storage={url!r}); ts.extrapolate(study, target=...). "
+            "optuna.get_all_study_names(storage=...) lists the names; on the command line: "
+            f"--storage {url} --study <name>."
+        )
+    return None
 
 
 def _observation_list(source: Any) -> list[Observation]:
@@ -141,11 +185,12 @@ def _observation_list(source: Any) -> list[Observation]:
     if isinstance(source, (str, bytes, os.PathLike, Mapping)) or not isinstance(source, Iterable):
         got = type(source).__name__
         if isinstance(source, (str, os.PathLike)):
-            got = f"{got} {os.fspath(source)!r}, which is not a directory"
+            got = f"{got} {os.fspath(source)!r}, which is neither a directory nor a .csv file"
         raise TransferSearchError(
             f"observations must be a list of Observation, a pandas DataFrame, an Optuna Study, a "
-            f"Ray Tune ResultGrid or the directory of a Ray Tune experiment (storage_path/name), "
-            f"but got {got}. Wrap trials as Observation(scale=..., params=..., value=...)."
+            f"Ray Tune ResultGrid, the directory of a Ray Tune experiment (storage_path/name) or "
+            f"the path of a CSV file, but got {got}. Wrap trials as "
+            "Observation(scale=..., params=..., value=...)."
         )
     result: list[Observation] = []
     for index, item in enumerate(source):
@@ -200,6 +245,74 @@ def observations_from_frame(
         value_column=value_column,
         state_column=state_column,
     )
+
+
+def read_csv(
+    path: str | os.PathLike[str],
+    *,
+    params: Sequence[str] | None = None,
+    scale_columns: Sequence[str] | None = None,
+    value_column: str = "value",
+    spelling: Literal["python", "cli"] = "python",
+) -> list[Observation]:
+    """Read a CSV file, one row per trial, into observations (UTF-8, with or without a
+    byte-order mark; ``study.trials_dataframe().to_csv(path)`` as it is). Empty, ``nan``,
+    ``none`` and ``null`` cells are missing; the columns follow :func:`observations_from_records`.
+
+    Raises:
+        TransferSearchError: the file is not UTF-8 text, not CSV, empty, a row has more cells
+            than the header, or as :func:`observations_from_records`.
+    """
+    label = f"--csv {os.fspath(path)}" if spelling == "cli" else repr(os.fspath(path))
+    try:
+        # utf-8-sig: a byte-order mark (Excel writes one) is not part of the first column's name
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle)
+            columns = list(reader.fieldnames or [])
+            records = []
+            for row in reader:
+                if None in row:  # DictReader files cells beyond the header under the key None
+                    raise TransferSearchError(
+                        f"{label}: line {reader.line_num} has {len(columns) + len(row[None])} "
+                        f"cells but the header names {len(columns)} columns ({columns}). Remove "
+                        "the extra cells or add their column names to the header."
+                    )
+                records.append({k: _number_or_text(v) for k, v in row.items()})
+    except UnicodeDecodeError as exc:
+        raise TransferSearchError(not_utf8_message(label, exc, "a CSV file")) from None
+    except csv.Error as exc:
+        raise TransferSearchError(f"{label}: not a readable CSV file ({exc}).") from None
+    if not columns:
+        raise TransferSearchError(f"{label}: the file is empty. Give a CSV with a header row.")
+    return observations_from_records(
+        columns,
+        records,
+        params=params,
+        scale_columns=scale_columns,
+        value_column=value_column,
+        spelling=spelling,
+    )
+
+
+def not_utf8_message(label: str, exc: UnicodeDecodeError, kind: str) -> str:
+    """The message for a file that is not UTF-8 text (a binary file, or another encoding)."""
+    return (
+        f"{label}: not UTF-8 text (byte {exc.object[exc.start : exc.start + 1]!r} at "
+        f"offset {exc.start}); is it a binary file? Give {kind} saved as UTF-8."
+    )
+
+
+def _number_or_text(raw: str | None) -> Any:
+    """A CSV cell: a number, NaN for an empty / ``nan`` / ``none`` / ``null`` cell, else text."""
+    if raw is None:
+        return math.nan
+    text = raw.strip()
+    if text == "" or text.lower() in ("nan", "none", "null"):
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _flat_column(column: Any) -> str:

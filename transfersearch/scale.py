@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 from transfersearch.errors import TransferSearchError, check_positive
 
-__all__ = ["KNOWN_SCALE_NAMES", "Scale"]
+__all__ = ["KNOWN_SCALE_NAMES", "Scale", "whole_number"]
 
 #: Names transfersearch understands. Users may add their own names as well.
 #:
@@ -32,10 +33,31 @@ KNOWN_SCALE_NAMES: tuple[str, ...] = (
 )
 
 
+#: Largest whole number returned as an ``int``: every integer up to 2**53 is exact in a float,
+#: so the conversion never changes the value.
+_EXACT_INTEGERS = 2**53
+
+
+def whole_number(value: float) -> float:
+    """``value`` as an ``int`` when it is a whole number, else as it is.
+
+    Sizes and counts (a width, a batch size, a number of steps) are used as ``int`` by the code
+    that builds the model, the data loader or the schedule (``nn.Linear(width, ...)``,
+    ``DataLoader(batch_size=...)``), which refuse ``32.0``; so a whole number read from a CSV
+    (``64.0``) or computed (``epochs × N / B = 16.0``) comes back as ``64`` / ``16``. The value is
+    unchanged (``64 == 64.0``, same hash).
+    """
+    if float(value).is_integer() and abs(value) <= _EXACT_INTEGERS:
+        return int(value)
+    return value
+
+
 class Scale(Mapping[str, float]):
     """An immutable mapping of named positive numbers describing a run's size.
 
-    ``Scale(width=1024, dataset_size=2e5, batch_size=512)``. Values must be finite and > 0.
+    ``Scale(width=1024, dataset_size=2e5, batch_size=512)``. Values must be finite and > 0; a
+    whole number comes back as an ``int`` (``Scale(width=32)["width"]`` is ``32``, also for
+    ``width=32.0``), any other as a ``float`` (:func:`whole_number`).
     Derived quantities: :attr:`iters_per_epoch` = N / B (M in Wang & Aitchison Eq. 10) and
     :attr:`total_steps` (``steps`` if given, else ``epochs`` × N / B).
 
@@ -66,8 +88,10 @@ class Scale(Mapping[str, float]):
                     f"Scale names must be non-empty strings, but got {name!r}. Write e.g. "
                     "Scale(width=256) or Scale({'width': 256})."
                 )
-            checked[name] = check_positive(
-                f"scale.{name}", value, fix="Scale values are sizes: give a positive number."
+            checked[name] = whole_number(
+                check_positive(
+                    f"scale.{name}", value, fix="Scale values are sizes: give a positive number."
+                )
             )
         self._values: dict[str, float] = dict(sorted(checked.items()))
         self._hash = hash(tuple(self._values.items()))
@@ -108,8 +132,16 @@ class Scale(Mapping[str, float]):
         missing = [n for n in names if n not in self._values]
         if missing:
             why = f" to {purpose}" if purpose else ""
+            extra = [n for n in self._values if n not in names]
+            hints = [
+                f"{close[0]!r} -> did you mean {name!r}?"
+                for name in missing
+                if (close := difflib.get_close_matches(name, extra, n=1))
+            ]
             raise TransferSearchError(
-                f"{self!r} lacks {missing}, needed{why}. Add "
+                f"{self!r} lacks {missing}"
+                + (f" ({'; '.join(hints)})" if hints else "")
+                + f", needed{why}. Add "
                 + ", ".join(f"{n}=..." for n in missing)
                 + " to the Scale."
             )
@@ -137,12 +169,12 @@ class Scale(Mapping[str, float]):
 
     @property
     def total_steps(self) -> float | None:
-        """T: ``steps`` if given, else ``epochs`` × N / B, else None."""
+        """T: ``steps`` if given, else ``epochs`` × N / B (an ``int`` when whole), else None."""
         if "steps" in self._values:
             return self._values["steps"]
         m = self.iters_per_epoch
         if m is not None and "epochs" in self._values:
-            return self._values["epochs"] * m
+            return whole_number(self._values["epochs"] * m)
         return None
 
     def distance_decades(self, other: Scale, names: Iterator[str] | None = None) -> float:
@@ -152,4 +184,4 @@ class Scale(Mapping[str, float]):
 
 
 def _fmt(value: float) -> str:
-    return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:g}"
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
