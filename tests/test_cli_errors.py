@@ -120,6 +120,10 @@ CLI_CASES = [
         ["extrapolate", "--storage", "sqlite:///{db}", "--study", "nope", "--target", TARGET],
         "holds ['proxy']",
     ),
+    (  # issue 27 item 9: was "lacks ['dataset_size', 'width']", widht never named
+        ["extrapolate", "--csv", "{csv}", "--target", "widht=256"],
+        "('widht' -> did you mean 'width'?)",
+    ),
 ]
 
 
