@@ -7,6 +7,9 @@ Every trainable parameter goes to exactly one of :data:`transfersearch.rules.GRO
   fixed-size matrix; µP gives it the same Θ(1) learning rate as the input layer).
 - ``"output"``: only the fan-in grows (the readout).
 - ``"vector"``: at most one dimension (biases, LayerNorm/RMSNorm gains, MHA ``bias_k``/``bias_v``).
+- ``"block_vector"``: a vector inside a residual block, when the rule gives those their own values
+  (a depth rule: CompleteP moves in-block norm gains and biases but not the final norm). The blocks
+  are a ``blocks=`` name pattern, else the model's one ``nn.ModuleList`` of same-class modules.
 
 Axes: ``nn.Linear``/``nn.ConvNd``/``nn.MultiheadAttention`` projections and unknown parameters
 (torch's convention) have fan-out on axis 0 and fan-in on axis 1; ``nn.ConvTransposeNd`` has them
@@ -30,7 +33,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.rules import GROUPS
+from transfersearch.rules import ALL_GROUPS, BLOCK_VECTOR
 from transfersearch.space import Hyperparameters
 
 __all__ = [
@@ -66,6 +69,7 @@ class ParameterRole:
         base_shape: the same parameter's shape in ``base_model``, or None without one.
         fan_out_axis, fan_in_axis: the axes read as fan-out and fan-in (None for vectors).
         reason: a short human-readable explanation.
+        in_block: whether it lies in a residual block (``blocks=``, or the detected block list).
     """
 
     name: str
@@ -75,6 +79,7 @@ class ParameterRole:
     fan_out_axis: int | None
     fan_in_axis: int | None
     reason: str
+    in_block: bool = False
 
     @property
     def fan_in(self) -> int | None:
@@ -236,9 +241,9 @@ def _check_overrides(overrides: Mapping[Pattern, str] | None) -> list[tuple[Patt
             raise TransferSearchError(
                 f"override pattern {pattern!r} must be a glob string or a compiled re.Pattern."
             )
-        if group not in GROUPS:
+        if group not in ALL_GROUPS:
             raise TransferSearchError(
-                f"override {pattern!r} -> {group!r}: the group must be one of {GROUPS}."
+                f"override {pattern!r} -> {group!r}: the group must be one of {ALL_GROUPS}."
             )
         checked.append((pattern, group))
     return checked
@@ -325,6 +330,7 @@ def classify(
     model: nn.Module,
     base_model: nn.Module | None = None,
     overrides: Mapping[Pattern, str] | None = None,
+    blocks: Pattern | None = None,
 ) -> dict[str, ParameterRole]:
     """Assign each parameter of ``model`` to "input", "hidden", "output" or "vector".
 
@@ -361,6 +367,14 @@ def classify(
     ``overrides`` maps name patterns to groups and wins over both: a ``str`` is a glob matched
     against the whole clean name (``fnmatch.fnmatchcase``), a compiled ``re.Pattern`` is searched in
     it. The first matching pattern applies; a pattern that matches nothing is an error (a typo).
+    An override may name "block_vector" as well.
+
+    ``blocks`` says which parameters lie in the residual blocks (:attr:`ParameterRole.in_block`),
+    for a depth rule's "block_vector" group: a glob over clean names (``"transformer.h.*"``) or a
+    compiled pattern. Without it, the blocks are the model's one ``nn.ModuleList`` whose children
+    share one class and hold parameters (nanoGPT's ``transformer.h``, Hugging Face's ``layers``,
+    ``nn.TransformerEncoder.layers``); with none or several such lists no parameter is in a block,
+    and :func:`param_groups` refuses when the depth rule needs them told apart.
 
     Returns:
         clean parameter name → :class:`ParameterRole`, in ``named_parameters()`` order; tied
@@ -371,7 +385,53 @@ def classify(
             base_model whose parameters or dimensions do not match, uninitialised lazy parameters
             (run a forward pass first), or a bad override.
     """
-    return classify_for(model, base_model, overrides, caller="classify")
+    return classify_for(model, base_model, overrides, caller="classify", blocks=blocks)
+
+
+@dataclass(frozen=True)
+class _Blocks:
+    """Where the residual blocks are: module-name prefixes (detected) or a name pattern (given);
+    ``problem`` says why none could be told (empty when they could)."""
+
+    prefixes: tuple[str, ...]
+    pattern: Pattern | None
+    problem: str
+
+    def contains(self, name: str) -> bool:
+        if self.pattern is not None:
+            return _matches(self.pattern, name)
+        return any(name.startswith(prefix + ".") for prefix in self.prefixes)
+
+
+def find_blocks(model: nn.Module, blocks: Pattern | None) -> _Blocks:
+    """The model's residual blocks: ``blocks`` if given, else its one ``nn.ModuleList`` of
+    same-class modules with parameters (the outermost such lists; see :func:`classify`)."""
+    if blocks is not None:
+        if not isinstance(blocks, (str, re.Pattern)):
+            raise TransferSearchError(
+                f"`blocks` must be a glob over parameter names such as 'transformer.h.*' or a "
+                f"compiled re.Pattern, but got blocks={blocks!r}."
+            )
+        return _Blocks((), blocks, "")
+    found: list[str] = []
+    for name, module in unwrap(model).named_modules():
+        children = list(module.children())
+        if not isinstance(module, nn.ModuleList) or not children:
+            continue
+        if len({type(child) for child in children}) != 1:
+            continue
+        if not any(True for child in children for _ in child.parameters()):
+            continue
+        clean = clean_name(name)
+        if not any(clean.startswith(outer + ".") for outer in found):
+            found.append(clean)
+    if len(found) == 1:
+        return _Blocks((found[0],), None, "")
+    if found:
+        problem = f"the model has several lists of same-class modules, {found}"
+    else:
+        problem = "the model has no nn.ModuleList of same-class modules (its residual blocks)"
+    return _Blocks((), None, problem)
 
 
 def classify_for(
@@ -380,8 +440,10 @@ def classify_for(
     overrides: Mapping[Pattern, str] | None,
     *,
     caller: str,
+    blocks: Pattern | None = None,
 ) -> dict[str, ParameterRole]:
     """:func:`classify`, naming ``caller`` (the public function called) in its errors."""
+    found = find_blocks(model, blocks)
     rules = _check_overrides(overrides)
     root = unwrap(model)
     _check_initialised(root, "model", caller)
@@ -399,7 +461,14 @@ def classify_for(
     base_shapes = None if base_model is None else _base_shapes(base_model, params)
     overridden = {name for name, _ in params if any(_matches(p, name) for p, _ in rules)}
     groups = _groups(params, shapes, base_shapes, layouts, overridden, caller)
-    return _roles(params, groups, rules, shapes, base_shapes, layouts)
+    roles = _roles(params, groups, rules, shapes, base_shapes, layouts, found)
+    if found.pattern is not None and not any(role.in_block for role in roles.values()):
+        raise TransferSearchError(
+            f"blocks={_show(found.pattern)} matches no parameter. Names look like "
+            f"{[n for n, _ in params][:4]} (wrapper prefixes such as '_orig_mod.' and 'module.' "
+            "removed); a glob must match the whole name, e.g. 'transformer.h.*'."
+        )
+    return roles
 
 
 def _base_shapes(
@@ -416,7 +485,9 @@ def _base_shapes(
     if missing:
         raise TransferSearchError(
             f"base_model has no parameters named {missing[:5]}; it must be the same "
-            "architecture as `model` (built by the same function at another width)."
+            "architecture as `model` (built by the same function at another width). With a "
+            "deeper or shallower model, build base_model at the model's depth and the base "
+            "width: it is a shape reference for width only."
         )
     return base_shapes
 
@@ -463,6 +534,7 @@ def _roles(
     shapes: Mapping[str, tuple[int, ...]],
     base_shapes: Mapping[str, tuple[int, ...]] | None,
     layouts: Mapping[str, tuple[_Layout, bool]],
+    blocks: _Blocks,
 ) -> dict[str, ParameterRole]:
     """The parameters' roles, the first matching override winning over ``groups``; an override
     that matches no parameter is an error (a typo)."""
@@ -485,6 +557,7 @@ def _roles(
             fan_out_axis=None if vector else layout.fan_out_axis,
             fan_in_axis=None if vector else layout.fan_in_axis,
             reason=reason,
+            in_block=blocks.contains(name),
         )
     unused = [_show(pattern) for index, (pattern, _) in enumerate(rules) if index not in used]
     if unused:
@@ -611,14 +684,92 @@ def check_base_width(roles: Mapping[str, ParameterRole], hp: Hyperparameters, ca
     )
 
 
+#: Relative tolerance for "this axis grew by s": shapes are integers, so a ratio off by more than
+#: float rounding means another width.
+_RATIO_RTOL = 1e-6
+
+
+def check_width(roles: Mapping[str, ParameterRole], hp: Hyperparameters, caller: str) -> None:
+    """Refuse an ``hp`` concretised for another width than the model's (issue 27, item 1).
+
+    Read off the axes whose size differs from base_model's, the model is at hp's width when one
+    of them (a) grew by hp's ratio s = width / base width (Wang & Aitchison Eq. 12: base_model at
+    hp's base width), or (b) the smallest fan-in axis of the hidden matrices has hp's ``width`` as
+    its size (``width`` is the hidden matrices' fan-in d, :data:`transfersearch.scale.
+    KNOWN_SCALE_NAMES`; an MLP's 4d → d projection has a larger one): base_model at any width. At
+    s = 1 a reference *wider* than the model is also accepted (the documented base-rung
+    ``base_model=make_model(2 * base_width)``, for widths counted in other units).
+
+    Raises:
+        TransferSearchError: naming the ratio, hp's width and both fixes.
+    """
+    s = hp.width_mult
+    if s is None or hp.base is None:
+        return
+    width, base_width = hp.scale["width"], hp.base["width"]
+    ratios: set[float] = set()
+    fan_ins: list[int] = []
+    for role in roles.values():
+        if role.base_shape is None or len(role.shape) < 2:
+            continue
+        ratios.update(a / b for a, b in zip(role.shape, role.base_shape) if a != b)
+        if role.group == "hidden" and role.fan_in_axis is not None:
+            fan_ins.append(role.shape[role.fan_in_axis])
+    if fan_ins and min(fan_ins) == width:
+        return
+    if not ratios or any(math.isclose(r, s, rel_tol=_RATIO_RTOL) for r in ratios):
+        return
+    if s == 1.0 and all(r < 1.0 for r in ratios):
+        return
+    shown = ", ".join(f"{r:g}" for r in sorted(ratios))
+    ratio = max(ratios, key=lambda r: abs(math.log(r)))
+    raise TransferSearchError(
+        f"`model`'s matrices are {shown} times base_model's on the axes that grow, and none has "
+        f"hp's width, but hp is for width={width:g}, s = {s:g} times its base width "
+        f"{base_width:g}: the model would train with the learning rates of another width. Either "
+        "hp was concretized at the wrong width: concretize it at the model's width "
+        f"(width={base_width * ratio:g} when base_model is at the base width {base_width:g}); "
+        f"or base_model is not at hp's base width: build base_model at width {base_width:g} "
+        f"(and the model's depth). Called from {caller}."
+    )
+
+
+def _check_blocks(
+    model: nn.Module,
+    roles: Mapping[str, ParameterRole],
+    hp: Hyperparameters,
+    blocks: Pattern | None,
+    caller: str,
+) -> None:
+    """Refuse when hp gives in-block vectors other values than the final norm's (a depth rule
+    at m_L != 1, or ``eps_width``) and the model's blocks cannot be told apart."""
+    inner, outer = hp.group(BLOCK_VECTOR), hp.group("vector")
+    told = any(role.in_block or role.group == BLOCK_VECTOR for role in roles.values())
+    if dict(inner) == dict(outer) or told:
+        return
+    problem = find_blocks(model, blocks).problem
+    shown = ", ".join(
+        f"{k}={inner[k]:.4g} vs {outer[k]:.4g}" for k in inner if inner[k] != outer[k]
+    )
+    vectors = [r.name for r in roles.values() if r.group == "vector"][:4]
+    raise TransferSearchError(
+        f"hp gives the vectors inside the residual blocks (norm gains, biases) other values than "
+        f"those outside (the final norm): block_vector {shown} (CompleteP, Dey et al. 2025, "
+        f"Table 1), but {problem}, so {caller} cannot tell which vectors are in a block rather "
+        f"than guess. Pass blocks='<prefix>.*' (a glob over the block parameters' names, e.g. "
+        f"'transformer.h.*'), or overrides={{'<pattern>': 'block_vector'}}. Vectors: {vectors}."
+    )
+
+
 def param_groups(
     model: nn.Module,
     hp: Hyperparameters,
     base_model: nn.Module | None = None,
     overrides: Mapping[Pattern, str] | None = None,
     convention: Convention = "coupled",
+    blocks: Pattern | None = None,
 ) -> list[dict[str, Any]]:
-    """torch.optim param groups carrying ``hp``'s per-group learning rate and weight decay.
+    """torch.optim param groups carrying ``hp``'s per-group learning rate, weight decay and ε.
 
     Parameters are classified by :func:`classify` (shapes against ``base_model``, else the
     documented heuristic, with ``overrides`` on top). Only parameters with ``requires_grad`` are
@@ -629,11 +780,13 @@ def param_groups(
             (``use_orig_params=True``; under FSDP call this on every rank: reading unsharded shapes
             is a collective).
         hp: concrete hyperparameters from ``TransferSpace.concretize``.
-        base_model: the same architecture at the base width (or any other width): a shape
-            reference only. On the base rung, where ``model`` has its shapes, the matrices are
-            grouped by type and order (:func:`classify`), which is exact there because every
-            width multiplier is 1; ``hp`` must then give input, hidden and output one lr and
-            weight decay (it does at the base width).
+        base_model: the same architecture at hp's base width and the model's depth: a shape
+            reference only. The ratio of the model's shapes to it must be hp's width ratio s
+            (else hp is for another width: refused, naming both fixes). On the base rung, where
+            ``model`` has its shapes, the matrices are grouped by type and order
+            (:func:`classify`), which is exact there because every width multiplier is 1; ``hp``
+            must then give input, hidden and output one lr and weight decay (it does at the base
+            width); a wider reference (``make_model(2 * base_width)``) is accepted there too.
         overrides: name pattern → group (see :func:`classify`).
         convention: ``"coupled"`` (default) puts PyTorch's λ, ``hp.groups[g]["weight_decay"]``, in
             ``weight_decay`` — torch.optim.AdamW decays ``w ← (1 − ηλ)w − ηu``, so the decay is
@@ -644,18 +797,26 @@ def param_groups(
             per-step decay no longer follows the schedule as it does under the coupled
             convention. Add :class:`WeightDecaySchedule` with ``convention="independent"``
             (it multiplies λ' by the same lr multiplier) to keep η_t·λ_t as AdamW would.
+        blocks: which parameters lie in the residual blocks (see :func:`classify`). Used when hp
+            has a "block_vector" group (a depth rule or ``eps_width``): the vectors in the blocks
+            go there, the rest (the final norm) to "vector". When the two groups' values differ
+            and no block can be found, the call is refused with this fix rather than guessed.
 
     Returns:
-        One plain dict per non-empty group, in the order input, hidden, output, vector:
-        ``{"params", "lr", "weight_decay", "name", "param_names"}`` (``param_names`` is torch.optim's
-        own optional key; it is saved in the optimizer's state_dict). torch.optim adopts these
-        dicts as its ``param_groups``, so an lr scheduler later changes their ``lr`` in place;
-        the scheduled values start from ``hp``'s.
+        One plain dict per non-empty group, in the order input, hidden, output, vector,
+        block_vector: ``{"params", "lr", "weight_decay", "eps", "name", "param_names"}``
+        (``param_names`` is torch.optim's own optional key; it is saved in the optimizer's
+        state_dict). A group's ``eps`` is ``hp.groups[g]["eps"]`` and wins over the optimizer's
+        ``eps=`` argument (they are equal unless the rule moves ε per group). torch.optim adopts
+        these dicts as its ``param_groups``, so an lr scheduler later changes their ``lr`` in
+        place; the scheduled values start from ``hp``'s.
 
     Raises:
         TransferSearchError: see :func:`classify` (its messages name this function); ``model``
             not an ``nn.Module`` (e.g. None), a bad ``convention``, a model without trainable
-            parameters, or a ``model`` with base_model's shapes but an ``hp`` for another width.
+            parameters, a ``model`` with base_model's shapes but an ``hp`` for another width, a
+            model whose width ratio to base_model is not hp's, or in-block vectors that need
+            their own group in a model whose blocks cannot be found.
     """
     check_module(model)
     if convention not in ("coupled", "independent"):
@@ -668,24 +829,37 @@ def param_groups(
             f"`hp` must be transfersearch.Hyperparameters (from TransferSpace.concretize), but got "
             f"{type(hp).__name__}."
         )
-    roles = classify_for(model, base_model, overrides, caller="param_groups")
+    roles = classify_for(model, base_model, overrides, caller="param_groups", blocks=blocks)
     check_base_width(roles, hp, "param_groups")
-    members: dict[str, list[tuple[str, torch.nn.Parameter]]] = {g: [] for g in GROUPS}
+    check_width(roles, hp, "param_groups")
+    split = BLOCK_VECTOR in hp.groups
+    if split:
+        _check_blocks(model, roles, hp, blocks, "param_groups")
+    members: dict[str, list[tuple[str, torch.nn.Parameter]]] = {g: [] for g in ALL_GROUPS}
     for name, param in named_parameters(model):
         if param.requires_grad:
-            members[roles[name].group].append((name, param))
+            members[group_of(roles[name], split)].append((name, param))
     key = "weight_decay" if convention == "coupled" else "independent_wd"
     groups = [
         {
             "params": [p for _, p in members[g]],
-            "lr": float(hp.groups[g]["lr"]),
-            "weight_decay": float(hp.groups[g][key]),
+            "lr": float(hp.group(g)["lr"]),
+            "weight_decay": float(hp.group(g)[key]),
+            "eps": float(hp.group(g)["eps"]),
             "name": g,
             "param_names": [n for n, _ in members[g]],
         }
-        for g in GROUPS
+        for g in ALL_GROUPS
         if members[g]
     ]
     if not groups:
         raise TransferSearchError("`model` has no parameters with requires_grad=True to optimize.")
     return groups
+
+
+def group_of(role: ParameterRole, split: bool) -> str:
+    """The group whose values a parameter takes: its role's, with a vector inside a block in
+    "block_vector" when ``split`` (hp has that group)."""
+    if split and role.group == "vector" and role.in_block:
+        return BLOCK_VECTOR
+    return role.group

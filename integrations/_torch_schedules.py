@@ -15,7 +15,7 @@ import torch
 
 from transfersearch.errors import TransferSearchError, check_positive
 from transfersearch.rules import (
-    GROUPS,
+    ALL_GROUPS,
     decay_away_warmup_factor,
     exp_warmup_factor,
     su_constant_wd_lr,
@@ -138,10 +138,10 @@ def _group_names(groups: Sequence[Mapping[str, Any]] | torch.optim.Optimizer) ->
     names: list[str] = []
     for index, group in enumerate(items):
         name = group.get("name") if isinstance(group, Mapping) else None
-        if name not in GROUPS:
+        if name not in ALL_GROUPS:
             raise TransferSearchError(
                 f"param group {index} has name={name!r}; `groups` must be the list returned by "
-                f"param_groups() or an optimizer built from it (names in {GROUPS})."
+                f"param_groups() or an optimizer built from it (names in {ALL_GROUPS})."
             )
         names.append(str(name))
     return names
@@ -215,7 +215,7 @@ def schedule(
     per_group = kind in _PER_GROUP_KINDS or (width_warmup and s != 1.0)
 
     def make(group: str | None) -> Multiplier:
-        values = hp.groups[group if group is not None else "hidden"]
+        values = hp.group(group if group is not None else "hidden")
         applies = group in warmup_groups
         if width_warmup and applies and s != 1.0 and group is not None:
             _check_not_mup_scaled(hp, group, s, warmups)
@@ -284,9 +284,11 @@ def _check_fractions_and_groups(
             f"`final_fraction` and `decay_fraction` must lie in [0, 1], but got "
             f"{final_fraction=}, {decay_fraction=}."
         )
-    bad = [g for g in warmup_groups if g not in GROUPS]
+    bad = [g for g in warmup_groups if g not in ALL_GROUPS]
     if bad:
-        raise TransferSearchError(f"`warmup_groups` {bad} are not groups; use names in {GROUPS}.")
+        raise TransferSearchError(
+            f"`warmup_groups` {bad} are not groups; use names in {ALL_GROUPS}."
+        )
 
 
 def _width_mult(

@@ -407,7 +407,9 @@ def test_uninitialised_lazy_modules_ask_for_a_forward_pass() -> None:
     with pytest.raises(ts.TransferSearchError, match=r"`base_model` has uninitialised lazy"):
         classify(model, base)
     base(torch.randn(2, 12))
-    assert by_group(param_groups(model, make_hp(), base_model=base))["hidden"] == ["2.weight"]
+    # the model is 2x base_model's width (16 vs 8): hp at s = 2
+    hp = make_hp(width=2 * BASE_WIDTH)
+    assert by_group(param_groups(model, hp, base_model=base))["hidden"] == ["2.weight"]
     ModelEMA(model, 0.9)
 
 
