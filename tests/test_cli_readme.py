@@ -173,10 +173,13 @@ def test_report_reads_unless_publish(
     _run(argv, capsys)
     assert _study(study_url).user_attrs == before
     assert not any(p.name.endswith("-artifacts") for p in Path(study_url[10:]).parent.iterdir())
-    status = main([*argv, "--no-dashboard"])  # the old flag: accepted, does nothing, says so
-    captured = capsys.readouterr()
-    assert status == 0 and "--no-dashboard is the default now" in captured.err
-    assert _study(study_url).user_attrs == before
+    # the old --no-dashboard did nothing and is gone (issue 27 item 12): argparse refuses it
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--no-dashboard"])
+    assert exit_info.value.code == 2 and "--no-dashboard" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    assert "--publish" in (shown := capsys.readouterr().out) and "--no-dashboard" not in shown
     pytest.importorskip("optuna_dashboard")
     pytest.importorskip("plotly")
     art = tmp_path / "artifacts"

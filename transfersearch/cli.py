@@ -388,12 +388,6 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from transfersearch.report import plot_report
 
-    if args.no_dashboard:
-        print(
-            "note: --no-dashboard is the default now (report only reads; --publish writes to "
-            "the study) and will be removed.",
-            file=sys.stderr,
-        )
     if args.publish and not args.storage:
         raise TransferSearchError(
             "--publish writes the report to an Optuna study, which needs --storage URL --study "
@@ -608,11 +602,6 @@ def _add_publish(rep: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="with --publish: optuna-dashboard's artifact folder for the report and the laws "
         "(default: <db>-artifacts beside a SQLite file)",
-    )
-    rep.add_argument(
-        "--no-dashboard",
-        action="store_true",
-        help="deprecated, does nothing: report leaves the study unchanged unless --publish",
     )
 
 

@@ -351,14 +351,17 @@ def _law_panel(
         _law_path(ax, info.path, info)
     low, high = info.drawn_interval
     decision, target = info.decision, info.target_compute
-    ax.errorbar(
-        target,
-        decision,
-        yerr=[[decision - low], [high - decision]],
-        fmt="*",
+    # the interval as a capped line and the decision as a star, drawn apart: the decision need
+    # not lie inside the interval (a divergence cost may move it), and an error bar cannot say so
+    ax.vlines(target, low, high, color="tab:red", lw=1.5)
+    ax.scatter([target, target], [low, high], marker="_", s=60, color="tab:red")
+    ax.plot(
+        [target],
+        [decision],
+        marker="*",
         ms=12,
+        ls="none",
         color="tab:red",
-        capsize=4,
         label=f"target: decision, {info.percent} prediction interval",
     )
     ax.axvline(target, color="grey", ls=":", lw=1)
