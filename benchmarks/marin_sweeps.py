@@ -238,7 +238,8 @@ def render(
         "8× row nearest the prediction among the best row and the rows varying it (log distance "
         "for lr and batch_size, linear for weight_decay) minus the least finite loss among those "
         "rows, summed; a diverged pick scores the worst finite loss among them. One loss rounding "
-        "unit is 0.001.",
+        "unit is 0.001. Phase II's 2, 4, 8× tables (300M, 520M) vary only lr and batch_size: "
+        "weight_decay scores 0 there whatever the prediction, and only the 1× table informs it.",
         "",
         f"`{OURS}`: `extrapolate(obs, target={{N, D}}, params=[lr, weight_decay, batch_size], "
         'log_params=["lr", "batch_size"], seed=0)` (weight decay linear: its grid holds 0). '

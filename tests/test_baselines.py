@@ -114,3 +114,43 @@ def test_a_target_without_a_varying_scale_variable_is_refused(baselines: ModuleT
         baselines.argmin_loglinear(sweep, {"N": 100.0}, ["lr"])
     with pytest.raises(ValueError, match="finite"):
         baselines.copy_top_rung([trial(1.0, 1.0, NAN)])
+
+
+def test_the_marin_score_takes_the_nearest_row_per_parameter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """benchmarks/marin_sweeps.py's score on a hand-made 8x table (../shared/data/README.md)."""
+    pd = pytest.importorskip("pandas")  # the benchmark reads its CSVs with pandas
+    monkeypatch.syspath_prepend(str(PATH.parent))
+    spec = importlib.util.spec_from_file_location(
+        "_benchmark_marin", PATH.parent / "marin_sweeps.py"
+    )
+    assert spec is not None and spec.loader is not None
+    marin = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, marin)
+    spec.loader.exec_module(marin)
+    rows = [  # varied, lr, weight_decay, batch_size, loss (NaN: diverged)
+        ("best", 1e-3, 0.1, 128, 3.000),
+        ("lr", 5e-4, 0.1, 128, 3.010),
+        ("lr", 2e-3, 0.1, 128, NAN),
+        ("lr", 4e-3, 0.1, 128, 3.050),  # finite, yet above a diverged lr: the worst finite
+        ("weight_decay", 1e-3, 0.0, 128, 3.004),
+        ("weight_decay", 1e-3, 0.2, 128, 2.998),  # better than the best row: the least
+        ("batch_size", 1e-3, 0.1, 256, 3.020),
+        ("beta1", 1e-3, 0.1, 128, 2.900),  # varies no predicted parameter: never read
+    ]
+    table = pd.DataFrame(rows, columns=["varied", "lr", "weight_decay", "batch_size", "loss"])
+    # lr 1.5e-3 is nearer 2e-3 in log distance (0.29) than 1e-3 (0.41): diverged, scored as the
+    # worst finite lr row, 3.050 - 3.000; weight_decay 0.04 is nearest 0.0 (linear):
+    # 3.004 - 2.998; batch size 190 is nearer 256 (log): 3.020 - 3.000
+    score = marin.score(table, {"lr": 1.5e-3, "weight_decay": 0.04, "batch_size": 190.0})
+    assert score.diverged == ["lr"]
+    assert [round(s.regret, 6) for s in score.params.values()] == [0.05, 0.006, 0.02]
+    assert score.total == pytest.approx(0.076)
+    assert [s.picked for s in score.params.values()] == [2e-3, 0.0, 256.0]
+    # exactly at the best row: 0 + (3.000 - 2.998) + 0
+    best = marin.score(table, {"lr": 1e-3, "weight_decay": 0.1, "batch_size": 128.0})
+    assert best.total == pytest.approx(0.002) and best.diverged == []
+    # a published ">10", NaN or a loss above 6 is a diverged run
+    assert marin.final_loss("3.5") == 3.5
+    assert all(math.isnan(marin.final_loss(v)) for v in (">10", "NaN", "7.8"))

@@ -20,7 +20,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from transfersearch import TransferSearchError, default_cost
+from transfersearch import Observation, TransferSearchError, default_cost
 from transfersearch.synthetic import FAMILIES, Scenario, make_scenario
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -40,9 +40,9 @@ def runner(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return module
 
 
-def rungs(scenario: Scenario) -> dict[float, list]:
+def rungs(scenario: Scenario) -> dict[float, list[Observation]]:
     """Trials by rung cost, cheapest first."""
-    out: dict[float, list] = {}
+    out: dict[float, list[Observation]] = {}
     for obs in sorted(scenario.observations, key=lambda o: default_cost(o.scale)):
         out.setdefault(default_cost(obs.scale), []).append(obs)
     return out
