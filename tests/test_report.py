@@ -294,3 +294,24 @@ def test_crashed_trials_are_drawn_apart_from_diverged_ones_and_counted(tmp_path:
     texts = " ".join(draw_svg(obs + crashes, result, tmp_path / "report.svg"))
     assert f"× {diverged} diverged" in texts  # the crashes are not among them
     assert "□ 4 crashed (raised, not diverged): on the bottom edge" in texts
+
+
+def test_the_title_names_the_target_and_the_decision_and_rungs_have_distinct_colours(
+    tmp_path: Path,
+) -> None:
+    # issue 27 item 8: no title naming target and decision; two of six rung colours looked alike
+    obs = readme_ladder_observations()
+    target = ts.Scale(width=512, dataset_size=1.6e5, batch_size=64)
+    result = extrapolate(obs, target=target, params=["base_lr"], n_bootstrap=0, seed=0)
+    texts = draw_svg(obs, result, tmp_path / "report.svg")
+    decision = f"decision base_lr={result.params['base_lr']:.3g}"
+    assert f"target batch_size=64, dataset_size=1.6e+05, width=512: {decision}" in texts
+    from transfersearch.report import _rung_colors
+
+    colors = list(_rung_colors(sorted({o.scale for o in obs}, key=str)).values())
+    closest = min(
+        sum(abs(a - b) for a, b in zip(c1[:3], c2[:3], strict=True))
+        for i, c1 in enumerate(colors)
+        for c2 in colors[i + 1 :]
+    )
+    assert len(colors) == 6 and closest > 0.3  # RGB distance: no two rungs alike

@@ -110,6 +110,15 @@ def test_the_html_report_holds_the_figures(
     assert out.name == "transfer.html"
     text = out.read_text()
     assert text.count('class="plotly-graph-div"') == 3 and "Walk-forward validation" in text
+    # issue 27 item 8: the decision and the per-group lr / weight decay, as the CLI prints them
+    hp = res.hyperparameters()
+    assert (
+        "decision at the target: " + ", ".join(f"{k}={v:.4g}" for k, v in res.params.items())
+        in text
+    )
+    for group in ("input", "hidden", "output", "vector"):
+        row = f"<td>{group}</td><td>{hp.groups[group]['lr']:.4g}</td>"
+        assert row + f"<td>{hp.groups[group]['weight_decay']:.4g}</td>" in text
 
 
 def test_the_html_report_can_leave_plotlyjs_out(

@@ -385,6 +385,13 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _source_name(args: argparse.Namespace) -> str:
+    """What the report's title names: ``study 'proxy' (sqlite:///proxy.db)`` or the file."""
+    if args.storage:
+        return f"study {args.study!r} ({redact_url(args.storage)})"
+    return str(args.csv or args.json_file)
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from transfersearch.report import plot_report
 
@@ -401,7 +408,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         )
     source, sweep, result = _fit(args)
     observations = list(sweep.observations)
-    out = plot_report(observations, result, args.out, level=args.level)
+    out = plot_report(observations, result, args.out, level=args.level, title=_source_name(args))
     print(f"wrote {out}")
     if args.html:
         from transfersearch.visualization import write_html_report

@@ -201,8 +201,15 @@ def draw_report(
         _landscape_panel(axes[0][column], trials, name, color_of, first=column == 0)
         panel = law_panel_info(extrapolation, name, level=level, start=trials.scales[0])
         _law_panel(axes[1][column], panel, color_of, marks or {})
-    _head(figure, axes[0][0], title, trials.constant)
+    _head(figure, axes[0][0], title, trials.constant, _decision_line(extrapolation))
     return figure
+
+
+def _decision_line(extrapolation: Extrapolation) -> str:
+    """``target dataset_size=1e+07, width=4096: decision base_lr=0.0123, tau_epoch=0.55``."""
+    target = ", ".join(f"{k}={short_number(v)}" for k, v in extrapolation.target.items())
+    decision = ", ".join(f"{k}={v:.3g}" for k, v in extrapolation.params.items())
+    return f"target {target}: decision {decision}"
 
 
 def _checked(
@@ -219,17 +226,30 @@ def _checked(
     return obs
 
 
+#: Most rungs drawn in distinct qualitative colours (matplotlib's tab10); a longer ladder goes
+#: along viridis, cheapest darkest, whose neighbours then look alike.
+DISTINCT_COLORS = 10
+
+
 def _rung_colors(scales: Sequence[Scale]) -> dict[Scale, Any]:
-    """One colour per rung along viridis, cheapest darkest."""
-    colors = importlib.import_module("matplotlib").colormaps["viridis"]
+    """One colour per rung: tab10's distinct colours in cost order (viridis past ten rungs,
+    where six of its shades already looked alike in pairs)."""
+    colormaps = importlib.import_module("matplotlib").colormaps
+    if len(scales) <= DISTINCT_COLORS:
+        return {s: colormaps["tab10"](i) for i, s in enumerate(scales)}
+    colors = colormaps["viridis"]
     return {s: colors(i / max(1, len(scales) - 1)) for i, s in enumerate(scales)}
 
 
-def _head(figure: Any, first: Any, title: str | None, constant: Mapping[str, float]) -> None:
-    """The figure's title (with the scale variables every rung shares), the rungs' legend above
-    the panels, and the layout that keeps clear of both."""
+def _head(
+    figure: Any, first: Any, title: str | None, constant: Mapping[str, float], decision: str
+) -> None:
+    """The figure's title (what the caller names, the target and its decision, the scale
+    variables every rung shares), the rungs' legend above the panels, and the layout that keeps
+    clear of both."""
     handles, labels = first.get_legend_handles_labels()
     heading = [title] if title else []
+    heading.append(decision)
     if constant:
         heading.append(
             "every rung: " + ", ".join(f"{k}={short_number(v)}" for k, v in constant.items())

@@ -23,6 +23,7 @@ from __future__ import annotations
 import html
 import importlib
 import textwrap
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,10 +38,11 @@ from transfersearch._figure_info import (
     landscape_info,
     law_panel_info,
 )
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import TransferSearchError, TransferSearchWarning
 from transfersearch.fitting.coords import to_natural
 from transfersearch.observations import Observation
 from transfersearch.readers import as_observations
+from transfersearch.report import DISTINCT_COLORS
 from transfersearch.scale import Scale
 
 if TYPE_CHECKING:
@@ -85,10 +87,11 @@ def _every_rung(constant: dict[str, float]) -> str:
 
 
 def _colors(count: int) -> list[str]:
-    """``count`` colours along viridis, cheapest rung darkest (as in the PNG report)."""
+    """``count`` colours as in the PNG report: D3's ten distinct ones (matplotlib's tab10) in
+    cost order, along viridis past ten rungs."""
     colors = importlib.import_module("plotly.colors")
-    if count == 1:
-        return [colors.sequential.Viridis[0]]
+    if count <= DISTINCT_COLORS:
+        return list(colors.qualitative.D3[:count])
     return list(colors.sample_colorscale("Viridis", [i / (count - 1) for i in range(count)]))
 
 
@@ -399,6 +402,47 @@ def plot_walk_forward(extrapolation: Extrapolation) -> Any:
     return figure
 
 
+def _decision_line(extrapolation: Extrapolation) -> str:
+    """``decision at the target: base_lr=0.0123, tau_epoch=0.55``."""
+    return "decision at the target: " + ", ".join(
+        f"{k}={v:.4g}" for k, v in extrapolation.params.items()
+    )
+
+
+def _hyperparameter_table(extrapolation: Extrapolation) -> str:
+    """The per-group lr / weight decay / independent_wd / eps at the target as an HTML table
+    (PyTorch's coupled weight decay), with betas, batch size and steps; a line saying why not
+    when the source stored no space (a table, a custom rule)."""
+    if extrapolation.space is None:
+        return (
+            "<p>No per-group table: the source stored no TransferSpace (a CSV or a custom rule); "
+            "space.concretize(res.params, scale=res.target) gives it.</p>"
+        )
+    with warnings.catch_warnings():  # a coordinate past the sweep: said in hp.notes, shown below
+        warnings.simplefilter("ignore", TransferSearchWarning)
+        hp = extrapolation.hyperparameters()
+    columns = ("lr", "weight_decay", "independent_wd", "eps")
+    head = "".join(f"<th>{c}</th>" for c in ("group", *columns))
+    rows = "".join(
+        "<tr><td>"
+        + html.escape(group)
+        + "</td>"
+        + "".join(f"<td>{values[c]:.4g}</td>" for c in columns if c in values)
+        + "</tr>"
+        for group, values in hp.groups.items()
+    )
+    rest = (
+        f"betas={tuple(hp.betas)} eps={hp.eps:g} batch_size={hp.batch_size} "
+        f"total_steps={hp.total_steps} ema_momentum={hp.ema_momentum}"
+    )
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in hp.notes)
+    return (
+        "<h2>Hyperparameters at the target (torch.optim.AdamW, coupled weight decay)</h2>"
+        f'<table border="1" cellpadding="3"><tr>{head}</tr>{rows}</table>'
+        f"<p>{html.escape(rest)}</p>" + (f"<ul>{notes}</ul>" if notes else "")
+    )
+
+
 def write_html_report(
     source: Any,
     extrapolation: Extrapolation,
@@ -454,7 +498,13 @@ def write_html_report(
     ]
     summary = html.escape(extrapolation.summary())
     body = "\n".join(
-        [f"<pre>{summary}</pre>", *parts, *(f"<p>{html.escape(n)}</p>" for n in notes)]
+        [
+            f"<p>{html.escape(_decision_line(extrapolation))}</p>",
+            _hyperparameter_table(extrapolation),
+            f"<pre>{summary}</pre>",
+            *parts,
+            *(f"<p>{html.escape(n)}</p>" for n in notes),
+        ]
     )
     title = f"transfersearch: target {html.escape(_label(extrapolation.target))}"
     out.parent.mkdir(parents=True, exist_ok=True)
