@@ -1,4 +1,4 @@
-"""Width-transfer diagnostics for torch models (private; see ``integrations/torch.py``)."""
+"""Width- and depth-transfer diagnostics for torch models (private; see ``integrations/torch.py``)."""
 
 from __future__ import annotations
 
@@ -19,13 +19,39 @@ from transfersearch.space import Hyperparameters
 from ._torch_groups import (
     Pattern,
     check_base_width,
+    check_width,
     classify_for,
     clean_name,
+    find_blocks,
+    group_of,
     named_parameters,
     unwrap,
 )
 
-__all__ = ["CoordCheck", "Diagnostics", "MatrixDiagnostics", "coord_check", "diagnostics"]
+__all__ = [
+    "CoordCheck",
+    "DepthCheck",
+    "Diagnostics",
+    "MatrixDiagnostics",
+    "coord_check",
+    "depth_check",
+    "diagnostics",
+]
+
+#: Weight RMS within this factor of √(η/(2λ)) reads as "at equilibrium": the equilibrium RMS is an
+#: order-of-magnitude statement (Su; Kosson et al. Eq. 3 hold up to update-alignment constants).
+_EQUILIBRIUM_FACTOR = 2.0
+#: How many τ_iter a run needs before the equilibrium expectations apply: the initial weights'
+#: share decays as exp(−t/τ_iter) (Su, docs/science.md §4), to 5 % after 3 τ_iter.
+_EQUILIBRIUM_HORIZONS = 3.0
+
+_LEGEND = (
+    "columns: sigma_max = top singular value; ratio = sigma_max / (sqrt(lr/wd) * d^0.75) (Fan et "
+    "al. 2025; compare it across widths, equal ratios mean sublayer gains transfer); rms = weight "
+    "RMS; rms_eq = sqrt(lr/(2 wd)), the equilibrium RMS (Su); rel_upd = sqrt(2 lr wd), the "
+    "equilibrium relative update (Kosson et al. Eq. 3); tau_iter = 1/(lr wd) steps, the "
+    "weights' averaging horizon (Wang & Aitchison Eq. 4-6); '-' = no weight decay."
+)
 
 
 @dataclass(frozen=True)
@@ -46,6 +72,9 @@ class MatrixDiagnostics:
             kexue.fm/archives/11459, the moving-average reading of docs/science.md §4).
         expected_relative_update: √(2ηλ), equilibrium ‖ΔW‖/‖W‖ (Kosson et al. Eq. 3).
         tau_iter: 1/(ηλ), the EMA horizon in iterations (Wang & Aitchison Eq. 4–6).
+        equilibrium_ratio: weight_rms / expected_weight_rms (≈ 1 at equilibrium).
+        tau_exceeds_run: τ_iter > the run's steps / 3 (``hp.total_steps``; None when unknown):
+            the weights cannot reach the equilibrium the expectations describe.
     The expectations are None when λ = 0.
     """
 
@@ -62,14 +91,62 @@ class MatrixDiagnostics:
     expected_weight_rms: float | None
     expected_relative_update: float | None
     tau_iter: float
+    equilibrium_ratio: float | None = None
+    tau_exceeds_run: bool | None = None
 
 
 @dataclass(frozen=True)
 class Diagnostics:
-    """Per-matrix diagnostics of one model (:func:`diagnostics`); ``str()`` gives a table."""
+    """Per-matrix diagnostics of one model (:func:`diagnostics`); ``str()`` gives a table, a
+    legend of its columns and :meth:`verdict`."""
 
     matrices: tuple[MatrixDiagnostics, ...]
     figure: Any = None
+    #: The run's length in steps (``hp.total_steps``), when known.
+    total_steps: float | None = None
+
+    def verdict(self) -> str:
+        """What the numbers say, in words: runs too short for τ_iter, matrices off equilibrium.
+
+        A matrix whose τ_iter exceeds a third of the run never forgets its initialisation
+        (Su: its share decays as exp(−t/τ_iter)), so weight decay acts there as a mild shrink,
+        not as the timescale the rules transfer; its RMS and σ expectations do not apply.
+        """
+        long = [m.name for m in self.matrices if m.tau_exceeds_run]
+        lines: list[str] = []
+        if long:
+            tau = max(m.tau_iter for m in self.matrices if m.tau_exceeds_run)
+            lines.append(
+                f"tau_iter exceeds the run: {len(long)} matrices ({', '.join(long[:4])}) have "
+                f"tau_iter up to {tau:.3g} steps, more than 1/{_EQUILIBRIUM_HORIZONS:g} of the "
+                f"run's {self.total_steps:g}: their weights stay near the initialisation and the "
+                "rms/sigma expectations do not apply. To make weight decay set the timescale, "
+                "raise lr*weight_decay (a shorter tau_epoch) or train longer."
+            )
+        settled = [m for m in self.matrices if m.equilibrium_ratio is not None]
+        off = [
+            m
+            for m in settled
+            if not m.tau_exceeds_run
+            and not 1 / _EQUILIBRIUM_FACTOR <= m.equilibrium_ratio <= _EQUILIBRIUM_FACTOR  # type: ignore[operator]
+        ]
+        if off:
+            shown = ", ".join(f"{m.name} {m.equilibrium_ratio:.2g}" for m in off[:4])
+            lines.append(
+                f"off equilibrium: rms/rms_eq outside [1/{_EQUILIBRIUM_FACTOR:g}, "
+                f"{_EQUILIBRIUM_FACTOR:g}] for {shown}: before training (or early in it) this is "
+                "expected; after several tau_iter it means the group's lr or weight decay is not "
+                "what the weights feel (check the group, or the optimizer's convention)."
+            )
+        elif settled and not long:
+            lines.append(
+                f"at equilibrium: every decayed matrix has rms within a factor "
+                f"{_EQUILIBRIUM_FACTOR:g} of sqrt(lr/(2 wd)); compare the 'ratio' column across "
+                "widths (equal = sublayer gains transfer)."
+            )
+        if not settled:
+            lines.append("no matrix has weight decay: only sigma_max and rms are measured.")
+        return "\n".join(lines)
 
     def __iter__(self) -> Any:
         return iter(self.matrices)
@@ -98,6 +175,8 @@ class Diagnostics:
                 f"{fmt(m.expected_weight_rms):>9} {fmt(m.expected_relative_update):>8} "
                 f"{fmt(m.tau_iter):>9}"
             )
+        lines.append(_LEGEND)
+        lines.append(self.verdict())
         return "\n".join(lines)
 
 
@@ -107,14 +186,17 @@ def diagnostics(
     base_model: nn.Module | None = None,
     overrides: Mapping[Pattern, str] | None = None,
     plot: bool = False,
+    blocks: Pattern | None = None,
 ) -> Diagnostics:
     """Measured vs expected weight scales for every matrix of ``model`` (≥ 2 dimensions).
 
     For each matrix with η and coupled λ of its group: top singular value vs √(η/λ)·d^0.75
     (Fan et al. 2025; the ratio should match across widths), weight RMS vs √(η/(2λ)) (Su), the
     expected relative update √(2ηλ) (Kosson et al.) and τ_iter = 1/(ηλ) (Wang & Aitchison).
-    Groups come from :func:`classify` with the same ``base_model``/``overrides`` as
-    :func:`param_groups`. Expectations hold in equilibrium, after several τ_iter.
+    Groups come from :func:`classify` with the same ``base_model``/``overrides``/``blocks`` as
+    :func:`param_groups`. Expectations hold in equilibrium, after several τ_iter: a matrix whose
+    τ_iter exceeds a third of ``hp.total_steps`` is flagged (``tau_exceeds_run``), and
+    :meth:`Diagnostics.verdict` (printed under the table with a legend of its columns) says so.
 
     Args:
         plot: also draw σ_max/expectation per matrix (matplotlib, imported only then).
@@ -123,16 +205,19 @@ def diagnostics(
         TransferSearchError: see :func:`classify` (its messages name this function's
             ``overrides``/``base_model`` arguments).
     """
-    roles = classify_for(model, base_model, overrides, caller="diagnostics")
+    roles = classify_for(model, base_model, overrides, caller="diagnostics", blocks=blocks)
     check_base_width(roles, hp, "diagnostics")
+    check_width(roles, hp, "diagnostics")
     width = hp.scale.get("width")
+    total = hp.total_steps
+    split = "block_vector" in hp.groups
     rows: list[MatrixDiagnostics] = []
     for name, param in named_parameters(model):
         role = roles[name]
-        if role.group == "vector" or param.dim() < 2:
+        if role.group in ("vector", "block_vector") or param.dim() < 2:
             continue
-        lr = float(hp.groups[role.group]["lr"])
-        wd = float(hp.groups[role.group]["weight_decay"])
+        values = hp.group(group_of(role, split))
+        lr, wd = float(values["lr"]), float(values["weight_decay"])
         with torch.no_grad():
             weight = param.detach().float()
             matrix = weight.reshape(weight.shape[0], -1)
@@ -143,6 +228,8 @@ def diagnostics(
         d = float(width) if width is not None else float(role.fan_in or matrix.shape[1])
         product = lr * wd
         expected_sigma = math.sqrt(lr / wd) * d**0.75 if wd > 0 else None
+        expected_rms = math.sqrt(lr / (2 * wd)) if wd > 0 else None
+        tau_iter = 1.0 / product if product > 0 else math.inf
         rows.append(
             MatrixDiagnostics(
                 name=name,
@@ -155,9 +242,13 @@ def diagnostics(
                 expected_top_singular_value=expected_sigma,
                 singular_value_ratio=None if expected_sigma is None else sigma / expected_sigma,
                 weight_rms=rms,
-                expected_weight_rms=math.sqrt(lr / (2 * wd)) if wd > 0 else None,
+                expected_weight_rms=expected_rms,
                 expected_relative_update=math.sqrt(2 * product) if wd > 0 else None,
-                tau_iter=1.0 / product if product > 0 else math.inf,
+                tau_iter=tau_iter,
+                equilibrium_ratio=None if expected_rms is None else rms / expected_rms,
+                tau_exceeds_run=None
+                if total is None or wd <= 0
+                else tau_iter > total / _EQUILIBRIUM_HORIZONS,
             )
         )
     figure = None
@@ -170,7 +261,7 @@ def diagnostics(
         axis.set_ylabel("σ_max / (√(η/λ)·d^0.75)")
         axis.set_title(f"width {width}: match these across widths (Fan et al.)")
         figure.tight_layout()
-    return Diagnostics(matrices=tuple(rows), figure=figure)
+    return Diagnostics(matrices=tuple(rows), figure=figure, total_steps=total)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -344,5 +435,209 @@ def _plot_rms(
     axis.set_xlabel("width")
     axis.set_ylabel(f"activation RMS after {steps} steps")
     axis.legend(fontsize=6)
+    figure.tight_layout()
+    return figure
+
+
+# ----------------------------------------------------------------------------------------------
+# Across depth
+# ----------------------------------------------------------------------------------------------
+#: The per-depth quantities :class:`DepthCheck` records, with what Θ(1) in depth means for each.
+DEPTH_COLUMNS: dict[str, str] = {
+    "stream_rms": "RMS of the residual stream after the last block, after the steps",
+    "stream_delta": "RMS change of that stream from step 0 to the last step (the feature update)",
+    "block_delta": "mean over blocks of the RMS change of each block's output stream",
+    "output_delta": "RMS change of the model's output (logits) from step 0 to the last step",
+    "weight_update": "mean over block matrices of |W_T - W_0|_F / |W_0|_F",
+    "weight_rms": "mean RMS of the block matrices after the steps",
+    "top_singular_value": "mean top singular value of the block matrices after the steps",
+}
+
+
+@dataclass(frozen=True)
+class DepthCheck:
+    """Activation and update scales per depth (:func:`depth_check`); ``str()`` gives a table.
+
+    ``rows[depth][column]`` for the columns of :data:`DEPTH_COLUMNS`. Under a parametrisation
+    that transfers in depth (CompleteP, α = 1, with the residual multiplier 1/m_L applied;
+    Dey et al. 2025) the stream and its update stay Θ(1) as depth grows: :meth:`slopes` (log-log
+    slope against depth) near 0. Under the standard parametrisation the update grows with depth.
+    """
+
+    depths: tuple[int, ...]
+    steps: int
+    rows: Mapping[int, Mapping[str, float]]
+    figure: Any = field(default=None, compare=False)
+
+    def slopes(self) -> dict[str, float]:
+        """Least-squares slope of log value against log depth, per column (≈ 0: Θ(1) in depth)."""
+        xs = [math.log(d) for d in self.depths]
+        mean_x = sum(xs) / len(xs)
+        den = sum((x - mean_x) ** 2 for x in xs)
+        out: dict[str, float] = {}
+        for column in DEPTH_COLUMNS:
+            ys = [math.log(max(self.rows[d][column], 1e-30)) for d in self.depths]
+            mean_y = sum(ys) / len(ys)
+            out[column] = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / den
+        return out
+
+    def __str__(self) -> str:
+        names = list(DEPTH_COLUMNS)
+        lines = [f"{'depth':>5} " + " ".join(f"{n:>18}" for n in names)]
+        for depth in self.depths:
+            lines.append(f"{depth:>5} " + " ".join(f"{self.rows[depth][n]:>18.4g}" for n in names))
+        slopes = self.slopes()
+        lines.append(f"{'slope':>5} " + " ".join(f"{slopes[n]:>18.3f}" for n in names))
+        lines.append(
+            "slope = d log(value) / d log(depth); near 0 = Theta(1) in depth. Columns: "
+            + "; ".join(f"{k}: {v}" for k, v in DEPTH_COLUMNS.items())
+        )
+        return "\n".join(lines)
+
+
+def _block_list(model: nn.Module, block_list: str | None) -> nn.ModuleList:
+    """The model's residual blocks: the ModuleList named ``block_list``, else the detected one."""
+    root = unwrap(model)
+    if block_list is None:
+        found = find_blocks(root, None)
+        if not found.prefixes:
+            raise TransferSearchError(
+                f"depth_check cannot find the residual blocks: {found.problem}. Pass "
+                "block_list='<name of the nn.ModuleList of blocks>', e.g. 'transformer.h'."
+            )
+        block_list = found.prefixes[0]
+    modules = {clean_name(name): module for name, module in root.named_modules()}
+    blocks = modules.get(block_list)
+    if not isinstance(blocks, nn.ModuleList):
+        raise TransferSearchError(
+            f"`block_list`={block_list!r} is not an nn.ModuleList of the model; lists there: "
+            f"{[n for n, m in modules.items() if isinstance(m, nn.ModuleList)][:5]}."
+        )
+    return blocks
+
+
+def _stream_hook(store: list[torch.Tensor]) -> Callable[[nn.Module, Any, Any], None]:
+    """A forward hook appending a copy of the block's output (the residual stream) to ``store``."""
+
+    def hook(_module: nn.Module, _inputs: Any, output: Any) -> None:
+        tensor = _first_tensor(output)
+        if tensor is not None:
+            store.append(tensor.detach().clone())
+
+    return hook
+
+
+def _rms(tensor: torch.Tensor) -> float:
+    return float(tensor.detach().float().pow(2).mean().sqrt())
+
+
+@experimental("0.2.0")
+def depth_check(
+    make_model: Callable[[int], nn.Module],
+    depths: Sequence[int],
+    data: tuple[torch.Tensor, torch.Tensor],
+    *,
+    steps: int = 3,
+    make_optimizer: Callable[[nn.Module, int], torch.optim.Optimizer],
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None = None,
+    block_list: str | None = None,
+    seed: int = 0,
+    plot: bool = False,
+) -> DepthCheck:
+    """The coordinate check across depth: activations, their updates and the block weights' scales.
+
+    For each depth: ``torch.manual_seed(seed)``, ``model = make_model(depth)``, a forward pass on
+    ``data``'s inputs recording the residual stream after every block, ``steps`` optimizer steps
+    on the same batch, and the same forward pass again. Records the columns of
+    :data:`DEPTH_COLUMNS` (stream RMS, the stream's and the output's change, the block matrices'
+    relative update, RMS and top singular value). Θ(1) in depth is what CompleteP (Dey et al.
+    2025) asks; the model must apply its residual multiplier (``hp.residual_multiplier``).
+
+    Args:
+        make_model: depth → model (the residual multiplier of that depth applied inside).
+        depths: at least two distinct depths.
+        data: (inputs, targets), one fixed batch.
+        steps: optimizer steps (>= 1).
+        make_optimizer: (model, depth) → optimizer, e.g. AdamW over :func:`param_groups` with the
+            hyperparameters of that depth.
+        block_list: the name of the ``nn.ModuleList`` of blocks (default: the model's one list of
+            same-class modules).
+        plot: draw each column against depth (matplotlib, imported only then).
+
+    Raises:
+        TransferSearchError: fewer than two depths, steps < 1, or no block list to be found.
+    """
+    checked = tuple(int(d) for d in depths)
+    if len(set(checked)) < 2 or min(checked) <= 0:
+        raise TransferSearchError(
+            f"`depths` must hold at least two distinct positive depths, but got {checked}."
+        )
+    if steps < 1:
+        raise TransferSearchError(f"depth_check needs steps >= 1 to see updates, got {steps=}.")
+    inputs, targets = data
+    loss_of = loss_fn or _default_loss
+    rows: dict[int, dict[str, float]] = {}
+    for depth in checked:
+        torch.manual_seed(seed)
+        model = make_model(depth)
+        blocks = _block_list(model, block_list)
+        streams: list[torch.Tensor] = []
+        handles = [block.register_forward_hook(_stream_hook(streams)) for block in blocks]
+        matrices = [p for p in blocks.parameters() if p.dim() >= 2]
+        try:
+            before_out = _first_tensor(model(inputs))
+            before = list(streams)
+            initial = [p.detach().clone() for p in matrices]
+            optimizer = make_optimizer(model, depth)
+            for _ in range(steps):
+                streams.clear()
+                optimizer.zero_grad(set_to_none=True)
+                prediction = _first_tensor(model(inputs))
+                if prediction is None:
+                    raise TransferSearchError("depth_check: the model returned no tensor.")
+                loss: torch.Tensor = loss_of(prediction, targets)
+                loss.backward()  # type: ignore[no-untyped-call]
+                optimizer.step()
+            streams.clear()
+            with torch.no_grad():
+                after_out = _first_tensor(model(inputs))
+            after = list(streams)
+        finally:
+            for handle in handles:
+                handle.remove()
+        if before_out is None or after_out is None:
+            raise TransferSearchError("depth_check: the model returned no tensor.")
+        with torch.no_grad():
+            rows[depth] = {
+                "stream_rms": _rms(after[-1]),
+                "stream_delta": _rms(after[-1] - before[-1]),
+                "block_delta": sum(_rms(a - b) for a, b in zip(after, before)) / len(after),
+                "output_delta": _rms(after_out - before_out),
+                "weight_update": sum(
+                    float((p - p0).norm() / p0.norm()) for p, p0 in zip(matrices, initial)
+                )
+                / len(matrices),
+                "weight_rms": sum(_rms(p) for p in matrices) / len(matrices),
+                "top_singular_value": sum(
+                    float(torch.linalg.matrix_norm(p.detach().float().reshape(p.shape[0], -1), 2))
+                    for p in matrices
+                )
+                / len(matrices),
+            }
+    figure = _plot_depth(checked, rows) if plot else None
+    return DepthCheck(depths=checked, steps=steps, rows=rows, figure=figure)
+
+
+def _plot_depth(depths: tuple[int, ...], rows: Mapping[int, Mapping[str, float]]) -> Any:
+    """Each column of :data:`DEPTH_COLUMNS` against depth, log-log (matplotlib figure)."""
+    figure = new_figure(figsize=(9, 5))
+    axes = figure.subplots(2, 4).ravel()
+    for axis, column in zip(axes, DEPTH_COLUMNS):
+        axis.plot(depths, [rows[d][column] for d in depths], marker="o")
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_title(column, fontsize=8)
+        axis.set_xlabel("depth", fontsize=7)
+    axes[-1].axis("off")
     figure.tight_layout()
     return figure

@@ -1,4 +1,4 @@
-"""PyTorch adapter: param groups by base shapes, schedules, model EMA and width diagnostics.
+"""PyTorch adapter: param groups by base shapes, schedules, model EMA, width and depth diagnostics.
 
 .. code-block:: python
 
@@ -6,7 +6,7 @@
 
     with torch.device("meta"):                        # shapes only, no memory
         base = make_model(width=64)
-    groups = param_groups(model, hp, base_model=base)  # input / hidden / output / vector
+    groups = param_groups(model, hp, base_model=base)  # input / hidden / output / vector (+ block_vector)
     opt = torch.optim.AdamW(groups, betas=hp.betas, eps=hp.eps)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, schedule(hp, total_steps, "cosine", warmup="linear", warmup_steps=100)
@@ -35,7 +35,15 @@ except ImportError as exc:  # pragma: no cover - exercised only without torch
         "transfersearch.integrations.torch needs PyTorch: pip install 'transfersearch[torch]'"
     ) from exc
 
-from ._torch_diagnostics import CoordCheck, Diagnostics, MatrixDiagnostics, coord_check, diagnostics
+from ._torch_diagnostics import (
+    CoordCheck,
+    DepthCheck,
+    Diagnostics,
+    MatrixDiagnostics,
+    coord_check,
+    depth_check,
+    diagnostics,
+)
 from ._torch_ema import ModelEMA
 from ._torch_groups import ParameterRole, classify, param_groups, unwrap
 from ._torch_schedules import KINDS, WARMUPS, Multiplier, WeightDecaySchedule, schedule
@@ -44,6 +52,7 @@ __all__ = [
     "KINDS",
     "WARMUPS",
     "CoordCheck",
+    "DepthCheck",
     "Diagnostics",
     "MatrixDiagnostics",
     "ModelEMA",
@@ -52,6 +61,7 @@ __all__ = [
     "WeightDecaySchedule",
     "classify",
     "coord_check",
+    "depth_check",
     "diagnostics",
     "param_groups",
     "schedule",

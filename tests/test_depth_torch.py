@@ -3,6 +3,8 @@ refusals (blocks not found, hp for another width: issue 27 item 1), through the 
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -10,6 +12,7 @@ from torch import nn  # noqa: E402
 
 import transfersearch as ts  # noqa: E402
 from transfersearch import rules  # noqa: E402
+from transfersearch.experimental import ExperimentalWarning  # noqa: E402
 from transfersearch.integrations.torch import param_groups  # noqa: E402
 
 BASE = ts.Scale(width=32, depth=2, dataset_size=1e5, batch_size=64)
@@ -164,3 +167,66 @@ def test_a_deeper_model_needs_a_reference_at_its_depth() -> None:
     hp = hp_at(ts.Scale(width=64, depth=8), rules.MuP(depth="completep"))
     with pytest.raises(ts.TransferSearchError, match="build base_model at the model's depth"):
         param_groups(TinyGPT(64, 8), hp, base_model=meta(TinyGPT, 32, 2))
+
+
+def test_depth_check_shows_completep_stays_flat_where_standard_grows() -> None:
+    """The residual stream and its update after 3 AdamW steps, depths 2 → 8 (base 2): flat in
+    depth under CompleteP (residual 1/m_L; measured slopes −0.04 and −0.10 to depth 16), growing
+    under the standard parametrisation (residual 1: +0.52 and +0.68)."""
+    from transfersearch.integrations.torch import depth_check
+
+    generator = torch.Generator().manual_seed(0)
+    data = (
+        torch.randint(0, VOCAB, (8, 12), generator=generator),
+        torch.randint(0, VOCAB, (8, 12), generator=generator),
+    )
+    slopes = {}
+    for name, rule, residual in (
+        ("completep", rules.MuP(depth="completep"), True),
+        ("standard", rules.MuP(), False),
+    ):
+
+        def make_model(depth: int, rule: rules.Rule = rule, residual: bool = residual) -> nn.Module:
+            hp = hp_at(ts.Scale(width=32, depth=depth), rule)
+            return TinyGPT(32, depth, residual=hp.residual_multiplier if residual else 1.0)
+
+        def make_optimizer(
+            model: nn.Module, depth: int, rule: rules.Rule = rule
+        ) -> torch.optim.Optimizer:
+            hp = hp_at(ts.Scale(width=32, depth=depth), rule)
+            groups = param_groups(model, hp, base_model=meta(TinyGPT, 64, depth))
+            return torch.optim.AdamW(groups, betas=hp.betas, eps=hp.eps)
+
+        with warnings.catch_warnings():  # experimental: warned once per process
+            warnings.simplefilter("ignore", ExperimentalWarning)
+            check = depth_check(make_model, [2, 4, 8], data, steps=3, make_optimizer=make_optimizer)
+        slopes[name] = check.slopes()
+        assert "stream_delta" in str(check) and "slope" in str(check)
+    assert abs(slopes["completep"]["stream_rms"]) < 0.15
+    assert abs(slopes["completep"]["stream_delta"]) < 0.2
+    assert slopes["standard"]["stream_rms"] > 0.35
+    assert slopes["standard"]["stream_delta"] > 0.45
+
+
+def test_diagnostics_explain_columns_give_a_verdict_and_flag_a_long_tau_iter() -> None:
+    """Issue 27 item 12: τ_iter = 1/(ηλ) against the run's steps; a legend; a verdict."""
+    from transfersearch.integrations.torch import diagnostics
+
+    space = ts.TransferSpace(
+        BASE.replace(steps=1000),
+        {"base_lr": ts.Float(1e-4, 1e-1, log=True), "tau_iter": ts.Float(10, 1e5, log=True)},
+    )
+    short = space.concretize({"base_lr": 1e-2, "tau_iter": 100.0}, ts.Scale(width=64, depth=2))
+    long = space.concretize({"base_lr": 1e-2, "tau_iter": 1e4}, ts.Scale(width=64, depth=2))
+    model, ref = TinyGPT(64, 2), meta(TinyGPT, 32, 2)
+    flagged = diagnostics(model, long, base_model=ref)
+    hidden = next(m for m in flagged if m.group == "hidden")
+    assert hidden.tau_iter == pytest.approx(1e4) and hidden.tau_exceeds_run is True
+    assert "tau_iter exceeds the run" in flagged.verdict()
+    assert "run's 1000" in flagged.verdict()
+    text = str(flagged)
+    assert "columns: sigma_max = top singular value" in text and "rms_eq = sqrt(lr/(2 wd))" in text
+    fresh = diagnostics(model, short, base_model=ref)
+    assert not any(m.tau_exceeds_run for m in fresh)
+    # freshly initialised weights are far from sqrt(η/(2λ)): said, with the reason
+    assert "off equilibrium" in fresh.verdict() and "before training" in fresh.verdict()
