@@ -24,6 +24,9 @@ optuna = pytest.importorskip("optuna")
 pytest.importorskip("matplotlib")
 pytest.importorskip("tqdm")
 
+from _tables import observations, sweep_rows  # noqa: E402
+
+from transfersearch import Scale, extrapolate  # noqa: E402
 from transfersearch.observations import Observation  # noqa: E402
 from transfersearch_demo import app as demo  # noqa: E402
 from transfersearch_demo import task  # noqa: E402
@@ -76,6 +79,44 @@ def test_summary_json_writes_diverged_losses_as_null() -> None:
     }
 
 
+def test_the_printout_explains_methods_regret_and_a_wide_interval_and_draws_the_target_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 27 item 8: method names, "regret" and a 2.7-decade interval went unexplained, no
+    # summary(), and the 12 target runs were in no picture
+    result = extrapolate(observations(sweep_rows()), target=Scale(width=1024, dataset_size=3.2e5,
+                         batch_size=64), n_bootstrap=0, seed=0)  # fmt: skip
+    interval = {"base_lr": (1e-4, 0.05), "tau_epoch": (0.5, 2.0)}  # 2.7 and 0.6 decades
+    config = demo.MODES["quick"]
+    grid = {
+        f"grid base_lr={lr:g} tau_epoch={tau:g}": 2.0 + lr for lr in config.grid_lr
+        for tau in config.grid_tau
+    }  # fmt: skip
+    coords = {"base_lr": 1e-3, "tau_epoch": 1.0}
+    methods = {
+        m: {"val_loss": 2.0 + i / 10, "regret": i / 10, "lr": 1e-3, "weight_decay": 0.1,
+            "coordinates": coords}
+        for i, m in enumerate(demo.METHODS)
+    }  # fmt: skip
+    summary = {
+        "methods": methods,
+        "target_grid": grid,
+        "best_at_target": {"label": "transfersearch", "val_loss": 2.0},
+        "regret": {m: v["regret"] for m, v in methods.items()},
+        "target": config.target.to_dict(),
+    }
+    demo._print_summary(summary, result, interval)
+    printed = capsys.readouterr().out
+    assert result.summary() in printed
+    for note in demo.METHOD_NOTES.values():
+        assert note in printed
+    assert "regret = a method's validation loss minus that best loss" in printed
+    assert "note: base_lr's 90% interval spans 2.7 decades (0.0001 to 0.05)" in printed
+    assert "tau_epoch's 90% interval" not in printed  # 0.6 decades: no comment
+    picture = demo.plot_target_runs(summary, config, interval, tmp_path / "target_runs.png")
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 @pytest.mark.slow
 def test_quick_demo_end_to_end_and_resume(tmp_path: Path) -> None:
     out = tmp_path / "demo"
@@ -117,8 +158,13 @@ def test_quick_demo_end_to_end_and_resume(tmp_path: Path) -> None:
     png = (out / "report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
 
-    # the table was printed
+    # the table was printed, with what its rows and "regret" mean and the fit's summary
     assert "transfersearch" in first.stdout and "regret" in first.stdout
+    for note in demo.METHOD_NOTES.values():
+        assert note in first.stdout
+    assert "regret = a method's validation loss minus that best loss" in first.stdout
+    # the target runs have a picture (issue 27 item 8)
+    assert (out / "target_runs.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     # the study holds every proxy trial, spread over every rung
     study = optuna.load_study(study_name="demo-quick", storage=f"sqlite:///{out / 'study.db'}")

@@ -5,11 +5,13 @@ character-level models (:mod:`transfersearch_demo.task`), extrapolates the optim
 and measures there the regret of transfersearch, of copying the best proxy, and of µP with weight
 decay held fixed. Why the target's width and data ratios differ, and what each method does:
 ``docs/design.md`` ("The demo"). Outputs in ``DIR``: ``study.db``, ``target_runs.json``,
-``summary.json`` (strict JSON) and ``report.png``; the numbers are measured, never edited.
+``summary.json`` (strict JSON), ``report.png`` (the sweep and the laws) and ``target_runs.png``
+(the target's runs); the numbers are measured, never edited.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import time
@@ -26,7 +28,7 @@ from transfersearch import Extrapolation, extrapolate
 from transfersearch.errors import TransferSearchError
 from transfersearch.observations import Observation
 from transfersearch.readers import as_observations
-from transfersearch.report import format_table, plot_report
+from transfersearch.report import format_table, new_figure, plot_report
 from transfersearch.rules import MuP, Standard
 from transfersearch.scale import Scale
 from transfersearch.space import Float, Hyperparameters, TransferSpace
@@ -48,6 +50,16 @@ __all__ = [
 
 PARAMS = ("base_lr", "tau_epoch")
 METHODS = ("transfersearch", "copy_best_proxy", "mup_fixed_wd")
+#: What each method's row means, printed under the table (the README's words, so that the
+#: output reads without it).
+METHOD_NOTES = {
+    "transfersearch": "the hyperparameters extrapolate() predicts at the target",
+    "copy_best_proxy": "the best proxy trial's lr and weight decay, used unchanged at the target",
+    "mup_fixed_wd": "the best proxy's base_lr carried by µP's width rule, its weight decay held "
+    "fixed",
+}
+#: A log parameter's 90% interval wider than this many decades gets a line saying what it means.
+WIDE_INTERVAL_DECADES = 1.0
 
 
 @dataclass(frozen=True)
@@ -383,19 +395,81 @@ def run(
         observations,
         result,
         folder / "report.png",
-        title=f"transfersearch demo ({config.name}): char-MLP on the stdlib, target {target!r}",
+        title=f"transfersearch demo ({config.name}, study {study.study_name!r}): char-MLP on "
+        "the stdlib",
         marks=marks,
     )
     interval = result.interval(0.9)
     summary = _summary(config, dev, len(observations), result, interval, best, space, hps, losses)
     summary["seconds"] = {"sweep": sweep_seconds, "total": time.perf_counter() - started}
     (folder / "summary.json").write_text(json.dumps(json_safe(summary), indent=2, allow_nan=False))
+    plot_target_runs(summary, config, interval, folder / "target_runs.png")
     _print_summary(summary, result, interval)
     print(
-        f"wrote {folder / 'summary.json'} and {folder / 'report.png'} "
-        f"in {summary['seconds']['total']:.0f} s"
+        f"wrote {folder / 'summary.json'}, {folder / 'report.png'} (the sweep and the laws) and "
+        f"{folder / 'target_runs.png'} (the target runs) in {summary['seconds']['total']:.0f} s"
     )
     return summary
+
+
+def plot_target_runs(
+    summary: Mapping[str, Any],
+    config: DemoConfig,
+    interval: Mapping[str, tuple[float, float]],
+    path: Path,
+) -> Path:
+    """The runs at the target in (base_lr, τ_epoch): the grid and the three methods, each with
+    its loss, and the extrapolation's 90% interval as a box.
+
+    Returns:
+        ``path``, written.
+    """
+    figure = new_figure(figsize=(7.0, 5.6))
+    ax = figure.subplots()
+    grid = [
+        (lr, tau, summary["target_grid"][f"grid base_lr={lr:g} tau_epoch={tau:g}"])
+        for lr in config.grid_lr
+        for tau in config.grid_tau
+    ]
+    ax.scatter([g[0] for g in grid], [g[1] for g in grid], s=30, color="grey", label="grid run")
+    for lr, tau, loss in grid:
+        ax.annotate(_loss_text(loss), (lr, tau), textcoords="offset points", xytext=(5, -10),
+                    fontsize=7, color="grey")  # fmt: skip
+    for method, marker in zip(METHODS, ("*", "s", "D"), strict=True):
+        values = summary["methods"][method]
+        coords = values["coordinates"]
+        ax.scatter(coords["base_lr"], coords["tau_epoch"], marker=marker, s=90,
+                   label=f"{method}: {_loss_text(values['val_loss'])}")  # fmt: skip
+    (lr_low, lr_high), (tau_low, tau_high) = interval["base_lr"], interval["tau_epoch"]
+    ax.add_patch(
+        importlib.import_module("matplotlib.patches").Rectangle(
+            (lr_low, tau_low), lr_high - lr_low, tau_high - tau_low, fill=False,
+            ls="--", color="tab:blue", label="transfersearch's 90% interval",
+        )
+    )  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("base_lr (the ladder's coordinates)")
+    ax.set_ylabel("tau_epoch")
+    best = summary["best_at_target"]
+    ax.set_title(
+        f"the {len(grid) + len(METHODS)} target runs at {_scale_text(summary['target'])}\n"
+        f"validation loss, nats/char (best {_loss_text(best['val_loss'])}: {best['label']})",
+        fontsize=9,
+    )
+    ax.legend(fontsize=7, loc="best")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    return path
+
+
+def _loss_text(loss: float | None) -> str:
+    """A target run's loss as the picture writes it (a diverged run: ``diverged``)."""
+    return "diverged" if loss is None or not math.isfinite(loss) else f"{loss:.3f}"
+
+
+def _scale_text(scale: Mapping[str, float]) -> str:
+    return ", ".join(f"{k}={v:g}" for k, v in scale.items())
 
 
 def _config(*, full: bool, quick: bool, trials: int | None) -> DemoConfig:
@@ -515,12 +589,19 @@ def _print_summary(
     target, the best loss found there and which method came closest to it."""
     print()
     print(_law_table(result, interval))
+    for line in _wide_interval_notes(result, interval):
+        print(line)
+    print()
+    print(result.summary())
     print()
     print(_method_table(summary["methods"]))
+    for method in METHODS:
+        print(f"  {method}: {METHOD_NOTES[method]}")
     best = summary["best_at_target"]
     print(
         f"best loss at the target: {best['val_loss']:.4f} ({best['label']}); "
-        f"{len(summary['target_grid'])} grid runs + 3 methods"
+        f"{len(summary['target_grid'])} grid runs + 3 methods. regret = a method's validation "
+        "loss minus that best loss (0: as good as the best run found; lower is better)"
     )
     regret = summary["regret"]
     winner = min(METHODS, key=lambda m: regret[m])
@@ -532,6 +613,26 @@ def _print_summary(
             f"{regret['transfersearch']:.4g} vs {regret[winner]:.4g}); this run's numbers are "
             "reported as measured"
         )
+
+
+def _wide_interval_notes(
+    result: Extrapolation, interval: Mapping[str, tuple[float, float]]
+) -> list[str]:
+    """A line for each log parameter whose 90% interval spans more than
+    :data:`WIDE_INTERVAL_DECADES`: how wide, and what it means for the decision."""
+    notes = []
+    for name, (low, high) in interval.items():
+        if name not in result.log_params or not low > 0:
+            continue
+        decades = math.log10(high / low) if math.isfinite(high) else math.inf
+        if decades > WIDE_INTERVAL_DECADES:
+            notes.append(
+                f"note: {name}'s 90% interval spans {decades:.1f} decades ({low:.3g} to "
+                f"{high:.3g}): the ladder places the target's optimum loosely, and the decision "
+                f"is the fit's best single guess inside it; the target runs below show what that "
+                "costs here. More trials on the largest rungs, or a larger rung, narrow it."
+            )
+    return notes
 
 
 def _law_table(result: Extrapolation, interval: Mapping[str, tuple[float, float]]) -> str:
