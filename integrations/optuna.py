@@ -193,18 +193,27 @@ def observations_from_study(study: Study) -> list[Observation]:
         deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
     )
     result: list[Observation] = []
-    scaled = 0
+    scaled = unmarked = 0
     for trial in trials:
         scale = {k[6:]: v for k, v in trial.user_attrs.items() if k.startswith("scale.")}
         scaled += bool(scale)
         if not scale or died(trial):
             continue  # a dead worker's or an interrupted trial: its retry stands for it
         result.append(observation(trial, scale))
+        unmarked += trial.state == TrialState.FAIL and FAIL_KIND_ATTR not in trial.system_attrs
     if trials and not scaled:
         raise TransferSearchError(
             f"none of the {len(trials)} finished trials of study {study.study_name!r} records a "
             "scale (user attributes 'scale.<name>'). Run the study with TransferSampler, or set "
             "trial.set_user_attr('scale.width', ...) for each scale variable."
+        )
+    if unmarked:
+        logger.info(
+            "%d FAIL trials of study %r do not record whether they raised or returned NaN (%s: "
+            "written by TransferSampler since issue 27); read as crashes, not divergences",
+            unmarked,
+            study.study_name,
+            FAIL_KIND_ATTR,
         )
     return result
 

@@ -109,3 +109,23 @@ class _nothing:
 
     def __exit__(self, *args: object) -> None:
         return None
+
+
+def test_a_fail_that_records_no_kind_is_read_as_a_crash_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A study written before the sampler recorded the kind: its FAILs are crashes, and the log
+    says how many were read so."""
+    study = optuna.create_study()
+    study.add_trial(
+        optuna.trial.create_trial(
+            state=optuna.trial.TrialState.FAIL,
+            params={"base_lr": 1e-3},
+            distributions={"base_lr": optuna.distributions.FloatDistribution(1e-4, 1e-1)},
+            user_attrs={"scale.width": 64},
+        )
+    )
+    with caplog.at_level("INFO", logger="transfersearch.integrations.optuna"):
+        (obs,) = observations_from_study(study)
+    assert obs.crashed and not obs.diverged
+    assert "1 FAIL trials of study" in caplog.text and "read as crashes" in caplog.text
