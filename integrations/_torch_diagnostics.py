@@ -17,6 +17,7 @@ from transfersearch.report import new_figure
 from transfersearch.space import Hyperparameters
 
 from ._torch_groups import (
+    ParameterRole,
     Pattern,
     check_base_width,
     check_width,
@@ -180,6 +181,48 @@ class Diagnostics:
         return "\n".join(lines)
 
 
+def _matrix_row(
+    role: ParameterRole,
+    param: torch.Tensor,
+    lr: float,
+    wd: float,
+    width: float | None,
+    total: float | None,
+) -> MatrixDiagnostics:
+    """One matrix's measured scales and their expectations at (η, λ) (see :func:`diagnostics`)."""
+    with torch.no_grad():
+        weight = param.detach().float()
+        matrix = weight.reshape(weight.shape[0], -1)
+        if role.fan_out_axis == 1:  # ConvTranspose / Embedding: put fan-out first
+            matrix = weight.transpose(0, 1).reshape(weight.shape[1], -1)
+        sigma = float(torch.linalg.matrix_norm(matrix, ord=2))
+        rms = float(weight.pow(2).mean().sqrt())
+    d = float(width) if width is not None else float(role.fan_in or matrix.shape[1])
+    product = lr * wd
+    expected_sigma = math.sqrt(lr / wd) * d**0.75 if wd > 0 else None
+    expected_rms = math.sqrt(lr / (2 * wd)) if wd > 0 else None
+    tau_iter = 1.0 / product if product > 0 else math.inf
+    return MatrixDiagnostics(
+        name=role.name,
+        group=role.group,
+        shape=role.shape,
+        lr=lr,
+        weight_decay=wd,
+        width=d,
+        top_singular_value=sigma,
+        expected_top_singular_value=expected_sigma,
+        singular_value_ratio=None if expected_sigma is None else sigma / expected_sigma,
+        weight_rms=rms,
+        expected_weight_rms=expected_rms,
+        expected_relative_update=math.sqrt(2 * product) if wd > 0 else None,
+        tau_iter=tau_iter,
+        equilibrium_ratio=None if expected_rms is None else rms / expected_rms,
+        tau_exceeds_run=None
+        if total is None or wd <= 0
+        else tau_iter > total / _EQUILIBRIUM_HORIZONS,
+    )
+
+
 def diagnostics(
     model: nn.Module,
     hp: Hyperparameters,
@@ -217,38 +260,9 @@ def diagnostics(
         if role.group in ("vector", "block_vector") or param.dim() < 2:
             continue
         values = hp.group(group_of(role, split))
-        lr, wd = float(values["lr"]), float(values["weight_decay"])
-        with torch.no_grad():
-            weight = param.detach().float()
-            matrix = weight.reshape(weight.shape[0], -1)
-            if role.fan_out_axis == 1:  # ConvTranspose / Embedding: put fan-out first
-                matrix = weight.transpose(0, 1).reshape(weight.shape[1], -1)
-            sigma = float(torch.linalg.matrix_norm(matrix, ord=2))
-            rms = float(weight.pow(2).mean().sqrt())
-        d = float(width) if width is not None else float(role.fan_in or matrix.shape[1])
-        product = lr * wd
-        expected_sigma = math.sqrt(lr / wd) * d**0.75 if wd > 0 else None
-        expected_rms = math.sqrt(lr / (2 * wd)) if wd > 0 else None
-        tau_iter = 1.0 / product if product > 0 else math.inf
         rows.append(
-            MatrixDiagnostics(
-                name=name,
-                group=role.group,
-                shape=role.shape,
-                lr=lr,
-                weight_decay=wd,
-                width=d,
-                top_singular_value=sigma,
-                expected_top_singular_value=expected_sigma,
-                singular_value_ratio=None if expected_sigma is None else sigma / expected_sigma,
-                weight_rms=rms,
-                expected_weight_rms=expected_rms,
-                expected_relative_update=math.sqrt(2 * product) if wd > 0 else None,
-                tau_iter=tau_iter,
-                equilibrium_ratio=None if expected_rms is None else rms / expected_rms,
-                tau_exceeds_run=None
-                if total is None or wd <= 0
-                else tau_iter > total / _EQUILIBRIUM_HORIZONS,
+            _matrix_row(
+                role, param, float(values["lr"]), float(values["weight_decay"]), width, total
             )
         )
     figure = None
@@ -574,58 +588,71 @@ def depth_check(
         )
     if steps < 1:
         raise TransferSearchError(f"depth_check needs steps >= 1 to see updates, got {steps=}.")
-    inputs, targets = data
     loss_of = loss_fn or _default_loss
     rows: dict[int, dict[str, float]] = {}
     for depth in checked:
         torch.manual_seed(seed)
         model = make_model(depth)
         blocks = _block_list(model, block_list)
-        streams: list[torch.Tensor] = []
-        handles = [block.register_forward_hook(_stream_hook(streams)) for block in blocks]
-        matrices = [p for p in blocks.parameters() if p.dim() >= 2]
-        try:
-            before_out = _first_tensor(model(inputs))
-            before = list(streams)
-            initial = [p.detach().clone() for p in matrices]
-            optimizer = make_optimizer(model, depth)
-            for _ in range(steps):
-                streams.clear()
-                optimizer.zero_grad(set_to_none=True)
-                prediction = _first_tensor(model(inputs))
-                if prediction is None:
-                    raise TransferSearchError("depth_check: the model returned no tensor.")
-                loss: torch.Tensor = loss_of(prediction, targets)
-                loss.backward()  # type: ignore[no-untyped-call]
-                optimizer.step()
-            streams.clear()
-            with torch.no_grad():
-                after_out = _first_tensor(model(inputs))
-            after = list(streams)
-        finally:
-            for handle in handles:
-                handle.remove()
-        if before_out is None or after_out is None:
-            raise TransferSearchError("depth_check: the model returned no tensor.")
-        with torch.no_grad():
-            rows[depth] = {
-                "stream_rms": _rms(after[-1]),
-                "stream_delta": _rms(after[-1] - before[-1]),
-                "block_delta": sum(_rms(a - b) for a, b in zip(after, before)) / len(after),
-                "output_delta": _rms(after_out - before_out),
-                "weight_update": sum(
-                    float((p - p0).norm() / p0.norm()) for p, p0 in zip(matrices, initial)
-                )
-                / len(matrices),
-                "weight_rms": sum(_rms(p) for p in matrices) / len(matrices),
-                "top_singular_value": sum(
-                    float(torch.linalg.matrix_norm(p.detach().float().reshape(p.shape[0], -1), 2))
-                    for p in matrices
-                )
-                / len(matrices),
-            }
+        optimizer = make_optimizer(model, depth)
+        rows[depth] = _measure_depth(model, blocks, data, steps, optimizer, loss_of)
     figure = _plot_depth(checked, rows) if plot else None
     return DepthCheck(depths=checked, steps=steps, rows=rows, figure=figure)
+
+
+def _measure_depth(
+    model: nn.Module,
+    blocks: nn.ModuleList,
+    data: tuple[torch.Tensor, torch.Tensor],
+    steps: int,
+    optimizer: torch.optim.Optimizer,
+    loss_of: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+) -> dict[str, float]:
+    """The :data:`DEPTH_COLUMNS` of one model: a forward pass, ``steps`` optimizer steps on
+    ``data``, a forward pass again, with the residual stream recorded after every block."""
+    inputs, targets = data
+    streams: list[torch.Tensor] = []
+    handles = [block.register_forward_hook(_stream_hook(streams)) for block in blocks]
+    matrices = [p for p in blocks.parameters() if p.dim() >= 2]
+    try:
+        with torch.no_grad():
+            before_out = _first_tensor(model(inputs))
+        before = list(streams)
+        initial = [p.detach().clone() for p in matrices]
+        for _ in range(steps):
+            optimizer.zero_grad(set_to_none=True)
+            prediction = _first_tensor(model(inputs))
+            if prediction is None:
+                raise TransferSearchError("depth_check: the model returned no tensor.")
+            loss: torch.Tensor = loss_of(prediction, targets)
+            loss.backward()  # type: ignore[no-untyped-call]
+            optimizer.step()
+        streams.clear()
+        with torch.no_grad():
+            after_out = _first_tensor(model(inputs))
+        after = list(streams)
+    finally:
+        for handle in handles:
+            handle.remove()
+    if before_out is None or after_out is None:
+        raise TransferSearchError("depth_check: the model returned no tensor.")
+    with torch.no_grad():
+        return {
+            "stream_rms": _rms(after[-1]),
+            "stream_delta": _rms(after[-1] - before[-1]),
+            "block_delta": sum(_rms(a - b) for a, b in zip(after, before)) / len(after),
+            "output_delta": _rms(after_out - before_out),
+            "weight_update": sum(
+                float((p - p0).norm() / p0.norm()) for p, p0 in zip(matrices, initial)
+            )
+            / len(matrices),
+            "weight_rms": sum(_rms(p) for p in matrices) / len(matrices),
+            "top_singular_value": sum(
+                float(torch.linalg.matrix_norm(p.detach().float().reshape(p.shape[0], -1), 2))
+                for p in matrices
+            )
+            / len(matrices),
+        }
 
 
 def _plot_depth(depths: tuple[int, ...], rows: Mapping[int, Mapping[str, float]]) -> Any:

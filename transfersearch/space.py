@@ -682,6 +682,48 @@ class Hyperparameters:
             ) from exc
 
 
+def _moved_groups(
+    rule: Rule,
+    base: Scale,
+    target: Scale,
+    base_point: tuple[float, float],
+    betas: tuple[float, float],
+    eps: float,
+    kappa: float,
+) -> tuple[dict[str, dict[str, float]], BatchTransfer]:
+    """Each group's values at ``target`` from the base point (η₀, λ₀ with the dataset factor):
+    the rule's width and depth factors, then its batch rule at ``kappa``; and the space-wide
+    (betas, eps) the batch rule gives (``hp.eps``: ε before any group's factor)."""
+    lr0, wd0 = base_point
+    factors = rule.factors(base, target)
+    if not rule.splits_block_vectors:
+        del factors[BLOCK_VECTOR]
+    moves = rule.batch_rule is not None and kappa != 1.0
+    space_wide = BatchTransfer(lr0, 0.0, betas, eps, ("unchanged", "unchanged"))
+    if rule.batch_rule is not None and moves:
+        space_wide = _batch_transfer(rule.batch_rule, "eps", lr0, 0.0, betas, eps, kappa, target)
+    groups: dict[str, dict[str, float]] = {}
+    for group, factor in factors.items():
+        lr, wd, group_eps = lr0 * factor.lr, wd0 * factor.weight_decay, eps * factor.eps
+        if rule.batch_rule is not None and moves:
+            moved = _batch_transfer(rule.batch_rule, group, lr, wd, betas, group_eps, kappa, target)
+            lr, wd, group_eps = moved.lr, moved.weight_decay, moved.eps
+        groups[group] = {"lr": lr, "weight_decay": wd, "independent_wd": lr * wd, "eps": group_eps}
+    return groups, space_wide
+
+
+def _beta_notes(
+    betas: tuple[float, float], forms: tuple[AppliedBetaForm, AppliedBetaForm], kappa: float
+) -> list[str]:
+    """A note per beta moved as β^κ where the linear form 1 − κ(1 − β) would leave (0, 1)."""
+    return [
+        f"{name} = beta**kappa = {beta**kappa:.4g} at kappa={kappa:g} (the linear form "
+        f"1 - kappa*(1 - beta) would be {1.0 - kappa * (1.0 - beta):.3g})"
+        for name, beta, form in zip(("beta1", "beta2"), betas, forms)
+        if form == "power" and kappa * (1.0 - beta) >= 1.0
+    ]
+
+
 def _depth_notes(rule: Rule, base: Scale, target: Scale) -> list[str]:
     """What the user's model must do when ``target`` changes the depth (CompleteP, Dey et al.
     2025, Table 1): apply the residual multiplier, or get a depth rule."""
@@ -976,9 +1018,12 @@ class TransferSpace:
         """Concrete per-group hyperparameters for ``coords`` at ``scale`` (default: the base).
 
         The coordinates give the hidden group's (η, λ) at the base scale (:func:`base_point`); the
-        rule then applies width multipliers per group (e.g. µP: hidden lr ÷ s, weight decay × s^e),
-        the dataset rule to ηλ (constant τ_epoch: ηλ ∝ N_base/N), and the batch rule at κ = B/B_base
-        (Adam: lr × √κ, β → 1 − κ(1 − β), ε ÷ √κ, weight decay by decay matching, EMA ρ^κ).
+        rule then applies width and depth multipliers per group (e.g. µP: hidden lr ÷ s, weight
+        decay × s^e; CompleteP: block lr × m_L^(α−1), block ε × m_L^−α), the dataset rule to ηλ
+        (constant τ_epoch: ηλ ∝ N_base/N), and the batch rule at κ = B/B_base, or at
+        κ_S = S_base/S with ``horizon="completed"`` (Adam: lr × √κ, β → β^κ, ε ÷ √κ, weight decay by
+        decay matching, EMA ρ^κ). ``residual_multiplier`` and ``notes`` say what a model at another
+        depth must apply.
         Names the target leaves out keep their base values, except ``steps``: a base ``steps`` that
         the target does not restate is rescaled so that the samples seen follow the target
         (Busbridge et al. 2023, App. C: N̂_iter = N_iter / κ at fixed data), i.e.
@@ -1018,40 +1063,13 @@ class TransferSpace:
         )
         eps = float(merged.get("eps", self.eps))
         ema = merged.get("ema_momentum", self.ema_momentum)
-        groups: dict[str, dict[str, float]] = {}
-        new_betas, new_eps = betas, eps
-        beta_forms: tuple[AppliedBetaForm, AppliedBetaForm] = ("unchanged", "unchanged")
-        factors = rule.factors(self.base, target)
         width_mult = target.ratio(self.base, "width")
         lr_multipliers = {g: m for g, (m, _) in rule.group_multipliers(width_mult).items()}
-        if rule.batch_rule is not None and kappa != 1.0:
-            # hp.eps: the space's eps moved by the batch rule, before any group's factor
-            moved_eps = _batch_transfer(rule.batch_rule, "eps", lr0, 0.0, betas, eps, kappa, target)
-            new_eps = moved_eps.eps
-        if not rule.splits_block_vectors:
-            del factors[BLOCK_VECTOR]
-        for group, factor in factors.items():
-            lr = lr0 * factor.lr
-            wd = wd0 * factor.weight_decay * dataset_factor
-            group_eps = eps * factor.eps
-            if rule.batch_rule is not None and kappa != 1.0:
-                moved = _batch_transfer(
-                    rule.batch_rule, group, lr, wd, betas, group_eps, kappa, target
-                )
-                lr, wd, new_betas, group_eps = moved.lr, moved.weight_decay, moved.betas, moved.eps
-                beta_forms = moved.beta_forms
-            groups[group] = {
-                "lr": lr,
-                "weight_decay": wd,
-                "independent_wd": lr * wd,
-                "eps": group_eps,
-            }
-        for beta_name, beta, form in zip(("beta1", "beta2"), betas, beta_forms):
-            if form == "power" and kappa * (1.0 - beta) >= 1.0:
-                notes.append(
-                    f"{beta_name} = beta**kappa = {beta**kappa:.4g} at kappa={kappa:g} (the linear "
-                    f"form 1 - kappa*(1 - beta) would be {1.0 - kappa * (1.0 - beta):.3g})"
-                )
+        groups, moved = _moved_groups(
+            rule, self.base, target, (lr0, wd0 * dataset_factor), betas, eps, kappa
+        )
+        new_betas, new_eps, beta_forms = moved.betas, moved.eps, moved.beta_forms
+        notes.extend(_beta_notes(betas, beta_forms, kappa))
         if ema is not None and rule.batch_rule is not None:
             ema = scale_ema_momentum(float(ema), kappa)
         extra = {k: v for k, v in merged.items() if k not in COORDINATES}
