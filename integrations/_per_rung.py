@@ -153,16 +153,28 @@ class PerRung(Generic[BaseT]):
         if self._reseed is not None:
             self._reseed(found)
 
-    def reseed(self) -> None:
-        """Reseed the template and every copy but the shared first one from fresh entropy, and
-        the planner."""
-        if self._reseed is not None and self._base is not None and self._template is not None:
-            self._reseed(self._base)
-            self._reseed(self._template)
-            for found in self._copies.values():
-                if found is not self._base:
-                    self._reseed(found)
-        self.planner.reseed()
+    def reseed(self, seed: int | None = None) -> None:
+        """Restart every random stream: the user's sampler, the template and every copy, and the
+        planner. From fresh entropy, or with ``seed`` from streams derived from it (a copy made
+        later gets :func:`rung_seed` of it), so each of several workers given its own seed draws
+        its own reproducible stream."""
+        if seed is None:
+            if self._reseed is not None and self._base is not None and self._template is not None:
+                self._reseed(self._base)
+                self._reseed(self._template)
+                for found in self._copies.values():
+                    if found is not self._base:
+                        self._reseed(found)
+            self.planner.reseed()
+            return
+        self._seed = seed
+        if self._base is not None and self._template is not None:
+            self._seed_rung(self._template, 0)
+            for rung, found in self._copies.items():
+                self._seed_rung(found, rung)
+            if self._base not in self._copies.values():
+                self._seed_rung(self._base, 0)  # the shared first copy, not used yet
+        self.planner.reseed(seed)
 
     # Direction -------------------------------------------------------------------------------
     def bind(

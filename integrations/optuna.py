@@ -17,21 +17,19 @@
     result = ts.extrapolate(study, target=ts.Scale(width=4096, dataset_size=1e7, batch_size=256))
 
 Rung policy, law gating, per-rung base samplers and how failed trials are told are described in
-``docs/design.md``; the worker launcher is ``_optuna_workers.py``, Optuna's privates are used in
-``_optuna_shim.py`` only.
+``docs/design.md``; the worker launcher and its storages are :mod:`transfersearch.integrations.launcher`
+(``make_storage`` and ``launch_workers`` are still importable from here); Optuna's privates are
+used in ``_optuna_shim.py`` only.
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import inspect
 import logging
 import operator
-import os
 import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 try:
@@ -52,9 +50,9 @@ except ImportError as exc:  # pragma: no cover - exercised only without optuna
         f"({exc})."
     ) from exc
 
-from transfersearch.errors import TransferSearchError, check_int
+from transfersearch.errors import TransferSearchError
 from transfersearch.integrations import _optuna_shim as shim
-from transfersearch.integrations._optuna_shim import RetryOnce, seed_sampler
+from transfersearch.integrations._optuna_shim import seed_sampler
 from transfersearch.integrations._optuna_space import record_space, study_space
 from transfersearch.integrations._optuna_trials import (
     FAIL_KIND_ATTR,
@@ -69,10 +67,10 @@ from transfersearch.integrations._optuna_trials import (
     worst_value,
 )
 from transfersearch.integrations._per_rung import PerRung
+from transfersearch.integrations._trial_claims import CLAIM_ATTR, OWNER_ATTR, claim_once_on_sqlite
 from transfersearch.ladder import PlannerOptions, Proposal, TransferPlanner
 from transfersearch.observations import Observation
 from transfersearch.readers import register_reader
-from transfersearch.redact import redact_url
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Distribution, Float, Hyperparameters, Int, TransferSpace
 from transfersearch.sweep import Direction, Sweep
@@ -81,16 +79,8 @@ __all__ = [
     "RUNG_ATTR",
     "RungPruner",
     "TransferSampler",
-    "WorkerSlot",
-    "detect_gpus",
     "hyperparameter_attrs",
-    "launch_workers",
-    "lease_units",
-    "main",
-    "make_storage",
     "observations_from_study",
-    "plan_slots",
-    "resolve_packing",
     "sweep_from_study",
     "to_optuna_distribution",
 ]
@@ -259,6 +249,55 @@ def hyperparameter_attrs(hp: Hyperparameters) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------
 # The sampler
 # ----------------------------------------------------------------------------------------------
+def _check_rungs_concretize(space: TransferSpace, ladder: Sequence[Scale]) -> None:
+    """Concretize one point of the space at every rung, as each trial will: a rung the space
+    cannot serve (a scale variable the ladder varies that the base scale lacks) is an error at
+    construction, naming the rung and the fix, not a failed trial at the first ``suggest``.
+
+    Raises:
+        TransferSearchError: the first rung the space cannot concretize.
+    """
+    probe = {name: _middle(dist) for name, dist in space.distributions.items()}
+    for rung, scale in enumerate(ladder):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the probe's hyperparameters are not used
+                space.concretize(probe, scale)
+        except TransferSearchError as exc:
+            varied = sorted(
+                name for name in scale if len({s.get(name) for s in ladder if name in s}) > 1
+            )
+            raise TransferSearchError(
+                f"TransferSampler: rung {rung} {scale!r} of the ladder cannot be served by this "
+                f"space: {exc} The ladder varies {varied}; the space's base scale must give "
+                "each of them."
+            ) from None
+
+
+#: How the progress log names where a trial's coordinates come from (Proposal.source).
+_SOURCE_TEXT = {
+    "base": "coordinates from the base sampler",
+    "law-point": "coordinates at the law's predicted optimum",
+    "law-neighbourhood": "coordinates around the law's predicted optimum",
+}
+
+
+def _scale_text(scale: Scale) -> str:
+    return ", ".join(f"{name}={value:g}" for name, value in scale.items())
+
+
+def _middle(dist: Distribution) -> Any:
+    """A value inside ``dist``: the (geometric, for log) middle of a range, a Choice's first."""
+    if isinstance(dist, Float):
+        low, high = float(dist.low), float(dist.high)
+        return (low * high) ** 0.5 if dist.log else (low + high) / 2
+    if isinstance(dist, Int):
+        return dist.low
+    if isinstance(dist, Choice):
+        return dist.choices[0]
+    return dist  # pragma: no cover - the space admits only the three
+
+
 class TransferSampler(BaseSampler):
     """An Optuna sampler that assigns each trial a proxy rung and transfers the fitted optimum.
 
@@ -306,6 +345,7 @@ class TransferSampler(BaseSampler):
             )
         options = PlannerOptions.from_kwargs(**planner_kwargs)  # names a misspelt option
         planner = TransferPlanner(space, ladder, options=options)
+        _check_rungs_concretize(planner.space, planner.ladder)
         base = base_sampler or optuna.samplers.TPESampler()
         self._rungs: PerRung[BaseSampler] = PerRung(
             planner,
@@ -323,6 +363,8 @@ class TransferSampler(BaseSampler):
         self._tallies: dict[tuple[int, str], StudyTally] = {}
         self._lock = threading.Lock()
         self._space_stored: set[str] = set()  # studies already holding the space
+        self._claims_checked: set[int] = set()  # storages (ids) whose claims are made exact
+        self._law_started: set[tuple[tuple[int, str], int]] = set()  # (study, rung) announced
 
     # Read-only views ------------------------------------------------------------------------
     @property
@@ -409,8 +451,11 @@ class TransferSampler(BaseSampler):
         return scale, self.space.concretize(coordinates, scale)
 
     # Hooks --------------------------------------------------------------------------------------
-    def reseed_rng(self) -> None:
-        self._rungs.reseed()
+    def reseed_rng(self, seed: int | None = None) -> None:
+        """Restart the random streams of the base samplers and the planner: from fresh entropy
+        (Optuna's hook, e.g. ``n_jobs``), or from streams derived from ``seed`` (each launcher
+        worker gets its own seed, so workers of a seeded sampler do not repeat each other)."""
+        self._rungs.reseed(seed)
 
     def before_trial(self, study: Study, trial: FrozenTrial) -> None:
         if len(study.directions) > 1:
@@ -420,6 +465,7 @@ class TransferSampler(BaseSampler):
             )
         if study.study_name not in self._space_stored and record_space(study, self.space):
             self._space_stored.add(study.study_name)  # read back by ts.stored_space(study)
+        self._claim_once(study)
         proposal, detoured_from = self._plan(study, trial)
         self._proposals[shim.trial_id(trial)] = proposal
         system = (
@@ -433,6 +479,17 @@ class TransferSampler(BaseSampler):
         shim.set_trial_attrs(study, trial, user=user, system=system)  # one commit, not seven
         view = _rung_view(study, proposal.rung, failed_as_worst=True)
         self.rung_sampler(proposal.rung).before_trial(view, trial)
+
+    def _claim_once(self, study: Study) -> None:
+        """Make the study's SQLite file claim each enqueued trial once (its trigger,
+        :func:`~transfersearch.integrations._trial_claims.claim_once_on_sqlite`), whatever
+        opened it: the README's plain ``sqlite:///`` URL as well as ``make_storage``'s. Once per
+        storage in this process; the trigger stays in the file for every later process."""
+        backend = shim.rdb_backend(shim.storage_of(study))
+        if backend is None or id(backend) in self._claims_checked:
+            return
+        self._claims_checked.add(id(backend))
+        claim_once_on_sqlite(backend.engine)
 
     def _plan(self, study: Study, trial: FrozenTrial) -> tuple[Proposal, int | None]:
         """Decide the trial's rung (once) and where its coordinates come from; also the rung the
@@ -460,7 +517,44 @@ class TransferSampler(BaseSampler):
             proposal, detoured_from = self._rungs.plan(
                 tally, exclude=trial.number, rung=None if fixed_rung is None else rung
             )
-            return cast(Proposal, proposal), detoured_from  # never None: plan() did not wait
+            planned = cast(Proposal, proposal)  # never None: plan() did not wait
+            self._log_progress(key, trial.number, planned, detoured_from, tally)
+            return planned, detoured_from
+
+    def _log_progress(
+        self,
+        key: tuple[int, str],
+        number: int,
+        proposal: Proposal,
+        detoured_from: int | None,
+        tally: StudyTally,
+    ) -> None:
+        """Say at INFO where trial ``number`` goes and how far its rung is (``study.optimize``
+        prints nothing of the kind), and, once per rung, when law-guided sampling starts there."""
+        rung, budgets = proposal.rung, self.planner.budgets
+        nth = tally.counts(exclude=number).started[rung] + 1
+        detour = "" if detoured_from is None else f", detoured from rung {detoured_from}"
+        logger.info(
+            "trial %d: rung %d (%s), its trial %d of %d%s; %s",
+            number,
+            rung,
+            _scale_text(self.ladder[rung]),
+            nth,
+            budgets[rung],
+            detour,
+            _SOURCE_TEXT.get(proposal.source, proposal.source),
+        )
+        if proposal.source.startswith("law") and (key, rung) not in self._law_started:
+            self._law_started.add((key, rung))
+            logger.info(
+                "rung %d: law-guided sampling starts with trial %d: the optimum-vs-scale law "
+                "fitted on the cheaper rungs proposes its coordinates (%s)",
+                rung,
+                number,
+                proposal.source,
+            )
+        if nth == budgets[rung]:
+            logger.info("rung %d: trial %d uses the last of its budget of %d", rung, number, nth)
 
     def _bind(self, study: Study) -> None:
         """Give the planner the study's direction, once; a study of the other one is refused."""
@@ -555,7 +649,9 @@ class TransferSampler(BaseSampler):
         storage = shim.storage_of(study)
         storage.set_trial_user_attr(shim.trial_id(trial), INTERRUPTED_ATTR, True)
         system_attrs = {
-            k: v for k, v in trial.system_attrs.items() if k not in (TOLD_ATTR, shim.CLAIM_ATTR)
+            k: v
+            for k, v in trial.system_attrs.items()
+            if k not in (TOLD_ATTR, CLAIM_ATTR, OWNER_ATTR)  # the rerun gets its own owner
         }
         system_attrs["failed_trial"] = system_attrs.get("failed_trial", trial.number)
         system_attrs["retry_history"] = [*system_attrs.get("retry_history", ()), trial.number]
@@ -603,239 +699,29 @@ class RungPruner(BasePruner):
 
 
 # ----------------------------------------------------------------------------------------------
-# Storages
+# The launcher's names, where they were before it had a module of its own
 # ----------------------------------------------------------------------------------------------
-def make_storage(
-    url: str,
-    *,
-    heartbeat_interval: int | None = 60,
-    grace_period: int | None = None,
-    max_retry: int | None = 3,
-    timeout: float = 60.0,
-    must_exist: bool = False,
-) -> optuna.storages.BaseStorage:
-    """An Optuna storage for ``url`` that fails and retries the trials of dead workers.
-
-    * ``sqlite:///proxy.db``, ``postgresql://user@host:5432/db``, ``mysql://...``: an
-      ``RDBStorage`` with a heartbeat every ``heartbeat_interval`` seconds; a RUNNING trial whose
-      heartbeat is older than ``grace_period`` (default 2 × interval) is failed by the next trial
-      any worker starts, and re-enqueued with the same parameters and rung up to ``max_retry``
-      times (``RetryHeartbeatStaleTrialCallback``), by one process only: the first to claim the
-      failed trial (system attribute ``"transfersearch:retried-by"``). A plain ``postgresql://``
-      URL uses psycopg 3 (SQLAlchemy 2.1's default; ``pip install 'psycopg[binary]'``). SQLite
-      waits up to ``timeout`` s for a lock and runs in WAL mode with ``synchronous=NORMAL``:
-      readers never block the writer and a commit costs no fsync, so several workers on one file
-      keep up; a killed process loses nothing (an OS crash may lose the last commits). Keep the
-      file on a local disk (WAL needs shared memory).
-    * ``journal:///path/to/file.log`` or a path ending in ``.log``: a ``JournalStorage`` on a
-      file (many processes on one machine or a shared file system). Optuna gives journal storages
-      no heartbeat, so a killed worker's trial stays RUNNING; it is not counted by the fit.
-
-    Args:
-        must_exist: open an existing study file only (for reading results): a SQLite or journal
-            file that does not exist is an error instead of a new, empty file.
-
-    Raises:
-        TransferSearchError: a URL that is not a database URL or names an unknown database, a
-            SQLite path whose directory does not exist or that is not a SQLite file, a missing
-            file with ``must_exist``, a database driver that is not installed, a database that
-            cannot be opened, or a non-positive heartbeat/grace period.
-    """
-    if not isinstance(url, str) or not url:
-        raise TransferSearchError(
-            f"`storage` must be a URL such as 'sqlite:///proxy.db', but got {url!r}."
-        )
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise TransferSearchError(
-            f"`timeout` must be a number of seconds > 0, but got {timeout=!r}."
-        )
-    if url.startswith("journal://") or url.endswith(".log"):
-        path = url[len("journal://") :] if url.startswith("journal://") else url
-        _check_file(redact_url(url), path, must_exist=must_exist, sqlite=False)
-        from optuna.storages.journal import JournalFileBackend
-
-        backend = JournalFileBackend(path)
-        return optuna.storages.JournalStorage(backend)
-    for name, value in (
-        ("heartbeat_interval", heartbeat_interval),
-        ("grace_period", grace_period),
-        ("max_retry", max_retry),
-    ):
-        _check_optional_int(name, value, low=0 if name == "max_retry" else 1)
-    shown, is_file_sqlite = _check_database_url(url, must_exist=must_exist)
-    engine_kwargs: dict[str, Any] = {}
-    if url.startswith("sqlite"):
-        engine_kwargs["connect_args"] = {"timeout": timeout}
-    kwargs = (
-        {}
-        if heartbeat_interval is None
-        else _heartbeat(heartbeat_interval, grace_period, max_retry)
-    )
-    storage = _open_rdb(url, shown, engine_kwargs, kwargs)
-    if is_file_sqlite:
-        import sqlalchemy
-
-        sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
-        storage.engine.dispose()  # connections opened before the listener get closed
-    return storage
+_LAUNCHER_NAMES = frozenset(
+    {"WorkerSlot", "detect_gpus", "launch_workers", "lease_units", "main", "make_storage",
+     "plan_slots", "resolve_packing"}
+)  # fmt: skip
 
 
-def _heartbeat(interval: int, grace_period: int | None, max_retry: int | None) -> dict[str, Any]:
-    """The RDBStorage keywords for a heartbeat every ``interval`` s whose stale trials are failed
-    and retried once each (:class:`RetryOnce`) up to ``max_retry`` times."""
-    retry_class = getattr(
-        optuna.storages,
-        "RetryHeartbeatStaleTrialCallback",
-        optuna.storages.RetryFailedTrialCallback,
-    )
-    with warnings.catch_warnings():  # asked for on the user's behalf: no warning about it
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        stale = retry_class(max_retry=max_retry)
-    retry: Callable[[Study, FrozenTrial], None] = RetryOnce(stale)
-    parameters = inspect.signature(optuna.storages.RDBStorage).parameters
-    key = (
-        "heartbeat_stale_trial_callback"
-        if "heartbeat_stale_trial_callback" in parameters
-        else "failed_trial_callback"
-    )
-    return {
-        "heartbeat_interval": interval,
-        "grace_period": grace_period or 2 * interval,
-        key: retry,
-    }
+def __getattr__(name: str) -> Any:
+    """``from transfersearch.integrations.optuna import make_storage`` (or ``launch_workers``,
+    ...) keeps working: the launcher lives in :mod:`transfersearch.integrations.launcher`."""
+    if name in _LAUNCHER_NAMES:
+        from transfersearch.integrations import launcher
 
+        return getattr(launcher, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-def _open_rdb(
-    url: str, shown: str, engine_kwargs: dict[str, Any], kwargs: dict[str, Any]
-) -> optuna.storages.RDBStorage:
-    """Open the RDBStorage; a missing driver or a database that cannot be opened is a
-    TransferSearchError naming the URL (password hidden)."""
-    import sqlalchemy
-
-    try:
-        storage: optuna.storages.RDBStorage = shim.open_rdb_storage(
-            url, engine_kwargs=engine_kwargs, **kwargs
-        )
-    except ImportError as exc:
-        raise TransferSearchError(
-            f"cannot open storage {shown!r}: its database driver is not installed ({exc}). For a "
-            "plain postgresql:// URL: pip install 'psycopg[binary]'; or name the driver, e.g. "
-            "postgresql+psycopg2://."
-        ) from exc
-    except (sqlalchemy.exc.SQLAlchemyError, ValueError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        password = sqlalchemy.engine.make_url(url).password
-        if password:
-            reason = reason.replace(str(password), "***")
-        raise TransferSearchError(
-            f"cannot open storage {shown!r}: {reason}. Check the URL, that the database server "
-            "runs, and the credentials."
-        ) from exc
-    return storage
-
-
-def _check_optional_int(name: str, value: Any, *, low: int) -> None:
-    """``value`` is None or an int >= ``low`` (not a bool, not a string)."""
-    if value is not None:
-        check_int(
-            name, value, minimum=low, fix=f"Pass e.g. {name}=10 (seconds or a count), or None."
-        )
-
-
-def _check_file(url: str, path: str, *, must_exist: bool, sqlite: bool) -> None:
-    """A storage file's directory exists; with ``must_exist`` the file too; with ``sqlite`` an
-    existing, non-empty file is a SQLite database."""
-
-    target = os.path.abspath(path)
-    if os.path.isdir(target):
-        raise TransferSearchError(
-            f"storage {url!r} names the directory {target!r}; give a file inside it, e.g. "
-            f"{os.path.join(target, 'proxy.db')!r}."
-        )
-    if not os.path.exists(target):
-        if must_exist:
-            raise TransferSearchError(
-                f"storage {url!r}: the file {target!r} does not exist. Check the path (a study "
-                "is read from the file its workers wrote)."
-            )
-        folder = os.path.dirname(target)
-        if not os.path.isdir(folder):
-            raise TransferSearchError(
-                f"storage {url!r}: the directory {folder!r} does not exist. Create it or fix "
-                "the path."
-            )
-        return
-    if sqlite and os.path.getsize(target) > 0:
-        # Ask SQLite, not open(): closing any descriptor of a database file drops every POSIX
-        # lock this process holds on it, and SQLite connections here may hold some.
-        import sqlite3
-
-        try:
-            with contextlib.closing(sqlite3.connect(f"file:{target}?mode=ro", uri=True)) as db:
-                db.execute("PRAGMA schema_version").fetchone()
-        except sqlite3.DatabaseError as exc:
-            if "not a database" not in str(exc):
-                return  # locked or busy: a real database that SQLAlchemy will wait for
-            raise TransferSearchError(
-                f"storage {url!r}: {target!r} is not a SQLite database. Give the path of the "
-                "study's .db file, or a new file name."
-            ) from None
-
-
-def _check_database_url(url: str, *, must_exist: bool) -> tuple[str, bool]:
-    """Validate a SQLAlchemy database URL; returns it with the password hidden and whether it
-    is a SQLite file (not in-memory)."""
-    import sqlalchemy
-    from sqlalchemy.engine import make_url
-
-    hint = (
-        "Use e.g. 'sqlite:///proxy.db', 'postgresql://user@host:5432/db' or "
-        "'journal:///path/to/proxy.log'."
-    )
-    try:
-        parsed = make_url(url)
-    except sqlalchemy.exc.ArgumentError:
-        raise TransferSearchError(
-            f"storage {redact_url(url)!r} is not a database URL. {hint}"
-        ) from None
-    shown = parsed.render_as_string(hide_password=True)
-    try:
-        parsed.get_dialect()
-    except sqlalchemy.exc.NoSuchModuleError:
-        raise TransferSearchError(
-            f"storage {shown!r} names an unknown database {parsed.drivername!r}. {hint}"
-        ) from None
-    if parsed.get_backend_name() != "sqlite":
-        return shown, False
-    database = parsed.database or ""
-    if database in ("", ":memory:") or database.startswith("file:"):
-        return shown, False
-    _check_file(shown, database, must_exist=must_exist, sqlite=True)
-    return shown, True
-
-
-def _sqlite_pragmas(connection: Any, _record: Any) -> None:
-    cursor = connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.close()
-
-
-# The worker launcher lives in a private module; it imports this one lazily.
-from transfersearch.integrations._optuna_workers import (  # noqa: E402
-    WorkerSlot,
-    detect_gpus,
-    launch_workers,
-    lease_units,
-    main,
-    plan_slots,
-    resolve_packing,
-)
 
 if __name__ == "__main__":
-    # Import the canonical module so that the objective's module and the CLI share one class.
+    # `python -m transfersearch.integrations.optuna workers ...` (the name before the launcher
+    # had its own module) runs the launcher's command line, through the canonical modules.
     import sys
 
-    from transfersearch.integrations.optuna import main as canonical_main
+    from transfersearch.integrations.launcher import main as launcher_main
 
-    sys.exit(canonical_main())
+    sys.exit(launcher_main())

@@ -652,3 +652,56 @@ def test_a_sampler_keeps_its_study_s_direction_and_logs_its_rungs(
     assert "rung 0 by the budget order" in caplog.text
     with pytest.raises(ts.TransferSearchError, match="one sampler per direction"):
         optuna.create_study(sampler=sampler, direction="maximize").ask()
+
+
+def test_a_base_scale_without_a_variable_the_ladder_varies_fails_at_construction() -> None:
+    # Issue 27 item 10: it used to build fine and fail at the first trial, inside Optuna.
+    space = ts.TransferSpace(
+        ts.Scale(dataset_size=2e4, batch_size=64),
+        {"base_lr": ts.Float(1e-5, 1.0, log=True), "tau_epoch": ts.Float(1e-2, 1e2, log=True)},
+    )
+    ladder = [ts.Scale(width=w, dataset_size=2e4, batch_size=64) for w in (64, 128)]
+    with pytest.raises(ts.TransferSearchError) as caught:
+        TransferSampler(space, ladder)
+    message = str(caught.value)
+    assert "rung 0 Scale(batch_size=64, dataset_size=20000, width=64)" in message
+    assert "Add width=... to the base scale" in message
+    assert "The ladder varies ['width']" in message
+
+
+def test_study_optimize_logs_per_rung_progress_and_when_the_law_takes_over(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Issue 27 item 11: the in-process path says, at INFO, where each trial goes, how far its
+    # rung is, and when law-guided sampling starts at a rung.
+    sampler = TransferSampler(
+        SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=0),
+        trials_per_rung=[6, 6, 3, 3], min_trials=3, seed=0,
+    )  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="transfersearch.integrations.optuna"):
+        optuna.create_study(sampler=sampler).optimize(make_objective(sampler), n_trials=18)
+    text = caplog.text
+    assert "trial 0: rung 0 (batch_size=64, dataset_size=20000, width=64), its trial 1 of 6" in text
+    assert "rung 0: trial 5 uses the last of its budget of 6" in text
+    assert "rung 2: law-guided sampling starts with trial 12" in text
+    assert "coordinates at the law's predicted optimum" in text
+    assert text.count("law-guided sampling starts") == 2  # rungs 2 and 3, once each
+
+
+def test_workers_of_one_seeded_sampler_draw_different_trials() -> None:
+    # Issue 27 item 3: with a seed, every launcher worker replayed one stream (its rung copies
+    # are seeded from (seed, rung)). Each worker now reseeds from its own derived seed.
+    from transfersearch.integrations._launcher_workers import worker_seed
+
+    def first_draws(worker: int) -> list[tuple[float, float]]:
+        sampler = TransferSampler(
+            SPACE, LADDER, base_sampler=optuna.samplers.TPESampler(seed=0), seed=0
+        )
+        sampler.reseed_rng(worker_seed(123, worker))
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(make_objective(sampler), n_trials=20)
+        return [(t.params["base_lr"], t.params["tau_epoch"]) for t in study.trials]
+
+    one, other = first_draws(0), first_draws(1)
+    assert not set(one) & set(other), "two workers drew the same trial"
+    assert first_draws(0) == one, "a worker's derived seed must reproduce its draws"

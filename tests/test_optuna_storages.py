@@ -21,16 +21,18 @@ optuna = pytest.importorskip("optuna")
 import transfersearch as ts  # noqa: E402
 from transfersearch import extrapolate  # noqa: E402
 from transfersearch.integrations import _optuna_shim as shim  # noqa: E402
-from transfersearch.integrations.optuna import (  # noqa: E402
-    RUNG_ATTR,
-    TransferSampler,
+from transfersearch.integrations.launcher import (  # noqa: E402
     detect_gpus,
     launch_workers,
     lease_units,
     make_storage,
-    observations_from_study,
     plan_slots,
     resolve_packing,
+)
+from transfersearch.integrations.optuna import (  # noqa: E402
+    RUNG_ATTR,
+    TransferSampler,
+    observations_from_study,
 )
 from transfersearch.resources import trials_per_gpu  # noqa: E402
 
@@ -104,7 +106,7 @@ OBJECTIVE = textwrap.dedent(
                 pass
             else:  # another process fails this trial while it runs (as a stale-trial check may)
                 from transfersearch.integrations._optuna_shim import trial_id
-                from transfersearch.integrations.optuna import make_storage
+                from transfersearch.integrations.launcher import make_storage
                 other = make_storage(os.environ["TRANSFERSEARCH_STORAGE"])
                 other.set_trial_state_values(trial_id(trial), optuna.trial.TrialState.FAIL)
         if HANG:
@@ -354,13 +356,32 @@ def origin(trial: Any) -> int:
     return int(trial.system_attrs.get("failed_trial", trial.number))
 
 
+ORPHAN = """
+import os, signal, sys, warnings, optuna
+from transfersearch.integrations.launcher import make_storage
+warnings.simplefilter("ignore")
+storage = make_storage(sys.argv[1], heartbeat_interval=int(sys.argv[3]))
+trial = optuna.load_study(study_name=sys.argv[2], storage=storage).ask()
+print(trial.number, flush=True)
+if sys.argv[4] == "kill":
+    os.kill(os.getpid(), signal.SIGKILL)  # a worker dying before its objective starts
+value = sys.stdin.readline()  # a live worker that sends no heartbeat (SIGSTOP) until told
+optuna.load_study(study_name=sys.argv[2], storage=storage).tell(trial, float(value))
+print("told", flush=True)
+"""
+
+
 def test_a_trial_created_but_never_heartbeating_is_failed_and_retried(tmp_path: Path) -> None:
-    # The issue's repro: ask() a trial, never tell it (as a worker killed before its first
-    # heartbeat), then run the workers: they must not wait on it forever.
+    # The issue's repro: a worker asks a trial and is killed before its first heartbeat; the
+    # workers must not wait on it forever: its pid is gone, so it is failed and retried.
     url = f"sqlite:///{tmp_path / 'h.db'}"
     objective = write_objective(tmp_path, (64, 128), [4, 4])
     optuna.create_study(study_name="h", storage=make_storage(url, heartbeat_interval=1))
-    orphan = optuna.load_study(study_name="h", storage=make_storage(url)).ask()
+    killed = subprocess.run(
+        [sys.executable, "-c", ORPHAN, url, "h", "60", "kill"], capture_output=True, text=True
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    orphan = optuna.load_study(study_name="h", storage=make_storage(url)).trials[int(killed.stdout)]
     start = time.monotonic()
     results = launch_workers(
         url, "h", objective, 6, gpus=0, cpu_workers=1, heartbeat_interval=1, grace_period=2,
@@ -375,6 +396,52 @@ def test_a_trial_created_but_never_heartbeating_is_failed_and_retried(tmp_path: 
     assert [t.state for t in retries] == [optuna.trial.TrialState.COMPLETE]
     assert len(finished(study)) >= 6
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+
+
+def test_a_live_workers_trial_is_never_failed_however_late_its_heartbeat(tmp_path: Path) -> None:
+    # A loaded machine at its worst: a worker on this host that sends no heartbeat at all
+    # (SIGSTOP) for many grace periods. Its pid lives, so its trial is not failed, not retried,
+    # and its value is kept when it resumes; the other workers wait for it, then finish.
+    url = f"sqlite:///{tmp_path / 'live.db'}"
+    objective = write_objective(tmp_path, (64, 128), [4, 4])
+    optuna.create_study(study_name="live", storage=make_storage(url, heartbeat_interval=1))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", ORPHAN, url, "live", "1", "stop"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert holder.stdin is not None and holder.stdout is not None
+    number = int(holder.stdout.readline())
+    holder.send_signal(signal.SIGSTOP)
+    done: list[Any] = []
+    launcher = threading.Thread(
+        target=lambda: done.append(
+            launch_workers(
+                url, "live", objective, 6, gpus=0, cpu_workers=2, heartbeat_interval=1,
+                grace_period=1, log_dir=tmp_path / "logs", timeout=90,
+            )
+        )
+    )  # fmt: skip
+    launcher.start()
+    try:
+        study = optuna.load_study(study_name="live", storage=make_storage(url))
+        deadline = time.monotonic() + 60
+        while len(finished(study)) < 5 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        time.sleep(4)  # four grace periods more without a heartbeat
+        assert study.trials[number].state == optuna.trial.TrialState.RUNNING
+    finally:
+        holder.send_signal(signal.SIGCONT)
+        holder.stdin.write("1.5\n")
+        holder.stdin.flush()
+    assert holder.stdout.readline().strip() == "told"
+    assert holder.wait(timeout=30) == 0
+    launcher.join(timeout=60)
+    assert [r.returncode for r in done[0]] == [0, 0]
+    study = optuna.load_study(study_name="live", storage=make_storage(url))
+    assert study.trials[number].state == optuna.trial.TrialState.COMPLETE
+    assert study.trials[number].value == 1.5
+    assert not [t for t in study.trials if t.system_attrs.get("failed_trial") == number]
+    assert not [t for t in study.trials if t.state == optuna.trial.TrialState.FAIL]
 
 
 def test_a_stale_trial_failed_by_many_processes_at_once_is_retried_once(tmp_path: Path) -> None:
@@ -428,7 +495,7 @@ def test_workers_killed_at_random_points_lose_nothing_and_run_nothing_twice(
 ) -> None:
     """Fault injection: two of the three workers die (SIGKILL) at random points: before a
     trial's first heartbeat, at the start of the objective, or with the value computed but not
-    told; and the test process leaves one trial RUNNING without a heartbeat."""
+    told; and a process killed after asking leaves one trial RUNNING before its objective."""
     import random
 
     rng = random.Random(seed)
@@ -443,7 +510,8 @@ def test_workers_killed_at_random_points_lose_nothing_and_run_nothing_twice(
     (tmp_path / "marks").mkdir()
     objective = write_objective(tmp_path, (64, 128, 256), [5, 5, 4])
     optuna.create_study(study_name=name, storage=make_storage(url, heartbeat_interval=1))
-    optuna.load_study(study_name=name, storage=make_storage(url)).ask()  # an orphan
+    orphan = subprocess.run([sys.executable, "-c", ORPHAN, url, name, "60", "kill"])
+    assert orphan.returncode == -signal.SIGKILL  # a trial left RUNNING by a dead process
     n_trials = 14
     snapshots: list[dict[int, float]] = []
     stop = threading.Event()
@@ -522,7 +590,7 @@ def test_workers_get_the_storage_url_from_the_environment_not_their_command_line
     # The CLI reads the URL from TRANSFERSEARCH_STORAGE when --storage is left out.
     env = {**os.environ, "TRANSFERSEARCH_STORAGE": url}
     command = [
-        sys.executable, "-m", "transfersearch.integrations.optuna", "worker", "--study-name",
+        sys.executable, "-m", "transfersearch.integrations.launcher", "worker", "--study-name",
         "argv", "--objective", objective, "--n-trials", "3", "--heartbeat-interval", "1",
     ]  # fmt: skip
     out = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
@@ -530,10 +598,12 @@ def test_workers_get_the_storage_url_from_the_environment_not_their_command_line
     assert len(finished(optuna.load_study(study_name="argv", storage=make_storage(url)))) >= 3
 
 
-def cli_workers(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "transfersearch.integrations.optuna", "workers", *args]
+def cli_workers(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "transfersearch.integrations.launcher", "workers", *args]
     env = {k: v for k, v in os.environ.items() if k != "TRANSFERSEARCH_STORAGE"}
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=cwd, env=env)
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env
+    )
 
 
 @pytest.mark.parametrize(
@@ -586,7 +656,7 @@ def test_a_launcher_killed_with_sigkill_leaves_no_gpu_locks_behind(tmp_path: Pat
     hang = tmp_path / "hang"
     objective = write_objective(tmp_path, (64,), [4])
     command = [
-        sys.executable, "-m", "transfersearch.integrations.optuna", "workers", "--storage", url,
+        sys.executable, "-m", "transfersearch.integrations.launcher", "workers", "--storage", url,
         "--study-name", "locks", "--objective", objective, "--n-trials", "4", "--gpus", "7",
         "--trials-per-gpu", "1", "--heartbeat-interval", "1",
     ]  # fmt: skip
@@ -624,3 +694,108 @@ def test_reading_a_mistyped_sqlite_path_in_the_cli_creates_no_file(tmp_path: Pat
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith("error: ") and "does not exist" in out.stderr, out.stderr
     assert not (tmp_path / "typo.db").exists()
+
+
+# ----------------------------------------------------------------------------------------------
+# The README's first example: a plain sqlite:/// URL, several processes, enqueued trials
+# ----------------------------------------------------------------------------------------------
+README_PROCESS = """
+import os, sys, time, optuna, transfersearch as ts
+from transfersearch.integrations.optuna import TransferSampler
+optuna.logging.set_verbosity(optuna.logging.ERROR)
+space = ts.TransferSpace(
+    ts.Scale(width=64, dataset_size=2e4, batch_size=64),
+    {"base_lr": ts.Float(1e-5, 1.0, log=True), "tau_epoch": ts.Float(1e-2, 1e2, log=True)},
+)
+ladder = [ts.Scale(width=w, dataset_size=2e4, batch_size=64) for w in (64, 128)]
+sampler = TransferSampler(space, ladder, base_sampler=optuna.samplers.TPESampler(seed=0))
+study = optuna.create_study(storage=sys.argv[1], study_name="proxy", sampler=sampler,
+                            load_if_exists=True)
+
+def objective(trial):
+    scale, hp = sampler.suggest(trial)
+    with open(sys.argv[3], "a") as log:
+        log.write(f"{trial.number}\\n")
+    return hp.coordinates["base_lr"]
+
+start = float(sys.argv[4])
+while time.time() < start:  # every process claims its first trial at the same moment
+    time.sleep(0.001)
+study.optimize(objective, n_trials=int(sys.argv[2]))
+"""
+
+
+def test_the_readme_plain_sqlite_url_runs_each_enqueued_trial_once(tmp_path: Path) -> None:
+    # Issue 28: the claim fix held only for make_storage's storages. With the README's plain
+    # URL, six processes start together on a study holding 40 enqueued trials (Optuna's claim
+    # reads FOR UPDATE, which SQLite ignores: before, trials ran twice and processes died with
+    # "Cannot tell a COMPLETE trial").
+    url = f"sqlite:///{tmp_path / 'proxy.db'}"
+    script, log = tmp_path / "readme.py", tmp_path / "ran.log"
+    script.write_text(README_PROCESS)
+    first = subprocess.run(
+        [sys.executable, str(script), url, "2", str(log), "0"], capture_output=True, text=True
+    )
+    assert first.returncode == 0, first.stderr  # the README's first run
+    study = optuna.load_study(study_name="proxy", storage=url)
+    enqueued = [10.0 ** (-5 + 5 * i / 40) for i in range(40)]
+    for lr in enqueued:
+        study.enqueue_trial({"base_lr": lr, "tau_epoch": 1.0})
+    start = time.time() + 4
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(script), url, "8", str(log), str(start)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    errors = [p.communicate(timeout=200)[1] for p in processes]
+    assert [p.returncode for p in processes] == [0] * 6, "\n".join(errors)
+    numbers = log.read_text().split()
+    assert len(numbers) == len(set(numbers)) == 2 + 6 * 8, "a trial ran twice"
+    study = optuna.load_study(study_name="proxy", storage=url)
+    done = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    ran = sorted(t.params["base_lr"] for t in done if t.params["tau_epoch"] == 1.0)
+    assert ran == pytest.approx(sorted(enqueued)), "an enqueued trial ran twice or never"
+
+
+# ----------------------------------------------------------------------------------------------
+# Extra trials on the rungs a user names (issue 27 item 5)
+# ----------------------------------------------------------------------------------------------
+def test_add_trials_to_the_largest_rung_as_a_user_types_it(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'proxy.db'}"
+    objective = write_objective(tmp_path, (64, 128, 256), [3, 3, 2])
+    common = ("--storage", url, "--study-name", "more", "--objective", objective, "--gpus", "0",
+              "--cpu-workers", "2", "--heartbeat-interval", "2")  # fmt: skip
+    first = cli_workers(*common, "--total-trials", "8", cwd=tmp_path, timeout=200)
+    assert first.returncode == 0, first.stderr
+    held = len(optuna.load_study(study_name="more", storage=make_storage(url)).trials)
+    more = cli_workers(
+        *common, "--add-trials", "6", "--rungs", "largest", cwd=tmp_path, timeout=200
+    )
+    assert more.returncode == 0, more.stderr
+    study = optuna.load_study(study_name="more", storage=make_storage(url))
+    added = study.trials[held:]
+    assert len(added) == 6
+    assert [t.system_attrs[RUNG_ATTR] for t in added] == [2] * 6
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in added)
+    assert all(t.user_attrs["scale.width"] == 256 for t in added)
+    # By index, spread over the rungs named, in turn.
+    again = cli_workers(*common, "--add-trials", "4", "--rungs", "0,2", cwd=tmp_path, timeout=200)
+    assert again.returncode == 0, again.stderr
+    study = optuna.load_study(study_name="more", storage=make_storage(url))
+    assert sorted(t.system_attrs[RUNG_ATTR] for t in study.trials[held + 6 :]) == [0, 0, 2, 2]
+
+
+def test_a_rung_the_ladder_lacks_is_one_error_line_naming_the_rungs(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'proxy.db'}"
+    objective = write_objective(tmp_path, (64, 128), [3, 3])
+    for rungs, needle in (("largst", "Did you mean 'largest'?"), ("5", "indices 0..1")):
+        out = cli_workers(
+            "--storage", url, "--study-name", "x", "--objective", objective, "--gpus", "0",
+            "--add-trials", "2", "--rungs", rungs, cwd=tmp_path,
+        )  # fmt: skip
+        assert out.returncode == 2, out.stderr
+        assert out.stderr.count("\n") == 1 and needle in out.stderr, out.stderr
+        assert "0: batch_size=64, dataset_size=20000, width=64; 1: " in out.stderr

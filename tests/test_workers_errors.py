@@ -19,11 +19,8 @@ from test_optuna_storages import write_objective  # noqa: E402
 
 import transfersearch as ts  # noqa: E402
 from transfersearch import synthetic  # noqa: E402
-from transfersearch.integrations.optuna import (  # noqa: E402
-    TransferSampler,
-    launch_workers,
-    make_storage,
-)
+from transfersearch.integrations.launcher import launch_workers, make_storage  # noqa: E402
+from transfersearch.integrations.optuna import TransferSampler  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::transfersearch.experimental.ExperimentalWarning")
 
@@ -81,7 +78,7 @@ def test_bad_api_input_is_one_error_naming_the_value(
 def run(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "transfersearch.integrations.optuna", *args]
+    command = [sys.executable, "-m", "transfersearch.integrations.launcher", *args]
     environment = {k: v for k, v in os.environ.items() if k != "TRANSFERSEARCH_STORAGE"}
     environment.update(env or {})
     return subprocess.run(command, capture_output=True, text=True, timeout=90, cwd=cwd,
@@ -190,3 +187,17 @@ def test_the_help_says_what_the_total_is_and_that_the_module_defines_a_sampler(
     assert "Not additive like study.optimize(n_trials=)" in text
     top = " ".join(run("--help", cwd=tmp_path).stdout.split())
     assert "module-level `sampler`" in top
+
+
+def test_a_misspelt_objective_function_names_its_close_match(tmp_path: Path) -> None:
+    # Issue 27 item 9: `workers ...:objectiv` said only that there is no such function.
+    objective = write_objective(tmp_path, (64,), [2])
+    out = run(
+        "workers", "--storage", f"sqlite:///{tmp_path / 'x.db'}", "--study-name", "x",
+        "--objective", objective[: -len("objective")] + "objectiv", "--total-trials", "2",
+        "--gpus", "0", cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert "has no callable 'objectiv'" in out.stderr
+    assert f"Did you mean {objective}?" in out.stderr, out.stderr

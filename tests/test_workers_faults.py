@@ -20,12 +20,8 @@ optuna = pytest.importorskip("optuna")
 
 from test_optuna_storages import write_objective  # noqa: E402
 
-from transfersearch.integrations.optuna import (  # noqa: E402
-    RUNG_ATTR,
-    launch_workers,
-    make_storage,
-    observations_from_study,
-)
+from transfersearch.integrations.launcher import launch_workers, make_storage  # noqa: E402
+from transfersearch.integrations.optuna import RUNG_ATTR, observations_from_study  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.ERROR)
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -149,7 +145,7 @@ STARTER = textwrap.dedent(
     """
     import os, sys, time
     import optuna
-    from transfersearch.integrations.optuna import make_storage
+    from transfersearch.integrations.launcher import make_storage
 
     url, go = sys.argv[1], sys.argv[2]
     while not os.path.exists(go):
@@ -190,7 +186,7 @@ POPPER = textwrap.dedent(
     """
     import os, sys
     import optuna
-    from transfersearch.integrations.optuna import make_storage
+    from transfersearch.integrations.launcher import make_storage
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     url, log = sys.argv[1], sys.argv[2]

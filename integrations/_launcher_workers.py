@@ -1,6 +1,6 @@
 """Worker processes for one Optuna study: one per GPU slot, small rungs packed, CPU fallback.
 
-``launch_workers`` (and ``python -m transfersearch.integrations.optuna workers``) starts one
+``launch_workers`` (and ``python -m transfersearch.integrations.launcher workers``) starts one
 process per *slot*. A GPU gets as many slots as the most packable rung allows (``trials_per_gpu``;
 default :func:`transfersearch.resources.trials_per_gpu`: the most expensive rung alone, a rung costing at most
 1/k of it k per GPU, at most ``max_per_gpu``). Every process sees exactly one GPU through
@@ -15,7 +15,7 @@ objective), after waiting for running trials whose worker might have died so the
 ``n_trials`` is the study's total, not a number to add (``--total-trials``; ``--add-trials`` adds):
 a new trial is created only under a study-wide lock while the count is short of it, so the pool
 stops at exactly ``n_trials``, and a queued trial is claimed by one conditional update, so no two
-workers run it (see :class:`~transfersearch.integrations._optuna_shim.ClaimingRDBStorage`). Many workers
+workers run it (see :class:`~transfersearch.integrations._launcher_shim.ClaimingRDBStorage`). Many workers
 are where the sampler's law gating matters: a worker about to start a law-using rung while the
 trials that would open its law still run elsewhere gets a cheaper rung instead (user attribute
 ``detoured_from``; see :mod:`transfersearch.integrations.optuna`). ``n_trials`` counts those
@@ -23,17 +23,18 @@ detours, so give it a few trials more than the budgets' sum. Machines join the s
 running the launcher against the same PostgreSQL URL, e.g. on every node::
 
     export TRANSFERSEARCH_STORAGE=postgresql://tuner:secret@db-host:5432/proxy
-    python -m transfersearch.integrations.optuna workers --study-name proxy \\
+    python -m transfersearch.integrations.launcher workers --study-name proxy \\
         --objective train_proxy:objective --total-trials 400 --gpus auto
 
 The storage URL (with its password) travels to the workers in the environment variable
 ``TRANSFERSEARCH_STORAGE``, never on a command line that ``ps`` shows; ``--storage`` is read from
 it when left out.
 
-Dead workers: a trial whose worker died is failed once its heartbeat is older than the grace
-period, or, if it never sent one (the worker died between creating the trial and its first
-heartbeat), once it has been RUNNING without one for the grace period; exactly one worker retries
-it. A worker that loses a race on the storage (another worker failed its trial meanwhile) logs it
+Dead workers: every trial names the worker process that runs it (host, pid) from the moment it
+is created or claimed. A trial whose worker on this host is gone is failed and retried (by
+exactly one worker) at the next trial any worker starts; a live worker's trial is never failed,
+however late its heartbeat on a loaded machine; a trial of a worker on another host is failed
+once its heartbeat (sent from its creation on) is older than the grace period. A worker that loses a race on the storage (another worker failed its trial meanwhile) logs it
 and goes on with the next trial. Ctrl-C (SIGINT to the process group, or to the launcher, which
 passes it on) interrupts the running objectives: each trial is recorded as interrupted and
 re-enqueued (:class:`TransferSampler` ``after_trial``), so the next start runs it first.
@@ -42,7 +43,8 @@ The objective module (``module:function`` or ``path/to/file.py:function``) must 
 without side effects; the launcher and every worker import it. Its module-level ``sampler``
 (a :class:`TransferSampler`) and optional ``pruner`` are used for the study, and the objective
 calls ``sampler.suggest(trial)``. Each worker reseeds the sampler so workers do not repeat one
-another's draws.
+another's draws: from a seed derived from the sampler's ``seed``, the trials the study held at
+launch and the worker's index where the sampler has a seed, else from fresh entropy.
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ __all__ = [
     "resolve_packing",
 ]
 
-logger = logging.getLogger("transfersearch.integrations.optuna.workers")
+logger = logging.getLogger("transfersearch.integrations.launcher.workers")
 
 #: The environment variable that carries the storage URL (and its password) to the workers.
 STORAGE_ENV = "TRANSFERSEARCH_STORAGE"
@@ -321,7 +323,7 @@ def _user_frame(exc: BaseException) -> str:
         for f in traceback.extract_tb(exc.__traceback__)
         if "importlib" not in f.filename
         and not f.filename.startswith("<frozen")
-        and not f.filename.endswith("_optuna_workers.py")
+        and not f.filename.endswith("_launcher_workers.py")
     ]
     return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
@@ -358,8 +360,12 @@ def _load(objective: str, sampler_attr: str) -> tuple[Callable[..., Any], Any, A
     module, function = _load_module(objective)
     func = getattr(module, function, None)
     if not callable(func):
+        names = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
+        close = difflib.get_close_matches(function, names, n=1)
+        hint = f" Did you mean {objective[: -len(function)]}{close[0]}?" if close else ""
         raise TransferSearchError(
             f"{module.__name__!r} has no callable {function!r} (from objective={objective!r})."
+            f"{hint}"
         )
     return func, getattr(module, sampler_attr, None), getattr(module, "pruner", None)
 
@@ -374,10 +380,13 @@ class _Progress:
         from optuna.trial import TrialState
 
         from transfersearch.integrations._optuna_trials import died, rung_of, told_fail
+        from transfersearch.integrations._trial_claims import OWNER_ATTR
 
         trials = study.get_trials(deepcopy=False)
         retried = {n for t in trials for n in t.system_attrs.get("retry_history", ())}
         self.done = self.running = self.waiting = self.failed = self.interrupted = 0
+        #: RUNNING trials that name their worker: the storage fails them if it dies.
+        self.owned = 0
         self.per_rung: dict[int, int] = {}
         for trial in trials:
             counted = False
@@ -389,6 +398,7 @@ class _Progress:
                     self.failed += 1
             elif trial.state == TrialState.RUNNING:
                 self.running += 1
+                self.owned += OWNER_ATTR in trial.system_attrs
             elif trial.state == TrialState.WAITING:
                 self.waiting += 1
             if counted:
@@ -417,6 +427,7 @@ def run_worker(
     heartbeat_interval: int | None = 10,
     grace_period: int | None = None,
     max_retry: int | None = 3,
+    seed: int | None = None,
 ) -> int:
     """Run trials of one study in this process until the study holds ``n_trials``.
 
@@ -430,11 +441,10 @@ def run_worker(
     Raises:
         TransferSearchError: the study does not exist in ``storage``.
     """
-    from transfersearch.integrations.optuna import make_storage
+    from transfersearch.integrations._launcher_storage import make_storage
 
     func, sampler, pruner = _load(objective, sampler_attr)
-    if sampler is not None:
-        sampler.reseed_rng()
+    _reseed(sampler, seed)
     study = _load_study(
         study_name,
         make_storage(
@@ -450,9 +460,21 @@ def run_worker(
     gated = _gate_new_trials(study, n_trials)
     lease = _GpuLease(Path(lock_dir), gpu, capacity) if gpu is not None and lock_dir else None
     leased = _leased_objective(study, func, lease, units, capacity)
-    grace = float(grace_period or 2 * (heartbeat_interval or 1))
     poll = min(1.0, float(heartbeat_interval or 1))
-    return _trial_loop(study, leased, n_trials, gated=gated, grace=grace, poll=poll)
+    return _trial_loop(study, leased, n_trials, gated=gated, poll=poll)
+
+
+def _reseed(sampler: Any, seed: int | None) -> None:
+    """Give this worker's sampler its own random streams: from ``seed`` (the launcher derives
+    one per worker) where the sampler takes one, else from fresh entropy."""
+    from transfersearch.integrations.optuna import TransferSampler
+
+    if sampler is None:
+        return
+    if isinstance(sampler, TransferSampler):
+        sampler.reseed_rng(seed)
+    else:
+        sampler.reseed_rng()
 
 
 def _gate_new_trials(study: optuna.Study, n_trials: int) -> bool:
@@ -463,13 +485,8 @@ def _gate_new_trials(study: optuna.Study, n_trials: int) -> bool:
         Whether the storage is gated: False for one without the claiming RDB backend (a
         journal file), whose worker counts before each trial instead.
     """
-    from transfersearch.integrations._optuna_shim import (
-        ClaimingRDBStorage,
-        rdb_backend,
-        storage_of,
-        study_id,
-        study_lock,
-    )
+    from transfersearch.integrations._launcher_shim import ClaimingRDBStorage, study_lock
+    from transfersearch.integrations._optuna_shim import rdb_backend, storage_of, study_id
 
     backend = rdb_backend(storage_of(study))
     if not isinstance(backend, ClaimingRDBStorage):
@@ -530,26 +547,18 @@ def _trial_loop(
     n_trials: int,
     *,
     gated: bool,
-    grace: float,
     poll: float,
 ) -> int:
-    """Run trials (:func:`_next_trial`) until the study needs none from this worker, failing
-    silent trials (no heartbeat for ``grace`` seconds) at most once per ``poll`` seconds.
+    """Run trials (:func:`_next_trial`) until the study needs none from this worker. Dead
+    workers' trials are failed by Optuna's ``fail_stale_trials`` before each trial and while
+    waiting (the storage's rule: :class:`~transfersearch.integrations._launcher_shim.ClaimingRDBStorage`).
 
     Returns:
         The number of trials this worker ran.
     """
-    from transfersearch.integrations._optuna_shim import fail_silent_trials
-
-    # Silent trials (no heartbeat ever) can be failed only after `grace` seconds: looking once
-    # per poll interval is as prompt as looking before every trial, at a fraction of the queries.
-    next_silent_check = 0.0
     ran = errors = 0
     while True:
         try:
-            if time.monotonic() >= next_silent_check:
-                fail_silent_trials(study, grace)
-                next_silent_check = time.monotonic() + poll
             step = _next_trial(study, objective, n_trials, gated=gated, poll=poll)
             if step == "done":
                 return ran
@@ -589,7 +598,10 @@ def _next_trial(
 ) -> _Step:
     """One step of a worker: a queued trial first; else a new one if the study is short of
     ``n_trials``; else wait ``poll`` seconds if a running trial may still need a retry."""
-    from transfersearch.integrations._optuna_shim import BudgetSpent, heartbeat_enabled
+    import optuna
+
+    from transfersearch.integrations._launcher_shim import BudgetSpent
+    from transfersearch.integrations._optuna_shim import heartbeat_enabled
 
     # With a gate, the storage counts under the study lock (the only count a trial costs) and
     # refuses with BudgetSpent. A journal storage has no gate: count first (a race may
@@ -603,10 +615,13 @@ def _next_trial(
     progress = _Progress(study)
     if progress.waiting:
         return "queued"
-    if not (progress.running and heartbeat_enabled(study)):
-        return "done"
-    # A running trial may belong to a dead worker: wait for its retry. Each wait is bounded: a
-    # live trial heartbeats, a dead one is failed after the grace period.
+    if not (progress.owned and heartbeat_enabled(study)):
+        return "done"  # nothing running that this storage could fail and retry
+    # A running trial's worker may die: wait for its retry. Each wait is bounded: a live worker
+    # finishes its trial, a dead one's trial is failed here (its pid) or after the grace period.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
     time.sleep(poll)
     return "waited"
 
@@ -624,7 +639,8 @@ def _wanted(backend: Any, study: optuna.Study, n_trials: int) -> bool:
     failed it, not when its worker died or it was interrupted): then the trials are read."""
     from optuna.trial import TrialState
 
-    from transfersearch.integrations._optuna_shim import count_states, study_id
+    from transfersearch.integrations._launcher_shim import count_states
+    from transfersearch.integrations._optuna_shim import study_id
 
     counts = count_states(backend, study_id(study))
     failed = counts.get(TrialState.FAIL, 0)
@@ -679,6 +695,7 @@ def launch_workers(
     log_dir: str | os.PathLike[str] | None = None,
     timeout: float | None = None,
     progress_interval: float | None = None,
+    rungs: str | int | Sequence[int] | None = None,
 ) -> list[WorkerResult]:
     """Run worker processes on one study until it holds ``n_trials`` finished trials in all.
 
@@ -711,6 +728,12 @@ def launch_workers(
         timeout: seconds to wait for the workers before terminating them (None: no limit).
         progress_interval: print a progress line (trials done / total, per rung, failures, ETA)
             to stderr every this many seconds, and once at the end (None: print nothing).
+        rungs: where the trials this launch adds go (those the study lacks of ``n_trials``):
+            ``"largest"`` (the costliest rung), ``"cheapest"``, a rung index, or a list or
+            comma-separated string of indices (cost order, 0 the cheapest), spread over them in
+            turn; each is enqueued with its rung and gets its coordinates there (from the law
+            where it proposes, else the base sampler). None: the planner assigns every trial
+            (the rung furthest below its budget, cheapest first). Needs a :class:`TransferSampler`.
 
     Returns:
         One :class:`WorkerResult` per worker process; none when the study already holds
@@ -724,6 +747,7 @@ def launch_workers(
     _check_launch(direction, n_trials, cpu_workers, max_per_gpu, timeout, progress_interval)
     gpu_ids = _resolve_gpus(gpus)
     _, sampler, _ = _load(objective, sampler_attr)
+    targets = None if rungs is None else resolve_rungs(rungs, sampler)
     packing = _packing(sampler, trials_per_gpu, max_per_gpu)
     capacity, units = lease_units(packing)
     slots = plan_slots(
@@ -733,13 +757,15 @@ def launch_workers(
     study = _study_short_of(storage, study_name, direction, heartbeat_interval, n_trials)
     if study is None:
         return []
+    if targets is not None:
+        _enqueue_on_rungs(study, n_trials, targets)
     reporter = _Reporter(study, n_trials, sampler, progress_interval)
     lock_dir = _new_lock_dir() if gpu_ids else None
     launch = _WorkerLaunch(
         study_name=study_name, objective=objective, n_trials=n_trials,
         sampler_attr=sampler_attr, heartbeat_interval=heartbeat_interval,
         grace_period=grace_period, max_retry=max_retry, capacity=capacity, units=units,
-        lock_dir=lock_dir, env=_worker_env(storage, env),
+        lock_dir=lock_dir, seed=_launch_seed(sampler, study), env=_worker_env(storage, env),
     )  # fmt: skip
     workers: list[_Worker] = []
     try:
@@ -766,7 +792,7 @@ def _study_short_of(
     finished trials already and queues none: then no worker is needed."""
     import optuna
 
-    from transfersearch.integrations.optuna import make_storage
+    from transfersearch.integrations._launcher_storage import make_storage
 
     study = optuna.create_study(
         storage=make_storage(storage, heartbeat_interval=heartbeat_interval),
@@ -784,6 +810,89 @@ def _study_short_of(
         )
         return None
     return study
+
+
+def _launch_seed(sampler: Any, study: optuna.Study) -> int | None:
+    """The seed this launch's workers derive theirs from (:func:`worker_seed`): the sampler's
+    ``seed`` and the trials the study holds now, so neither two workers nor two launches on one
+    study replay one stream; None (fresh entropy per worker) for a sampler without a seed."""
+    from transfersearch.integrations.optuna import TransferSampler
+
+    if not isinstance(sampler, TransferSampler) or sampler.planner.seed is None:
+        return None
+    return worker_seed(sampler.planner.seed, len(study.get_trials(deepcopy=False)))
+
+
+def worker_seed(seed: int, index: int) -> int:
+    """A seed for worker ``index`` (or launch ``index``) derived from ``seed``: the first word
+    of ``numpy.random.SeedSequence([seed, index])``, as :func:`~transfersearch.integrations.
+    _per_rung.rung_seed` derives a rung's."""
+    import numpy as np
+
+    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
+
+
+#: The words ``rungs=`` takes besides indices: the costliest rung and the cheapest.
+RUNG_WORDS = {"largest": -1, "costliest": -1, "top": -1, "cheapest": 0, "smallest": 0}
+
+
+def resolve_rungs(rungs: str | int | Sequence[int], sampler: Any) -> list[int]:
+    """The rung indices ``rungs`` names for the module's :class:`TransferSampler` (see
+    :func:`launch_workers`).
+
+    Raises:
+        TransferSearchError: the sampler is not a TransferSampler, a word or index the ladder
+            has not, or another type; the message lists the rungs.
+    """
+    from transfersearch.integrations.optuna import TransferSampler
+
+    if not isinstance(sampler, TransferSampler):
+        raise TransferSearchError(
+            f"rungs={rungs!r} needs the objective module's `sampler` to be a TransferSampler "
+            f"(it is {type(sampler).__name__}); leave --rungs out for another sampler."
+        )
+    ladder = sampler.ladder
+    listing = "; ".join(
+        f"{i}: " + ", ".join(f"{name}={value:g}" for name, value in scale.items())
+        for i, scale in enumerate(ladder)
+    )
+    fix = (
+        f"Give 'largest', 'cheapest' or rung indices 0..{len(ladder) - 1} (cost order: {listing})."
+    )
+    items: list[Any]
+    if isinstance(rungs, str):
+        items = [item.strip() for item in rungs.split(",")]
+    elif isinstance(rungs, int) and not isinstance(rungs, bool):
+        items = [rungs]
+    elif isinstance(rungs, Sequence) and rungs:
+        items = list(rungs)
+    else:
+        raise TransferSearchError(f"`rungs` must name rungs, but got rungs={rungs!r}. {fix}")
+    chosen = []
+    for item in items:
+        if isinstance(item, str) and item.lower() in RUNG_WORDS:
+            chosen.append(RUNG_WORDS[item.lower()] % len(ladder))
+            continue
+        text = str(item)
+        if isinstance(item, bool) or not text.isdigit() or int(text) >= len(ladder):
+            close = difflib.get_close_matches(text.lower(), list(RUNG_WORDS), n=1)
+            also = f" Did you mean {close[0]!r}?" if close else ""
+            raise TransferSearchError(
+                f"`rungs` names {item!r}, which is not a rung of the sampler's ladder.{also} {fix}"
+            )
+        chosen.append(int(text))
+    return chosen
+
+
+def _enqueue_on_rungs(study: optuna.Study, n_trials: int, targets: Sequence[int]) -> None:
+    """Enqueue the trials the study lacks of ``n_trials`` (done, running or queued), each with
+    its rung from ``targets`` in turn and no coordinates: the sampler plans them at that rung."""
+    missing = n_trials - _Progress(study).claimed
+    for i in range(max(0, missing)):
+        study.enqueue_trial({}, user_attrs={"rung": targets[i % len(targets)]})
+    logger.info(
+        "enqueued %d trials on rungs %s for study %r", max(0, missing), targets, study.study_name
+    )
 
 
 def _check_launch(
@@ -860,13 +969,14 @@ class _WorkerLaunch:
     capacity: int
     units: dict[int, int]
     lock_dir: str | None
+    seed: int | None
     env: Mapping[str, str]
 
     def command(self, slot: WorkerSlot) -> list[str]:
         """The command line of the worker on ``slot`` (no storage URL: that is in the env)."""
         heartbeat = self.heartbeat_interval
         command = [
-            sys.executable, "-m", "transfersearch.integrations.optuna", "worker",
+            sys.executable, "-m", "transfersearch.integrations.launcher", "worker",
             "--study-name", self.study_name, "--objective", self.objective,
             "--total-trials", str(self.n_trials), "--sampler-attr", self.sampler_attr,
             "--max-retry", "none" if self.max_retry is None else str(self.max_retry),
@@ -874,6 +984,8 @@ class _WorkerLaunch:
         ]  # fmt: skip
         if self.grace_period is not None:
             command += ["--grace-period", str(self.grace_period)]
+        if self.seed is not None:
+            command += ["--seed", str(worker_seed(self.seed, slot.index))]
         if slot.gpu is not None and self.lock_dir is not None:
             command += [
                 "--gpu", slot.gpu, "--capacity", str(self.capacity), "--lock-dir", self.lock_dir,
@@ -1111,7 +1223,7 @@ _TOTAL_HELP = (
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m transfersearch.integrations.optuna",
+        prog="python -m transfersearch.integrations.launcher",
         description="Run Optuna workers of a TransferSampler study (one per GPU slot). The "
         "objective module must define the objective function and a module-level `sampler` (a "
         "TransferSampler; optionally `pruner`).",
@@ -1128,6 +1240,9 @@ def _parser() -> argparse.ArgumentParser:
     worker.add_argument("--capacity", type=int, default=1)
     worker.add_argument("--lock-dir", default=None)
     worker.add_argument("--units", default=None, help="JSON rung -> units")
+    worker.add_argument(
+        "--seed", type=int, default=None, help="this worker's seed (the launcher derives one)"
+    )
     return parser
 
 
@@ -1186,10 +1301,17 @@ def _add_launcher_arguments(sub: argparse.ArgumentParser) -> None:
         default=PROGRESS_INTERVAL_S,
         help="seconds between progress lines on stderr (0: none)",
     )
+    sub.add_argument(
+        "--rungs",
+        default=None,
+        help="send the trials this launch adds (--add-trials N, or what --total-trials lacks) "
+        "to these rungs: 'largest', 'cheapest', or indices '2,3' (cost order, 0 the cheapest); "
+        "default: the planner's choice (cheapest rungs first)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m transfersearch.integrations.optuna``: bad input is one
+    """Entry point of ``python -m transfersearch.integrations.launcher``: bad input is one
     ``error:`` line on stderr and exit status 2 (with ``--verbose`` also the traceback of its
     cause); Ctrl-C exits 130 after the running trials are recorded as interrupted."""
     args = _parser().parse_args(argv)
@@ -1234,7 +1356,7 @@ def _run(args: argparse.Namespace) -> int:
         run_worker(
             args.storage, args.study_name, args.objective, args.total_trials,
             gpu=args.gpu, units=_units(args.units), capacity=args.capacity,
-            lock_dir=args.lock_dir, **common,
+            lock_dir=args.lock_dir, seed=args.seed, **common,
         )  # fmt: skip
         return 0
     gpus: str | int = args.gpus
@@ -1249,7 +1371,7 @@ def _run(args: argparse.Namespace) -> int:
         args.storage, args.study_name, args.objective, total,
         gpus=gpus, trials_per_gpu=args.trials_per_gpu, max_per_gpu=args.max_per_gpu,
         cpu_workers=args.cpu_workers, direction=args.direction, log_dir=args.log_dir,
-        progress_interval=interval, **common,
+        progress_interval=interval, rungs=args.rungs, **common,
     )  # fmt: skip
     if not results:
         print(
@@ -1282,7 +1404,7 @@ def _held(storage: str, study_name: str) -> int:
     """Finished trials the study holds now (0 for a study not yet created)."""
     import optuna
 
-    from transfersearch.integrations.optuna import make_storage
+    from transfersearch.integrations._launcher_storage import make_storage
 
     try:
         study = optuna.load_study(study_name=study_name, storage=make_storage(storage))
