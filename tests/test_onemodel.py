@@ -1,0 +1,141 @@
+"""The one model of every trial (issue 25's engine, previewed by ``fitting.onemodel.preview``):
+the linear form of the valley's likelihood, the divergence term and the decision, each against a
+hand computation, then whole sweeps of the shapes real data take."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from transfersearch import Observation, Scale
+from transfersearch.fitting.divergence import fit_divergence
+from transfersearch.fitting.onemodel import preview
+from transfersearch.fitting.target import TargetLoss
+from transfersearch.fitting.valley import ValleyInput, _design, _Layout, fit_valley
+
+
+def test_a_trial_s_row_is_the_expanded_square_by_hand() -> None:
+    # y = c_r + ½·H·u² − u·g_r: for u = 2 at rung 1 of 2 the row is
+    # [c_0, c_1, ½u², g_0, g_1, g, G] = [0, 1, 2, 0, −2, 0, 0]
+    lay = _Layout(n_rungs=2, d=1, m=1)
+    row = _design(np.array([[2.0]]), np.array([1]), lay)[0]
+    assert row.tolist() == [0.0, 1.0, 2.0, 0.0, -2.0, 0.0, 0.0]
+
+
+def test_noise_free_bowls_give_back_each_rung_s_centre_and_the_drift() -> None:
+    # y = 3 − 0.1ℓ + ½·0.8·(x − μ(ℓ))², μ(ℓ) = −5 − 0.5ℓ, rungs at ℓ = ln 1, ln 2, ln 4
+    rng = np.random.default_rng(0)
+    coords, values, rung = [], [], []
+    logs = np.log([1.0, 2.0, 4.0])
+    for r, ell in enumerate(logs):
+        centre = -5.0 - 0.5 * ell
+        for x in centre + np.linspace(-1.5, 1.5, 7) + rng.normal(0, 0.05, 7):
+            coords.append([x])
+            values.append(3.0 - 0.1 * ell + 0.4 * (x - centre) ** 2 + rng.normal(0, 1e-4))
+            rung.append(r)
+    data = ValleyInput(
+        np.array(coords), np.array(values), np.array(rung), logs[:, None],
+        np.zeros((1, 1)), np.zeros((1, 1), dtype=bool),
+    )
+    valley = fit_valley(data)
+    for r, ell in enumerate(logs):
+        centre = float(valley.frame.to_x(valley.rung_centre_u(r))[0])
+        assert centre == pytest.approx(-5.0 - 0.5 * ell, abs=0.01)
+    law = float(valley.frame.to_x(valley.law_centre_u(np.log([16.0])))[0])
+    assert law == pytest.approx(-5.0 - 0.5 * math.log(16.0), abs=0.1)
+    hess = valley.frame.hessian_x(valley.hessian_u)
+    assert hess[0, 0] == pytest.approx(0.8, rel=0.02)
+
+
+def test_without_a_diverged_trial_there_is_no_divergence_law() -> None:
+    offsets = np.array([[-1.0], [0.0], [1.0]])
+    assert fit_divergence(offsets, np.zeros(3, dtype=bool), offsets) is None
+
+
+def test_one_diverged_variation_raises_the_risk_on_its_side_without_making_a_wall() -> None:
+    # a one-at-a-time line: stable at −2, −1, 0, +1 (twice at 0), diverged at +2
+    offsets = np.array([[-2.0], [-1.0], [0.0], [0.0], [1.0], [2.0]])
+    diverged = np.array([False, False, False, False, False, True])
+    model = fit_divergence(offsets, diverged, offsets)
+    assert model is not None
+    coef = model.mean[None, :]
+    p = model.probability(coef, np.array([[[-2.0]], [[0.0]], [[2.0]]]))[:, 0]
+    assert p[0] < p[1] < p[2]
+    assert p[1] < 0.5  # the stable trials at the optimum outweigh one variation
+
+
+def _loss(divergence: np.ndarray | None, cost: float = 10.0) -> TargetLoss:
+    return TargetLoss(
+        names=("x",),
+        log_params=(),
+        optima=np.array([[-1.0], [1.0]]),
+        curvatures=np.array([[[2.0]], [[2.0]]]),
+        divergence=divergence,
+        divergence_cost=cost,
+        lower=np.array([-5.0]),
+        upper=np.array([5.0]),
+        decision=np.array([0.0]),
+        full_names=("x",),
+        full_logs=(),
+        fixed_values=np.array([math.nan]),
+        active=(0,),
+    )
+
+
+def test_the_decision_minimises_the_posterior_expected_loss_by_hand() -> None:
+    # optimum −1 or +1, H = 2: E[L(x)] = ½·2·((x + 1)² + (x − 1)²)/2 = x² + 1 → 0, loss 1
+    loss = _loss(None)
+    best = loss.best_runs(np.array([[0.7]]))[0]
+    assert best[0] == pytest.approx(0.0, abs=1e-4)
+    assert loss.expected_loss(np.array([0.0])) == pytest.approx(1.0)
+    # two runs at the two possible optima lose nothing in either draw
+    assert loss.expected_best(np.array([[-1.0], [1.0]])) == pytest.approx(0.0)
+
+
+def test_a_divergence_risk_above_moves_the_decision_below() -> None:
+    # p = logistic(5(x − μ_s)): a run above the optimum risks the cost of 10
+    risky = _loss(np.array([[0.0, 5.0], [0.0, 5.0]]))
+    best = risky.best_runs(np.array([[0.0]]))[0]
+    assert best[0] < -0.2
+    assert risky.p_diverge(best) < risky.p_diverge(np.array([0.0]))
+
+
+def _one_at_a_time(width: float, centre_lr: float, rng: np.random.Generator) -> list[Observation]:
+    """A one-at-a-time table around the best configuration: lr, weight decay (0 included) and a
+    diverged lr variation, as the Marin sweeps are."""
+    scale = {"width": width}
+    best = {"lr": centre_lr, "weight_decay": 0.1}
+
+    def loss(lr: float, wd: float) -> float:
+        return 3.0 + 0.05 * math.log(lr / centre_lr) ** 2 + 2.0 * (wd - 0.1) ** 2
+
+    rows = [Observation(scale, best, loss(centre_lr, 0.1) + rng.normal(0, 1e-3))]
+    for f in (0.25, 0.5, 2.0):
+        rows.append(Observation(scale, {**best, "lr": centre_lr * f}, loss(centre_lr * f, 0.1)))
+    rows.append(Observation(scale, {**best, "lr": centre_lr * 8}, math.nan))  # diverged
+    for wd in (0.0, 0.05, 0.2, 0.3):
+        rows.append(Observation(scale, {**best, "weight_decay": wd}, loss(centre_lr, wd)))
+    return rows
+
+
+def test_a_one_at_a_time_table_with_weight_decay_zero_and_a_two_trial_rung() -> None:
+    rng = np.random.default_rng(1)
+    obs = _one_at_a_time(64, 4e-3, rng) + _one_at_a_time(128, 4e-3, rng)
+    # a rung with two trials only: it still informs the law
+    obs += [
+        Observation({"width": 256}, {"lr": 4e-3, "weight_decay": 0.1}, 3.0),
+        Observation({"width": 256}, {"lr": 8e-3, "weight_decay": 0.1}, 3.024),
+    ]
+    crash = Observation({"width": 256}, {"lr": 1e-3, "weight_decay": 0.1}, math.nan, state="failed")
+    res = preview(obs, Scale(width=1024), ["lr", "weight_decay"])
+    with_crash = preview([*obs, crash], Scale(width=1024), ["lr", "weight_decay"])
+    assert res.params == with_crash.params  # a crash is left out, not a divergence
+    assert res.params["lr"] == pytest.approx(4e-3, rel=0.35)  # no drift in the truth
+    assert 0.0 <= res.params["weight_decay"] < 0.3
+    low, high = res.interval["weight_decay"]
+    assert 0.0 <= low <= res.law_params["weight_decay"] <= high
+    low, high = res.interval["lr"]
+    assert low < 4e-3 < high
+    assert 0.0 <= res.p_diverge < 0.5

@@ -1,0 +1,96 @@
+"""Divergence in the same model: ``P(diverge | x, ℓ) = logistic(β₀ + βᵀ(x − μ(ℓ)))``.
+
+A trial's divergence is evidence about its whole configuration relative to its rung's optimum
+``μ(ℓ)`` (the valley's, :mod:`.valley`): the boundary moves with the optimum, and one diverged
+variation of one parameter is weighed against every stable trial near it, at every rung
+(docs/science.md §8). Fitted by maximum a posteriori with a Gaussian prior, uncertainty by the
+Laplace approximation. A crashed trial (an exception) is not a divergence and never reaches here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import expit
+
+from transfersearch.fitting.coords import FloatArray
+
+__all__ = ["BOUNDARY_SHARPNESS", "DivergenceModel", "fit_divergence"]
+
+#: Prior sd of each slope ``β_j`` in units of one over the trials' median spacing along ``j``:
+#: the odds of diverging can change at most about e² (from 12% to 88%) across one spacing
+#: a priori — the data cannot resolve a boundary sharper than the grid that measured it, and a
+#: sharper one would make a single diverged variation a wall.
+BOUNDARY_SHARPNESS = 2.0
+#: Prior sd of the intercept ``β₀`` (log-odds of diverging at the optimum): wide.
+INTERCEPT_SD = 5.0
+#: Newton steps of the MAP (the log-posterior is concave; a handful converge).
+NEWTON_STEPS = 50
+
+
+@dataclass(frozen=True, eq=False)
+class DivergenceModel:
+    """The divergence posterior (Laplace), in fitted coordinates.
+
+    Attributes:
+        mean: (d + 1,) MAP of ``(β₀, β)`` with ``β`` per fitted unit.
+        cov: (d + 1, d + 1) its covariance.
+        n_diverged: diverged trials it was fitted to.
+    """
+
+    mean: FloatArray
+    cov: FloatArray
+    n_diverged: int
+
+    def draws(self, n: int, rng: np.random.Generator) -> FloatArray:
+        return rng.multivariate_normal(self.mean, self.cov, size=n, method="eigh")
+
+    @staticmethod
+    def probability(coefs: FloatArray, offsets: FloatArray) -> FloatArray:
+        """``logistic(β₀ + βᵀδ)`` per draw: coefs (S, d+1), offsets (S, d) or (..., S, d)."""
+        return np.asarray(expit(coefs[:, 0] + np.einsum("sd,...sd->...s", coefs[:, 1:], offsets)))
+
+
+def _spacing(coords: FloatArray) -> FloatArray:
+    """The median gap between distinct trial values per coordinate (1 where one value)."""
+    out = np.ones(coords.shape[1])
+    for j in range(coords.shape[1]):
+        values = np.unique(np.round(coords[:, j], 12))
+        if len(values) > 1:
+            out[j] = float(np.median(np.diff(values)))
+    return out
+
+
+def fit_divergence(
+    offsets: FloatArray, diverged: np.ndarray, coords: FloatArray
+) -> DivergenceModel | None:
+    """The divergence model from every non-crashed trial.
+
+    Args:
+        offsets: (n, d) each trial's coordinates minus its rung's optimum (fitted units).
+        diverged: (n,) True for a diverged trial.
+        coords: (n, d) the trials' coordinates (for the spacing the prior is scaled by).
+
+    Returns:
+        The model, or None when no trial diverged (then no run is predicted to diverge).
+    """
+    if not diverged.any():
+        return None
+    n, d = offsets.shape
+    design = np.hstack([np.ones((n, 1)), offsets])
+    prior_sd = np.concatenate([[INTERCEPT_SD], BOUNDARY_SHARPNESS / _spacing(coords)])
+    prior_prec = np.diag(1.0 / prior_sd**2)
+    target = diverged.astype(float)
+    coef = np.zeros(d + 1)
+    hess = prior_prec
+    for _ in range(NEWTON_STEPS):
+        p = expit(design @ coef)
+        grad = design.T @ (target - p) - prior_prec @ coef
+        hess = design.T @ (design * (p * (1 - p))[:, None]) + prior_prec
+        step = np.linalg.solve(hess, grad)
+        coef = coef + step
+        if float(np.abs(step).max()) < 1e-8:
+            break
+    cov = np.linalg.inv(hess)
+    return DivergenceModel(coef, 0.5 * (cov + cov.T), int(diverged.sum()))

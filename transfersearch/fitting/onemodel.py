@@ -1,0 +1,561 @@
+"""The one model's fit on a prepared ladder: arrays in, the fitted pieces out (docs/science.md §7–9).
+
+:func:`fit_ladder` composes forward: the trials as arrays → the valley's posterior
+(:mod:`.valley`) → the rungs' optima read off it → walk-forward folds that calibrate the
+predictive spread → the divergence model (:mod:`.divergence`) → the target's posterior draws and
+the decision (:mod:`.target`). The engine (:mod:`.engine`) turns the :class:`LadderFit` into the
+user's :class:`~transfersearch.fitting.result.Extrapolation` once, at the end.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from transfersearch.errors import TransferSearchError
+from transfersearch.fitting.coords import (
+    FloatArray,
+    check_direction,
+    check_params,
+    observation_arrays,
+    resolve_log_params,
+)
+from transfersearch.fitting.diagnostics import Diagnostic
+from transfersearch.fitting.divergence import DivergenceModel, fit_divergence
+from transfersearch.fitting.optimum import ScaleOptimum
+from transfersearch.fitting.rungs import Ladder, RungTrials
+from transfersearch.fitting.target import TargetLoss
+from transfersearch.fitting.valley import (
+    Valley,
+    ValleyInput,
+    fit_valley,
+    law_gradient,
+    solve_centre,
+)
+from transfersearch.observations import Observation
+from transfersearch.scale import Scale
+
+__all__ = ["N_DRAWS", "Fold", "LadderFit", "Preview", "fit_ladder", "preview", "rung_optimum"]
+
+#: Posterior draws behind the target's interval and decision: the Monte-Carlo error of a 90%
+#: quantile is then under 2% of the spread.
+N_DRAWS = 2000
+#: Walk-forward predicts a rung from at least this many cheaper ones (two fix a line).
+MIN_TRAIN_RUNGS = 2
+#: Pseudo-folds behind the calibration of the predictive spread: the factor is
+#: ``√((c₀ + Σz²)/(c₀ + n))`` with ``c₀`` = this many folds' worth of z² = 1 per parameter
+#: (an inverse-gamma prior whose mean is "calibrated").
+CALIBRATION_PRIOR_FOLDS = 1.0
+
+
+@dataclass(frozen=True, eq=False)
+class Fold:
+    """One walk-forward step: a rung predicted from the cheaper ones.
+
+    Attributes:
+        scale: the rung predicted.
+        n_train: how many cheaper rungs it was predicted from.
+        decades: its distance to the nearest of them (log10 units).
+        regret: the excess on the rung's fitted valley of ``"law"`` (the one model's point
+            from the cheaper rungs) and ``"copy"`` (the best trial of the costliest of them).
+        points: those two points, fitted units, every parameter (the ladder's order).
+        surface: the rung's own optimum and valley, read off the fit of every rung.
+        z: (d,) the standardised errors of the law's point, active parameters.
+    """
+
+    scale: Scale
+    n_train: int
+    decades: float
+    regret: dict[str, float]
+    points: dict[str, FloatArray] = field(repr=False, default_factory=dict)
+    surface: ScaleOptimum | None = field(repr=False, default=None)
+    z: FloatArray = field(repr=False, default_factory=lambda: np.zeros(0))
+
+
+@dataclass(frozen=True, eq=False)
+class LadderFit:
+    """What the one model knows, in fitted units over the active parameters.
+
+    Attributes:
+        active: the columns of the ladder's parameters the trials vary (the others keep their
+            one value).
+        fixed_values: (d_all,) every parameter's value where it is not active (NaN where active).
+        valley: the posterior over every finite trial.
+        optima: each rung's optimum read off the valley (every parameter; cheapest first).
+        hessian: (d, d) the valley's curvature (fitted units).
+        law_point: (d,) the law's posterior-mean optimum at the target.
+        draws: (S, d) calibrated posterior-predictive draws of the target's optimum.
+        raw_sd: (d,) the draws' sd before calibration.
+        calibration: the walk-forward factor applied to the draws' spread.
+        folds: the walk-forward folds.
+        divergence: the divergence model, or None (no trial diverged).
+        target_loss: the decision's objective.
+        decision: (d,) the point of least expected loss.
+        law_coefficients: (S, d, 1 + m) draws of each law's (intercept, exponents) in fitted
+            units per ln scale.
+        n_crashed: crashed trials left out (counted by the caller; kept here for the record).
+        divergence_cost: the loss charged to a diverged run.
+    """
+
+    active: tuple[int, ...]
+    fixed_values: FloatArray
+    valley: Valley
+    optima: tuple[ScaleOptimum, ...]
+    hessian: FloatArray
+    law_point: FloatArray
+    draws: FloatArray
+    raw_sd: FloatArray
+    calibration: float
+    folds: tuple[Fold, ...]
+    divergence: DivergenceModel | None
+    target_loss: TargetLoss
+    decision: FloatArray
+    law_coefficients: FloatArray
+    divergence_cost: float
+
+
+@dataclass(frozen=True)
+class _Trials:
+    coords: FloatArray  # (n, d_all) every non-crashed trial
+    values: FloatArray  # (n,) NaN for a diverged one
+    rung: np.ndarray  # (n,)
+
+
+def _trials(ladder: Ladder, rungs: Sequence[int]) -> _Trials:
+    coords, values, index = [], [], []
+    for new, r in enumerate(rungs):
+        trials = ladder.trials[r]
+        coords.append(trials.coords)
+        values.append(trials.values)
+        index.append(np.full(len(trials.values), new))
+    return _Trials(np.vstack(coords), np.concatenate(values), np.concatenate(index))
+
+
+def _valley_input(
+    ladder: Ladder, trials: _Trials, active: Sequence[int], rungs: Sequence[int]
+) -> ValleyInput:
+    finite = np.isfinite(trials.values)
+    names = [ladder.names[j] for j in active]
+    prior = np.array(
+        [[ladder.prior.get(n, {}).get(v, 0.0) for v in ladder.variables] for n in names]
+    )
+    fixed = np.array([[v in ladder.fixed.get(n, {}) for v in ladder.variables] for n in names])
+    for i, n in enumerate(names):
+        for k, v in enumerate(ladder.variables):
+            if fixed[i, k]:
+                prior[i, k] = ladder.fixed[n][v]
+    return ValleyInput(
+        coords=trials.coords[finite][:, list(active)],
+        values=trials.values[finite],
+        rung=trials.rung[finite],
+        log_scales=ladder.log_scales[list(rungs)],
+        prior_drift=prior.reshape(len(names), len(ladder.variables)),
+        fixed_drift=fixed.reshape(len(names), len(ladder.variables)),
+    )
+
+
+def _active(ladder: Ladder) -> tuple[tuple[int, ...], FloatArray]:
+    every = _trials(ladder, range(len(ladder.scales)))
+    finite = every.coords[np.isfinite(every.values)]
+    spread = np.ptp(finite, axis=0)
+    tol = 1e-12 * np.maximum(1.0, np.abs(finite).max(axis=0))
+    active = tuple(int(j) for j in np.flatnonzero(spread > tol))
+    fixed = np.where(spread > tol, math.nan, finite[0])
+    return active, fixed
+
+
+def _rung_optima(
+    ladder: Ladder,
+    trials: _Trials,
+    valley: Valley,
+    active: Sequence[int],
+    fixed_values: FloatArray,
+    hessian: FloatArray,
+    rng: np.random.Generator,
+) -> tuple[ScaleOptimum, ...]:
+    """Each rung's optimum read off the valley: its own centre (the law plus its scatter), the
+    posterior covariance, the valley's bottom and curvature; a parameter no trial varies keeps
+    its value (variance 0, curvature ∞: not swept)."""
+    d_all = len(ladder.names)
+    cols = list(active)
+    full_h = np.full((d_all, d_all), 0.0)
+    np.fill_diagonal(full_h, math.inf)
+    full_h[np.ix_(cols, cols)] = hessian
+    out = []
+    for r, scale in enumerate(ladder.scales):
+        point = fixed_values.copy()
+        point[cols] = valley.frame.to_x(valley.rung_centre_u(r))
+        draws = valley.frame.to_x(valley.rung_draws_u(r, N_DRAWS // 4, rng))
+        cov = np.diag(np.full(d_all, math.inf))
+        cov[np.ix_(cols, cols)] = np.atleast_2d(np.cov(draws.T))
+        values = trials.values[trials.rung == r]
+        mine = trials.coords[(trials.rung == r) & np.isfinite(trials.values)]
+        past: dict[str, float] = {}
+        for j in cols:
+            sd = math.sqrt(max(float(cov[j, j]), 0.0))
+            over = point[j] - mine[:, j].max()
+            under = point[j] - mine[:, j].min()
+            if over > sd:  # past the edge by more than its own standard error
+                past[ladder.names[j]] = float(over)
+            elif under < -sd:
+                past[ladder.names[j]] = float(under)
+        out.append(
+            ScaleOptimum.from_fitted(
+                scale,
+                ladder.names,
+                ladder.logs,
+                point,
+                cov,
+                value=ladder.sign * valley.rung_depth(r),
+                hessian=full_h,
+                n_trials=int(np.isfinite(values).sum()),
+                n_diverged=int((~np.isfinite(values)).sum()),
+                n_used=int(np.isfinite(values).sum()),
+                method="pooled",
+                at_boundary=bool(past),
+                past_edge=past,
+            )
+        )
+    return tuple(out)
+
+
+def _law_coefficients(valley: Valley, rng: np.random.Generator) -> FloatArray:
+    """Draws of each law's (intercept, exponents) in fitted units per ln scale: ``B = H⁻¹G``
+    (the optimum's move per unit ln scale) and the intercept of that line at ℓ = 0."""
+    thetas, _ = valley.draws(N_DRAWS // 4, rng)
+    lay = valley.layout
+    hess = valley.curvatures_u(thetas)
+
+    def centre(offset: FloatArray) -> FloatArray:
+        return valley.frame.to_x(solve_centre(hess, law_gradient(thetas, lay, offset)))
+
+    middle = centre(np.zeros(lay.m))
+    slopes = np.zeros((*middle.shape, lay.m))
+    for k in range(lay.m):
+        slopes[:, :, k] = centre(np.eye(lay.m)[k]) - middle
+    intercept = middle - np.einsum("sdk,k->sd", slopes, valley.frame.scale_centre)
+    return np.concatenate([intercept[:, :, None], slopes], axis=2)
+
+
+def _fold(
+    ladder: Ladder,
+    active: Sequence[int],
+    k: int,
+    surface: ScaleOptimum,
+    fixed_values: FloatArray,
+    rng: np.random.Generator,
+    drift: bool,
+) -> Fold | None:
+    """Predict rung ``k`` from the cheaper rungs; charge each point its excess on rung ``k``'s
+    valley read off the full fit."""
+    train = list(range(k))
+    trials = _trials(ladder, train)
+    data = _valley_input(ladder, trials, active, train)
+    if len(np.unique(data.rung)) < MIN_TRAIN_RUNGS:
+        return None
+    try:
+        valley = fit_valley(data, drift=drift)
+    except np.linalg.LinAlgError:
+        return None
+    target = ladder.log_scales[k]
+    draws, _ = valley.predictive_u(target, N_DRAWS // 4, rng)
+    sd = valley.frame.to_x(draws).std(axis=0)
+    predicted = fixed_values.copy()
+    predicted[list(active)] = valley.frame.to_x(valley.law_centre_u(target))
+    finite = np.isfinite(trials.values) & (trials.rung == k - 1)
+    if not finite.any():
+        return None
+    copied = trials.coords[finite][int(np.argmin(trials.values[finite]))]
+    observed = np.array([surface.coords[n] for n in ladder.names])
+    gap = ladder.log_scales[:k] - target
+    decades = float(np.sqrt((gap**2).sum(axis=1)).min()) / math.log(10.0)
+    z = (observed - predicted)[list(active)] / np.where(sd > 0, sd, np.inf)
+    return Fold(
+        scale=ladder.scales[k],
+        n_train=k,
+        decades=decades,
+        regret={
+            "law": float(surface.regret_coords(predicted) or 0.0),
+            "copy": float(surface.regret_coords(copied) or 0.0),
+        },
+        points={"law": predicted, "copy": copied},
+        surface=surface,
+        z=z,
+    )
+
+
+def _bounds(
+    ladder: Ladder,
+    trials: _Trials,
+    active: Sequence[int],
+    law_point: FloatArray,
+    top_point: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """The region a run may use: the finite trials' range per parameter, widened by the law's
+    drift from the costliest rung to the target; a linear parameter whose trials are all ≥ 0
+    stays ≥ 0."""
+    finite = trials.coords[np.isfinite(trials.values)][:, list(active)]
+    drift = np.abs(law_point - top_point)
+    lower = finite.min(axis=0) - drift
+    upper = finite.max(axis=0) + drift
+    for i, j in enumerate(active):
+        if ladder.names[j] not in ladder.logs and finite[:, i].min() >= 0.0:
+            lower[i] = max(lower[i], 0.0)
+    return lower, upper
+
+
+def worst_excess(trials: _Trials) -> float:
+    """The largest excess over its rung's best that a finite trial reached (metric units)."""
+    worst = 0.0
+    for r in np.unique(trials.rung):
+        values = trials.values[(trials.rung == r) & np.isfinite(trials.values)]
+        if len(values):
+            worst = max(worst, float(values.max() - values.min()))
+    return worst
+
+
+def fit_ladder(
+    ladder: Ladder,
+    target_logs: FloatArray,
+    *,
+    seed: int | None,
+    divergence_cost: float | None = None,
+    validate: bool = True,
+    drift: bool = True,
+) -> LadderFit:
+    """The one model on every rung of ``ladder``, predicted at ``target_logs`` (module docstring).
+
+    Args:
+        ladder: the prepared trials (crashed ones already left out).
+        target_logs: (m,) ln of the target's scale variables.
+        seed: seed of the posterior draws (None: fresh).
+        divergence_cost: the loss charged to a diverged run (None: the sweep's worst excess).
+        validate: run the walk-forward folds (the calibration needs them).
+        drift: integrate the drift prior's scale (False: no drift, the prior's exponents held).
+    """
+    rng = np.random.default_rng(seed)
+    every = list(range(len(ladder.scales)))
+    active, fixed_values = _active(ladder)
+    trials = _trials(ladder, every)
+    valley = fit_valley(_valley_input(ladder, trials, active, every), drift=drift)
+    frame = valley.frame
+    hessian = frame.hessian_x(valley.hessian_u)
+    optima = _rung_optima(ladder, trials, valley, active, fixed_values, hessian, rng)
+    folds: list[Fold] = []
+    if validate:
+        for k in range(MIN_TRAIN_RUNGS, len(every)):
+            fold = _fold(ladder, active, k, optima[k], fixed_values, rng, drift)
+            if fold is not None:
+                folds.append(fold)
+    z2 = np.concatenate([f.z**2 for f in folds]) if folds else np.zeros(0)
+    z2 = z2[np.isfinite(z2)]
+    c0 = CALIBRATION_PRIOR_FOLDS * len(active)
+    calibration = math.sqrt((c0 + float(z2.sum())) / (c0 + len(z2)))
+    draws_u, hess_u = valley.predictive_u(target_logs, N_DRAWS, rng)
+    draws = frame.to_x(draws_u)
+    law_point = frame.to_x(valley.law_centre_u(target_logs))
+    raw_sd = draws.std(axis=0)
+    centre = draws.mean(axis=0)
+    draws = centre + calibration * (draws - centre)
+    curvatures = frame.hessian_x(hess_u)
+    centres = np.array([[o.coords[ladder.names[j]] for j in active] for o in optima])
+    offsets = trials.coords[:, list(active)] - centres[trials.rung]
+    divergence = fit_divergence(
+        offsets, ~np.isfinite(trials.values), trials.coords[:, list(active)]
+    )
+    cost = worst_excess(trials) if divergence_cost is None else float(divergence_cost)
+    top_point = frame.to_x(valley.law_centre_u(ladder.log_scales[-1]))
+    lower, upper = _bounds(ladder, trials, active, law_point, top_point)
+    names = tuple(ladder.names[j] for j in active)
+    loss = TargetLoss(
+        names=names,
+        log_params=tuple(n for n in names if n in ladder.logs),
+        optima=draws,
+        curvatures=curvatures,
+        divergence=None if divergence is None else divergence.draws(N_DRAWS, rng),
+        divergence_cost=cost,
+        lower=lower,
+        upper=upper,
+        decision=law_point,
+        full_names=ladder.names,
+        full_logs=ladder.logs,
+        fixed_values=fixed_values,
+        active=active,
+    )
+    decision = loss.best_runs(law_point[None, :])[0]
+    loss = replace(loss, decision=decision)
+    return LadderFit(
+        active=active,
+        fixed_values=fixed_values,
+        valley=valley,
+        optima=optima,
+        hessian=hessian,
+        law_point=law_point,
+        draws=draws,
+        raw_sd=raw_sd,
+        calibration=calibration,
+        folds=tuple(folds),
+        divergence=divergence,
+        target_loss=loss,
+        decision=decision,
+        law_coefficients=_law_coefficients(valley, rng),
+        divergence_cost=cost,
+    )
+
+
+def rung_optimum(
+    observations: Sequence[Observation],
+    params: Sequence[str],
+    *,
+    direction: str = "minimize",
+    log_params: Iterable[str] | None = None,
+) -> tuple[ScaleOptimum, tuple[Diagnostic, ...]]:
+    """One scale's optimum: the one model on a single rung (no scale, no drift).
+
+    Raises:
+        TransferSearchError: no observations, more than one scale, an empty or unknown ``params``,
+            a trial lacks a parameter, a non-positive value on a log coordinate, or no trial
+            finished with a finite value.
+    """
+    sign = check_direction(direction)
+    names = check_params(params)
+    obs = [o for o in observations if o.state != "failed"]
+    if not obs:
+        raise TransferSearchError(
+            "estimate_optimum() got no observations. Pass the trials of one scale."
+        )
+    scales = {o.scale for o in obs}
+    if len(scales) > 1:
+        raise TransferSearchError(
+            f"estimate_optimum() takes trials of one scale, but got {len(scales)} scales "
+            f"({sorted(map(repr, scales))[:3]}...). Group them by scale first, or call "
+            "extrapolate()."
+        )
+    logs = resolve_log_params(obs, names, log_params)
+    coords, values = observation_arrays(obs, names, logs, sign)
+    if not np.isfinite(values).any():
+        raise TransferSearchError(
+            "no trial at this scale finished with a finite value: no optimum to locate. Add "
+            "trials at smaller learning rates."
+        )
+    scale = obs[0].scale
+    ladder = Ladder(
+        names=names,
+        logs=logs,
+        sign=sign,
+        scales=(scale,),
+        trials=(RungTrials(coords, values),),
+        variables=(),
+        log_scales=np.zeros((1, 0)),
+        fixed={},
+        prior={},
+        log_costs=np.zeros(1),
+    )
+    fit = fit_ladder(ladder, np.zeros(0), seed=0, validate=False)
+    optimum = fit.optima[0]
+    notes = [
+        Diagnostic(
+            "edge",
+            f"at {scale!r} the {name} optimum ({optimum.params[name]:.4g}) lies past the "
+            f"trials' edge by {abs(dist):.2g} {'log ' if name in logs else ''}units: sweep "
+            f"further {'up' if dist > 0 else 'down'} to bracket it.",
+            act=False,
+            param=name,
+            scale=scale,
+        )
+        for name, dist in optimum.past_edge.items()
+    ]
+    return optimum, tuple(notes)
+
+
+@dataclass(frozen=True, eq=False)
+class Preview:
+    """The one model's answer at a target, in natural units (the preview of issue 25's engine).
+
+    Attributes:
+        params: the decision: least posterior expected loss, a diverged run charged
+            ``divergence_cost``.
+        law_params: the law's posterior-mean point.
+        interval: each parameter's 90% posterior-predictive interval (calibrated).
+        p_diverge: the posterior probability that a run at ``params`` diverges.
+        fit: everything the fit knows (fitted units).
+    """
+
+    params: dict[str, float]
+    law_params: dict[str, float]
+    interval: dict[str, tuple[float, float]]
+    p_diverge: float
+    fit: LadderFit
+
+
+def _exp(value: float) -> float:
+    """``exp`` that gives ``inf`` past the float range (an interval that wide says "unknown")."""
+    return math.exp(value) if value < 700.0 else math.inf
+
+
+def preview(
+    observations: Sequence[Observation],
+    target: Scale,
+    params: Sequence[str],
+    *,
+    direction: str = "minimize",
+    log_params: Iterable[str] | None = None,
+    seed: int | None = 0,
+    divergence_cost: float | None = None,
+) -> Preview:
+    """Fit the one model to ``observations`` and decide at ``target``.
+
+    Crashed trials (state ``"failed"``) are left out; a parameter with a value ≤ 0 is fitted on
+    a linear axis (kept ≥ 0 when its values are) unless ``log_params`` says otherwise.
+
+    Raises:
+        TransferSearchError: as :func:`transfersearch.fitting.rungs.prepare` (fewer than two
+            scales, a missing parameter, a target missing a scale variable).
+    """
+    from transfersearch.fitting.coords import natural_params
+    from transfersearch.fitting.rungs import prepare
+
+    obs = [o for o in observations if o.state != "failed"]
+    ladder, _ = prepare(
+        obs,
+        params,
+        direction=direction,
+        log_params=log_params,
+        scale_variables=None,
+        fixed_exponents=None,
+        prior_exponents=None,
+        target=target,
+    )
+    fit = fit_ladder(ladder, ladder.target_logs(target), seed=seed, divergence_cost=divergence_cost)
+    cols = list(fit.active)
+    decision = fit.fixed_values.copy()
+    decision[cols] = fit.decision
+    law = fit.fixed_values.copy()
+    law[cols] = fit.law_point
+    interval: dict[str, tuple[float, float]] = {}
+    loss = fit.target_loss
+    for j, name in enumerate(ladder.names):
+        if j in fit.active:
+            i = cols.index(j)
+            low, high = np.quantile(fit.draws[:, i], [0.05, 0.95])
+            low = (
+                max(float(low), float(loss.lower[i]))
+                if name not in ladder.logs and loss.lower[i] >= 0
+                else float(low)
+            )
+        else:
+            low = high = float(fit.fixed_values[j])
+        if name in ladder.logs:
+            interval[name] = (_exp(float(low)), _exp(float(high)))
+        else:
+            interval[name] = (float(low), float(high))
+    return Preview(
+        params=natural_params(ladder.names, decision, ladder.logs),
+        law_params=natural_params(ladder.names, law, ladder.logs),
+        interval=interval,
+        p_diverge=loss.p_diverge(fit.decision),
+        fit=fit,
+    )

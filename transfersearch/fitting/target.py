@@ -1,0 +1,148 @@
+"""One decision: the posterior expected loss at the target (docs/science.md §9).
+
+For draws ``s`` of the target's optimum ``μ_s``, curvature ``H_s`` and divergence coefficients
+``β_s`` from the one model, a run at ``x`` is charged
+
+    L_s(x) = (1 − p_s(x)) · ½(x − μ_s)ᵀ H_s (x − μ_s) + p_s(x) · C,
+    p_s(x) = logistic(β₀ + βᵀ(x − μ_s)),
+
+with ``C`` the cost of a diverged run. The single decision minimises ``mean_s L_s(x)``; ``k``
+runs minimise ``mean_s E[min_i L_s(x_i)]`` (the runs diverge independently given the draw):
+``k = 1`` is the decision. Fitted coordinates throughout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from transfersearch.fitting.coords import FloatArray, natural_params
+from transfersearch.fitting.divergence import DivergenceModel
+
+__all__ = ["START_POOL", "TargetLoss"]
+
+#: Posterior draws of the optimum scored as starting points of the single decision (the best
+#: one is polished beside the law's point).
+START_POOL = 64
+
+
+@dataclass(frozen=True, eq=False)
+class TargetLoss:
+    """What the decision knows about the target's loss, as posterior draws (fitted units).
+
+    Attributes:
+        names: the parameters.
+        log_params: those fitted in log space.
+        optima: (S, d) draws of the target's optimum.
+        curvatures: (S, d, d) draws of the valley's curvature.
+        divergence: (S, d + 1) draws of the divergence coefficients, or None (no trial
+            diverged).
+        divergence_cost: ``C``, the loss charged to a diverged run (metric units).
+        lower, upper: (d,) where a run may be placed: the trials' range, widened by the law's
+            drift from the costliest rung to the target, and 0 for a non-negative linear
+            parameter (the valley is known where the trials are).
+        decision: (d,) the single decision (``res.params``' active coordinates).
+        full_names, full_logs: every parameter and the log ones.
+        fixed_values: (d_all,) the value of each parameter no trial varied (NaN where active).
+        active: the columns of ``full_names`` the draws cover.
+    """
+
+    names: tuple[str, ...]
+    log_params: tuple[str, ...]
+    optima: FloatArray
+    curvatures: FloatArray
+    divergence: FloatArray | None
+    divergence_cost: float
+    lower: FloatArray
+    upper: FloatArray
+    decision: FloatArray
+    full_names: tuple[str, ...]
+    full_logs: tuple[str, ...]
+    fixed_values: FloatArray
+    active: tuple[int, ...]
+
+    def full_params(self, coords: FloatArray) -> dict[str, float]:
+        """A run over the active parameters as every parameter's natural value."""
+        point = self.fixed_values.copy()
+        point[list(self.active)] = coords
+        return natural_params(self.full_names, point, self.full_logs)
+
+    def per_draw_loss(self, points: FloatArray) -> FloatArray:
+        """(P, S) ``L_s(x)`` for points (P, d)."""
+        excess = np.minimum(self._excess(points), self.divergence_cost)
+        p = self._p(points)
+        return np.asarray((1 - p) * excess + p * self.divergence_cost)
+
+    def natural(self, coords: FloatArray) -> dict[str, float]:
+        return natural_params(self.names, coords, self.log_params)
+
+    def _excess(self, points: FloatArray) -> FloatArray:
+        """(..., S) ``½(x − μ_s)ᵀH_s(x − μ_s)`` for points (..., d)."""
+        gap = points[..., None, :] - self.optima
+        return np.asarray(0.5 * np.einsum("...si,sij,...sj->...s", gap, self.curvatures, gap))
+
+    def _p(self, points: FloatArray) -> FloatArray:
+        """(..., S) the probability of diverging per draw."""
+        if self.divergence is None:
+            return np.zeros((*points.shape[:-1], len(self.optima)))
+        gap = points[..., None, :] - self.optima
+        return DivergenceModel.probability(self.divergence, gap)
+
+    def expected_regret(self, coords: FloatArray) -> float:
+        """``E[L(x) − L(x*)]`` if the run does not diverge (metric units)."""
+        return float(self._excess(np.asarray(coords)).mean())
+
+    def p_diverge(self, coords: FloatArray) -> float:
+        """The posterior probability that a run at ``coords`` diverges."""
+        return float(self._p(np.asarray(coords)).mean())
+
+    def expected_loss(self, coords: FloatArray) -> float:
+        """The decision's objective: ``mean_s L_s(x)``."""
+        excess = np.minimum(self._excess(coords), self.divergence_cost)
+        p = self._p(coords)
+        return float(((1 - p) * excess + p * self.divergence_cost).mean())
+
+    def expected_best(self, runs: FloatArray) -> float:
+        """``mean_s E[min_i L_s(x_i)]`` for runs (k, d), diverging independently per draw."""
+        excess = np.minimum(self._excess(runs), self.divergence_cost)  # (k, S)
+        p = self._p(runs)
+        order = np.argsort(excess, axis=0)
+        excess = np.take_along_axis(excess, order, axis=0)
+        p = np.take_along_axis(p, order, axis=0)
+        survive = np.ones(excess.shape[1])  # all runs before i diverged
+        total = np.zeros(excess.shape[1])
+        for i in range(len(runs)):
+            total += survive * (1 - p[i]) * excess[i]
+            survive = survive * p[i]
+        return float((total + survive * self.divergence_cost).mean())
+
+    def clip(self, coords: FloatArray) -> FloatArray:
+        return np.clip(coords, self.lower, self.upper)
+
+    def best_runs(self, start: FloatArray) -> FloatArray:
+        """Runs (k, d) minimising :meth:`expected_best`, polished from ``start`` (k, d).
+
+        The objective can have several minima (a divergence risk on one side of the optimum
+        makes a second valley below it), so a single run is also polished from the best of
+        :data:`START_POOL` posterior draws of the optimum, and the better end point kept."""
+        k, d = start.shape
+        starts = [np.vstack([self.clip(row) for row in start])]
+        if k == 1:
+            step = max(1, len(self.optima) // START_POOL)
+            pool = self.clip(self.optima[::step])
+            scores = self.per_draw_loss(pool).mean(axis=1)
+            starts.append(pool[int(np.argmin(scores))][None, :])
+        best, best_value = starts[0], self.expected_best(starts[0])
+        bounds = [(float(lo), float(hi)) for lo, hi in zip(self.lower, self.upper)] * k
+        for x0 in starts:
+            result = minimize(
+                lambda flat: self.expected_best(flat.reshape(k, d)),
+                x0.ravel(),
+                method="L-BFGS-B",
+                bounds=bounds,
+            )
+            if result.fun < best_value:
+                best, best_value = np.asarray(result.x).reshape(k, d), float(result.fun)
+        return np.asarray(best)

@@ -1,0 +1,577 @@
+"""One model of every trial: a valley whose centre moves with scale (docs/science.md §7).
+
+Every finite trial ``i`` (fitted coordinates ``x_i``, minimisation-sign loss ``y_i``, rung ``r``)
+is one observation of
+
+    y_i = c_r + ½ (x_i − μ_r)ᵀ H (x_i − μ_r) + e_i,     e_i ~ N(0, σ² + ρ² E_i²),
+    μ_r = μ(ℓ_r) + η_r,   μ(ℓ) = a + B (ℓ − ℓ̄),   η_r ~ N(0, τ²),
+
+with ``ℓ`` the log scale variables and ``E_i`` the trial's excess over its rung's best trial.
+Expanding the square, the rung's constant absorbs ``½μ_rᵀHμ_r`` and the model is *linear* in
+``θ = (c_r, H, g_r = Hμ_r, g = Ha, G = HB)``: ``y_i = c'_r + ½ x_iᵀ H x_i − x_iᵀ g_r`` (§7.1), the
+law entering as the Gaussian prior ``g_r ~ N(g + G(ℓ_r − ℓ̄), τ²HH)``. Given the weights it is a
+weighted least-squares problem with a Gaussian prior, solved in closed form.
+
+* The valley is local by its likelihood, not by a tuned band: the quadratic is a second-order
+  expansion whose error grows with the distance from the optimum, so a trial's misfit has the
+  standard deviation ``√(σ² + ρ²E²)`` — near-optimal trials weigh ``1/σ²``, far ones ``1/(ρE)²``
+  (their *relative* error counts). ``E`` is measured (not the model's prediction, which a
+  misplaced centre would bias). ``σ`` and ``ρ`` are fitted by maximum likelihood, with the
+  restricted-likelihood degrees-of-freedom correction (§7.2).
+* The drift ``B`` has the prior ``N(B₀, s²)`` per exponent, centred on theory's drift (0 in
+  invariant coordinates, the published exponents in raw ones when the caller gives them); the
+  scale ``s`` and the rungs' scatter ``τ`` are integrated over log-uniform hyperpriors by
+  quadrature, each grid point weighted by its marginal likelihood (closed form for the linear
+  model). ``s → 0`` is the no-drift model, nested (§7.3).
+* Posterior draws of ``θ`` give draws of the optimum at any scale, ``H⁻¹(g + Gℓ̃)`` plus the
+  scatter.
+
+Pure numpy; every array is in *standardised* coordinates ``u = (x − x₀)/x_s`` (:class:`Frame`)
+so one prior scale fits every parameter; :class:`Frame` converts back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from transfersearch.fitting.coords import FloatArray
+
+__all__ = [
+    "DRIFT_SCALE_MAX",
+    "DRIFT_SCALE_MIN",
+    "Frame",
+    "Valley",
+    "ValleyInput",
+    "fit_valley",
+]
+
+#: The log-uniform hyperprior on the drift prior's scale ``s`` (natural fitted units per unit of
+#: ln scale) starts here: a drift of 0.01 moves an optimum by under 5% across a 100× ladder,
+#: below what any sweep resolves, so smaller scales are all "no drift".
+DRIFT_SCALE_MIN = 0.01
+#: ... and ends here: larger than every published optimum-vs-scale exponent (|e| ≤ 0.71 in
+#: docs/science.md §6), so the hyperprior covers every drift seen in practice.
+DRIFT_SCALE_MAX = 1.0
+#: Quadrature points of the hyperprior (log-spaced; the marginal likelihood varies smoothly in
+#: log s, so a handful resolves it).
+DRIFT_GRID_POINTS = 9
+#: A curvature below this many noise standard deviations per squared standardised unit changes
+#: the loss by less than the noise across the trials' span (±2 standardised units): the data
+#: cannot tell it from flat, and the curvature is held there (the direction is then "flat").
+FLAT_CURVATURE = 0.5
+#: Prior on an off-diagonal curvature: ``H_jk ~ N(0, (c·√(H_jj H_kk))²)``: axes a priori
+#: independent, with ±2 sd inside the positive-definite range |corr| < 1.
+OFFDIAGONAL_PRIOR_CORRELATION = 0.5
+#: A "flat" prior on an unbounded linear parameter (intercepts, depths, slopes): its precision,
+#: in standardised units. Tiny against any data's; the same for every drift scale, so it cancels
+#: from the marginal likelihood's comparison.
+FLAT_PRECISION = 1e-8
+#: The box prior: a rung's optimum ~ N(middle of its trials, (this × their range)²) per
+#: coordinate — the sweep's own design says where its author expected the optimum, and ±2 sd
+#: reach half a range past each edge (an optimum farther out is a priori 2.5% likely).
+BOX_PRIOR_SD = 0.5
+#: The log-uniform hyperprior on τ, the rungs' scatter about the law (standardised units: a
+#: fraction of the trials' spread): from 1% of it (no scatter) ...
+SCATTER_MIN = 0.01
+#: ... to the whole spread (the rungs tell the law nothing).
+SCATTER_MAX = 1.0
+#: Quadrature points of the scatter's hyperprior.
+SCATTER_GRID_POINTS = 5
+#: The prior sd that holds a fixed exponent (natural units): exact to six decimals.
+FIXED_SD = 1e-6
+#: A curvature below this fraction of the largest scales no prior (numerical conditioning).
+CONDITION_FLOOR = 1e-6
+#: Rounds of (solve, re-fit σ and ρ, re-weight). The weights move little after two.
+REWEIGHT_ROUNDS = 4
+
+
+@dataclass(frozen=True)
+class ValleyInput:
+    """The trials as the valley takes them (fitted coordinates, minimisation sign).
+
+    Attributes:
+        coords: (n, d) every finite trial's coordinates.
+        values: (n,) their losses.
+        rung: (n,) each trial's rung index.
+        log_scales: (R, m) ln of each rung's scale variables.
+        prior_drift: (d, m) the drift prior's mean ``B₀`` (natural fitted units per ln scale).
+        fixed_drift: (d, m) True where the exponent is held exactly at ``B₀``.
+    """
+
+    coords: FloatArray
+    values: FloatArray
+    rung: np.ndarray
+    log_scales: FloatArray
+    prior_drift: FloatArray
+    fixed_drift: np.ndarray
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Standardised coordinates: ``u = (x − origin)/spread``; ``ℓ̃ = ℓ − scale_centre``."""
+
+    origin: FloatArray
+    spread: FloatArray
+    scale_centre: FloatArray
+
+    def to_u(self, x: FloatArray) -> FloatArray:
+        return (x - self.origin) / self.spread
+
+    def to_x(self, u: FloatArray) -> FloatArray:
+        return self.origin + u * self.spread
+
+    def hessian_x(self, hess_u: FloatArray) -> FloatArray:
+        """A curvature in standardised units, in fitted units."""
+        inv = 1.0 / self.spread
+        return hess_u * inv[:, None] * inv[None, :]
+
+
+def _frame(data: ValleyInput) -> Frame:
+    best = int(np.argmin(np.where(data.rung == data.rung.max(), data.values, np.inf)))
+    spread = data.coords.std(axis=0)
+    spread = np.where(spread > 0, spread, 1.0)
+    return Frame(data.coords[best].copy(), spread, data.log_scales.mean(axis=0))
+
+
+def _pairs(d: int) -> list[tuple[int, int]]:
+    return [(j, k) for j in range(d) for k in range(j, d)]
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where each block of ``θ`` sits: rung constants, curvature entries, each rung's gradient
+    ``g_r = Hμ_r`` (rung-major), the law's ``g`` and ``G`` (row-major d×m)."""
+
+    n_rungs: int
+    d: int
+    m: int
+
+    @property
+    def n_curv(self) -> int:
+        return self.d * (self.d + 1) // 2
+
+    @property
+    def curv(self) -> slice:
+        return slice(self.n_rungs, self.n_rungs + self.n_curv)
+
+    def rung_grad(self, rung: int) -> slice:
+        start = self.n_rungs + self.n_curv + rung * self.d
+        return slice(start, start + self.d)
+
+    @property
+    def grad(self) -> slice:
+        start = self.n_rungs + self.n_curv + self.n_rungs * self.d
+        return slice(start, start + self.d)
+
+    @property
+    def drift(self) -> slice:
+        start = self.grad.stop
+        return slice(start, start + self.d * self.m)
+
+    @property
+    def size(self) -> int:
+        return int(self.drift.stop)
+
+
+def _design(u: FloatArray, rung: np.ndarray, lay: _Layout) -> FloatArray:
+    """Rows of the linear model: ``[e_r, ½u_j² | u_j u_k, −u at rung r's gradient]``; the law's
+    ``g`` and ``G`` enter through the prior only."""
+    n = len(u)
+    phi = np.zeros((n, lay.size))
+    phi[np.arange(n), rung] = 1.0
+    for col, (j, k) in enumerate(_pairs(lay.d)):
+        phi[:, lay.n_rungs + col] = 0.5 * u[:, j] ** 2 if j == k else u[:, j] * u[:, k]
+    start = lay.n_rungs + lay.n_curv
+    cols = start + rung[:, None] * lay.d + np.arange(lay.d)[None, :]
+    phi[np.arange(n)[:, None], cols] = -u
+    return phi
+
+
+def curvature(theta: FloatArray, lay: _Layout) -> FloatArray:
+    """``H`` from ``θ`` (..., d, d)."""
+    entries = theta[..., lay.curv]
+    hess = np.zeros((*theta.shape[:-1], lay.d, lay.d))
+    for col, (j, k) in enumerate(_pairs(lay.d)):
+        hess[..., j, k] = entries[..., col]
+        hess[..., k, j] = entries[..., col]
+    return hess
+
+
+def _positive(hess: FloatArray, floor: float) -> FloatArray:
+    """``H`` with its eigenvalues raised to ``floor`` (a flat or saddle direction held flat)."""
+    values, vectors = np.linalg.eigh(hess)
+    values = np.maximum(values, floor)
+    return np.asarray((vectors * values[..., None, :]) @ np.swapaxes(vectors, -1, -2))
+
+
+def law_gradient(theta: FloatArray, lay: _Layout, scale: FloatArray) -> FloatArray:
+    """``g + G ℓ̃`` for each ``θ`` (..., d)."""
+    drift = theta[..., lay.drift].reshape(*theta.shape[:-1], lay.d, lay.m)
+    return np.asarray(theta[..., lay.grad] + drift @ scale)
+
+
+def solve_centre(hess: FloatArray, gradient: FloatArray) -> FloatArray:
+    """The valley's minimum ``H⁻¹g``, batched."""
+    return np.asarray(np.linalg.solve(hess, gradient[..., None])[..., 0])
+
+
+@dataclass(frozen=True)
+class _Component:
+    """The posterior at one (drift scale, scatter) grid point: mean, covariance, evidence."""
+
+    drift_scale: float
+    scatter: float
+    mean: FloatArray
+    cov: FloatArray
+    log_evidence: float
+
+
+@dataclass(frozen=True, eq=False)
+class Valley:
+    """The posterior of the one model (standardised units; :attr:`frame` converts).
+
+    Attributes:
+        frame: the standardisation.
+        components: one Gaussian posterior per (drift scale, scatter) point of the quadrature.
+        weights: their posterior weights (sum 1).
+        theta: the posterior mean (the weighted mean of the components').
+        noise_sd: σ, the trials' noise near the bottom (loss units).
+        relative_misfit: ρ, the quadratic's misfit per unit of a trial's excess.
+        floor: the flat-curvature floor in standardised units (:data:`FLAT_CURVATURE` σ).
+        n_rungs, d, m: sizes.
+    """
+
+    frame: Frame
+    components: tuple[_Component, ...]
+    weights: FloatArray
+    theta: FloatArray
+    noise_sd: float
+    relative_misfit: float
+    floor: float
+    n_rungs: int
+    d: int
+    m: int
+
+    @property
+    def layout(self) -> _Layout:
+        return _Layout(self.n_rungs, self.d, self.m)
+
+    @property
+    def hessian_u(self) -> FloatArray:
+        """The posterior mean quadratic curvature, held positive-definite (standardised)."""
+        return _positive(curvature(self.theta, self.layout), self.floor)
+
+    def curvatures_u(self, thetas: FloatArray) -> FloatArray:
+        """Each draw's curvature, held positive-definite (standardised units)."""
+        return _positive(curvature(thetas, self.layout), self.floor)
+
+    def _centre(self, thetas: FloatArray, gradient: FloatArray) -> FloatArray:
+        return solve_centre(self.curvatures_u(thetas), gradient)
+
+    def law_centre_u(self, log_scale: FloatArray) -> FloatArray:
+        """The law's posterior-mean optimum at a scale (standardised units)."""
+        grad = law_gradient(self.theta, self.layout, log_scale - self.frame.scale_centre)
+        return self._centre(self.theta, grad)
+
+    def rung_centre_u(self, rung: int) -> FloatArray:
+        """A rung's own posterior-mean optimum (the law plus its scatter), standardised."""
+        return self._centre(self.theta, self.theta[self.layout.rung_grad(rung)])
+
+    def draws(self, n: int, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
+        """``n`` posterior draws of ``θ`` and each one's scatter τ (components in proportion)."""
+        counts = rng.multinomial(n, self.weights)
+        thetas, taus = [], []
+        for comp, k in zip(self.components, counts, strict=True):
+            if k:
+                thetas.append(rng.multivariate_normal(comp.mean, comp.cov, size=k, method="eigh"))
+                taus.append(np.full(k, comp.scatter))
+        return np.vstack(thetas), np.concatenate(taus)
+
+    def predictive_u(
+        self, log_scale: FloatArray, n: int, rng: np.random.Generator
+    ) -> tuple[FloatArray, FloatArray]:
+        """Draws of a new rung's optimum at ``log_scale`` (the law's plus the rungs' scatter)
+        and of the valley's curvature there, standardised: ((n, d), (n, d, d))."""
+        thetas, taus = self.draws(n, rng)
+        hess = _positive(curvature(thetas, self.layout), self.floor)
+        grad = law_gradient(thetas, self.layout, log_scale - self.frame.scale_centre)
+        noise = taus[:, None] * rng.standard_normal((n, self.d))
+        grad = grad + np.einsum("sij,sj->si", hess, noise)  # g_t ~ N(g + Gℓ̃, τ²HH)
+        return solve_centre(hess, grad), hess
+
+    def rung_draws_u(self, rung: int, n: int, rng: np.random.Generator) -> FloatArray:
+        """Draws of one rung's own optimum (standardised)."""
+        thetas, _ = self.draws(n, rng)
+        return self._centre(thetas, thetas[:, self.layout.rung_grad(rung)])
+
+    def value_u(self, u: FloatArray, rung: int) -> FloatArray:
+        """The posterior-mean valley's loss at points ``u`` (..., d) of a rung."""
+        lay = self.layout
+        hess = curvature(self.theta, lay)
+        quad = 0.5 * np.einsum("...i,ij,...j->...", u, hess, u)
+        return np.asarray(self.theta[rung] + quad - u @ self.theta[lay.rung_grad(rung)])
+
+    def rung_depth(self, rung: int) -> float:
+        """The valley's bottom at a rung (loss units)."""
+        return float(self.value_u(self.rung_centre_u(rung), rung))
+
+    @property
+    def drift_weight(self) -> float:
+        """Posterior weight of drift scales above the no-drift end of the grid."""
+        low = min(c.drift_scale for c in self.components)
+        return float(sum(w for c, w in zip(self.components, self.weights) if c.drift_scale > low))
+
+
+class _Prior:
+    """A Gaussian prior over ``θ`` built as a sum of quadratic factors
+    ``½(Aθ − b)ᵀQ(Aθ − b)``, renormalised (its precision and mean)."""
+
+    def __init__(self, size: int) -> None:
+        self.precision = np.zeros((size, size))
+        self.linear = np.zeros(size)
+
+    def add(self, index: np.ndarray, matrix: FloatArray, q: FloatArray, b: FloatArray) -> None:
+        """The factor on ``A θ[index]`` with ``A`` = ``matrix``."""
+        block = matrix.T @ q @ matrix
+        self.precision[np.ix_(index, index)] += block
+        self.linear[index] += matrix.T @ q @ b
+
+    @property
+    def mean(self) -> FloatArray:
+        return np.asarray(np.linalg.solve(self.precision, self.linear))
+
+
+@dataclass(frozen=True)
+class _PriorParts:
+    """The prior's precision and linear term in three parts: what no hyperparameter scales, the
+    drift part at ``s = 1`` (it scales as ``1/s²``) and the scatter part at ``τ = 1``
+    (``1/τ²``)."""
+
+    fixed: _Prior
+    drift: _Prior
+    scatter: _Prior
+
+    def at(self, drift_scale: float, scatter: float) -> _Prior:
+        out = _Prior(len(self.fixed.linear))
+        out.precision = (
+            self.fixed.precision
+            + self.drift.precision / drift_scale**2
+            + self.scatter.precision / scatter**2
+        )
+        out.linear = self.fixed.linear + self.drift.linear / drift_scale**2
+        return out
+
+
+def _prior(
+    lay: _Layout,
+    hess: FloatArray,
+    frame: Frame,
+    data: ValleyInput,
+    boxes: tuple[FloatArray, FloatArray],
+) -> _PriorParts:
+    """The prior of ``θ`` given the current curvature, in parts a drift scale ``s`` and a
+    scatter ``τ`` multiply (:class:`_PriorParts`).
+
+    * ``B_u = diag(1/x_s) B ~ N(B₀_u, s²)`` per entry (a fixed exponent: sd :data:`FIXED_SD`),
+      so ``G = H B_u ~ N(H B₀_u, H S² H)`` per column;
+    * each rung's ``g_r = Hμ_r ~ N(g + G ℓ̃_r, τ² H H)``: the rungs' optima scatter about the
+      law by τ (standardised units);
+    * each rung's optimum lies about where its trials are: ``μ_r ~ N(box centre, box sd²)``,
+      the sweep's own design as the prior on where its optimum lies (:data:`BOX_PRIOR_SD`);
+    * off-diagonal curvatures ``N(0, (c√(H_jj H_kk))²)``; everything else flat.
+
+    ``H`` is held at the current estimate: the prior is conditional on it.
+    """
+    d, m = lay.d, lay.m
+    fixed, drift, scatter = (_Prior(lay.size) for _ in range(3))
+    flat = np.concatenate(
+        [np.arange(lay.n_rungs + lay.n_curv), np.arange(lay.grad.start, lay.grad.stop)]
+    )
+    fixed.precision[flat, flat] += FLAT_PRECISION
+    diag = np.sqrt(np.clip(np.diag(hess), FLAT_PRECISION, None))
+    for col, (j, k) in enumerate(_pairs(d)):
+        if j != k:
+            sd = OFFDIAGONAL_PRIOR_CORRELATION * diag[j] * diag[k]
+            fixed.precision[lay.n_rungs + col, lay.n_rungs + col] += 1.0 / sd**2
+    inv_h = np.linalg.inv(hess)
+    prior_b = data.prior_drift / frame.spread[:, None]
+    eye = np.eye(d)
+    for k in range(m):
+        rows = lay.drift.start + np.arange(d) * m + k
+        held = data.fixed_drift[:, k]
+        scale2 = frame.spread**2
+        free_prec = inv_h @ np.diag(np.where(held, 0.0, scale2)) @ inv_h
+        held_prec = inv_h @ np.diag(np.where(held, scale2 / FIXED_SD**2, 0.0)) @ inv_h
+        mean = hess @ prior_b[:, k]
+        drift.add(rows, eye, free_prec, mean)
+        fixed.add(rows, eye, held_prec, mean)
+    scales = data.log_scales - frame.scale_centre
+    q_scatter = inv_h @ inv_h
+    centres, sds = boxes
+    law = np.arange(lay.grad.start, lay.grad.stop)
+    drift_rows = np.arange(lay.drift.start, lay.drift.stop)
+    for r in range(lay.n_rungs):
+        own = np.arange(lay.rung_grad(r).start, lay.rung_grad(r).stop)
+        index = np.concatenate([own, law, drift_rows])
+        kron = np.kron(eye, scales[r][None, :])  # (d, d·m): G ℓ̃_r
+        scatter.add(index, np.hstack([eye, -eye, -kron]), q_scatter, np.zeros(d))
+        q_box = inv_h @ np.diag(1.0 / sds[r] ** 2) @ inv_h
+        fixed.add(own, eye, q_box, hess @ centres[r])
+    return _PriorParts(fixed, drift, scatter)
+
+
+def _boxes(u: FloatArray, rung: np.ndarray, n_rungs: int) -> tuple[FloatArray, FloatArray]:
+    """Each rung's box centre and the box prior's sd per coordinate (standardised units): the
+    middle of the rung's trials and :data:`BOX_PRIOR_SD` of their range; a coordinate the rung
+    does not vary takes the range of every rung's trials."""
+    whole = np.ptp(u, axis=0)
+    whole = np.where(whole > 0, whole, 1.0)
+    centres = np.zeros((n_rungs, u.shape[1]))
+    sds = np.zeros((n_rungs, u.shape[1]))
+    for r in range(n_rungs):
+        own = u[rung == r]
+        low, high = own.min(axis=0), own.max(axis=0)
+        width = np.where(high - low > 0, high - low, whole)
+        centres[r] = 0.5 * (low + high)
+        sds[r] = BOX_PRIOR_SD * width
+    return centres, sds
+
+
+@dataclass(frozen=True)
+class _DataTerms:
+    """``ΦᵀWΦ``, ``ΦᵀWy`` and the constant parts of the log-likelihood for fixed weights."""
+
+    precision: FloatArray
+    linear: FloatArray
+    y_w_y: float
+    log_w: float
+    n: int
+
+
+def _data_terms(phi: FloatArray, y: FloatArray, w: FloatArray) -> _DataTerms:
+    return _DataTerms(
+        precision=phi.T @ (phi * w[:, None]),
+        linear=phi.T @ (w * y),
+        y_w_y=float(y @ (w * y)),
+        log_w=float(np.log(w).sum()),
+        n=len(y),
+    )
+
+
+def _solve(data: _DataTerms, prior: _Prior) -> tuple[FloatArray, FloatArray, float, float]:
+    """The Gaussian posterior of ``θ`` (mean, covariance), the log marginal likelihood and the
+    effective number of parameters the data fix (weights fixed).
+
+    ``log p(y) = ½[log|W| + log|P₀| − log|P₁| − (yᵀWy + m₀ᵀP₀m₀ − θ̂ᵀP₁θ̂)] − (n/2) log 2π``
+    with ``P₁ = ΦᵀWΦ + P₀`` and ``P₁θ̂ = ΦᵀWy + P₀m₀``: the Gaussian integral over ``θ``."""
+    post = data.precision + prior.precision
+    post = 0.5 * (post + post.T)
+    try:
+        chol = np.linalg.cholesky(post)
+    except np.linalg.LinAlgError:  # round-off on a near-singular direction: a relative jitter
+        post = post + np.eye(len(post)) * CONDITION_FLOOR * float(np.abs(np.diag(post)).max())
+        chol = np.linalg.cholesky(post)
+    rhs = data.linear + prior.linear
+    theta = np.linalg.solve(post, rhs)
+    sign, logdet_prior = np.linalg.slogdet(prior.precision)
+    mean = prior.mean
+    quad = data.y_w_y + float(mean @ prior.linear) - float(theta @ rhs)
+    log_ev = 0.5 * (data.log_w + logdet_prior - 2.0 * float(np.log(np.diag(chol)).sum()) - quad)
+    log_ev -= 0.5 * data.n * math.log(2.0 * math.pi)
+    cov = np.linalg.inv(post)
+    cov = 0.5 * (cov + cov.T)
+    dof = float(np.einsum("ij,ji->", cov, data.precision))
+    return np.asarray(theta), cov, (float(log_ev) if sign > 0 else -math.inf), dof
+
+
+def _fit_noise(
+    resid: FloatArray, excess: FloatArray, start: tuple[float, float], dof: float
+) -> tuple[float, float]:
+    """(σ, ρ) of ``e_i ~ N(0, σ² + ρ²E_i²)``: maximum likelihood, then both scaled by
+    ``√(n / (n − p))`` with ``p`` the parameters the data fix (the degrees-of-freedom correction
+    of restricted maximum likelihood: residuals of a fit are smaller than its errors)."""
+    r2 = resid**2
+    e2 = excess**2
+
+    def nll(params: FloatArray) -> float:
+        var = math.exp(2 * params[0]) + math.exp(2 * params[1]) * e2
+        return float(0.5 * (np.log(var) + r2 / var).sum())
+
+    x0 = np.log(np.maximum(np.array(start), 1e-12))
+    best = minimize(nll, x0, method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-6})
+    n = len(resid)
+    inflate = math.sqrt(n / max(n - dof, 1.0))
+    sigma, rho = np.exp(best.x) * inflate
+    return float(sigma), float(rho)
+
+
+def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
+    """The posterior of the one model given the finite trials (module docstring).
+
+    Args:
+        data: the trials; needs at least one finite trial per rung it names.
+        drift: integrate the drift prior's scale; False holds the drift at its prior mean
+            (the no-drift model).
+
+    Returns:
+        The :class:`Valley`: Gaussian posteriors over the (drift scale, scatter) grid and their
+        weights.
+    """
+    frame = _frame(data)
+    u = frame.to_u(data.coords)
+    n_rungs, m = data.log_scales.shape
+    d = u.shape[1]
+    lay = _Layout(n_rungs, d, m)
+    phi = _design(u, data.rung, lay)
+    y = data.values
+    boxes = _boxes(u, data.rung, n_rungs)
+    best = np.array([y[data.rung == r].min() for r in range(n_rungs)])
+    excess = y - best[data.rung]  # each trial's excess over its rung's best, ≥ 0
+    drift_grid = (
+        np.geomspace(DRIFT_SCALE_MIN, DRIFT_SCALE_MAX, DRIFT_GRID_POINTS) if drift else [FIXED_SD]
+    )
+    grid = [
+        (float(s), float(t))
+        for s in drift_grid
+        for t in np.geomspace(SCATTER_MIN, SCATTER_MAX, SCATTER_GRID_POINTS)
+    ]
+    spread_y = float(np.std(y)) or 1.0
+    sigma, rho = spread_y, 0.0
+    hess = np.eye(d) * spread_y
+    w = np.full(len(y), 1.0 / sigma**2)
+    components: list[_Component] = []
+    weights = np.ones(len(grid)) / len(grid)
+    theta = np.zeros(lay.size)
+    for _ in range(REWEIGHT_ROUNDS):
+        components, dofs = [], []
+        parts = _prior(lay, hess, frame, data, boxes)
+        terms = _data_terms(phi, y, w)
+        for s, t in grid:
+            mean, cov, log_ev, dof = _solve(terms, parts.at(s, t))
+            components.append(_Component(s, t, mean, cov, log_ev))
+            dofs.append(dof)
+        logs = np.array([c.log_evidence for c in components])
+        weights = np.exp(logs - logs.max())
+        weights /= weights.sum()
+        theta = np.einsum("s,sp->p", weights, np.array([c.mean for c in components]))
+        resid = y - phi @ theta
+        dof = float(weights @ np.array(dofs))
+        sigma, rho = _fit_noise(resid, excess, (max(sigma, 1e-9), max(rho, 1e-3)), dof)
+        w = 1.0 / (sigma**2 + rho**2 * excess**2)
+        hess = _positive(curvature(theta, lay), FLAT_CURVATURE * sigma)
+    return Valley(
+        frame=frame,
+        components=tuple(components),
+        weights=weights,
+        theta=theta,
+        noise_sd=sigma,
+        relative_misfit=rho,
+        floor=FLAT_CURVATURE * sigma,
+        n_rungs=n_rungs,
+        d=d,
+        m=m,
+    )
