@@ -226,17 +226,22 @@ def _checked(
     return obs
 
 
-#: Most rungs drawn in distinct qualitative colours (matplotlib's tab10); a longer ladder goes
-#: along viridis, cheapest darkest, whose neighbours then look alike.
-DISTINCT_COLORS = 10
+#: The rungs' colours, in cost order: matplotlib's tab10 without its red (the law, the target
+#: and its decision are red) and its grey (the marks at the target are grey and black).
+RUNG_PALETTE = (0, 1, 2, 4, 5, 6, 8, 9)
+#: Most rungs drawn in distinct qualitative colours; a longer ladder goes along viridis,
+#: cheapest darkest, whose neighbours then look alike.
+DISTINCT_COLORS = len(RUNG_PALETTE)
+#: Markers of the other points at the target (``marks``), in black and grey.
+MARK_STYLES = (("D", "black"), ("s", "dimgrey"), ("P", "black"), ("X", "dimgrey"))
 
 
 def _rung_colors(scales: Sequence[Scale]) -> dict[Scale, Any]:
-    """One colour per rung: tab10's distinct colours in cost order (viridis past ten rungs,
-    where six of its shades already looked alike in pairs)."""
+    """One colour per rung: tab10's distinct colours in cost order (:data:`RUNG_PALETTE`;
+    viridis past eight rungs, where six of its shades already looked alike in pairs)."""
     colormaps = importlib.import_module("matplotlib").colormaps
     if len(scales) <= DISTINCT_COLORS:
-        return {s: colormaps["tab10"](i) for i, s in enumerate(scales)}
+        return {s: colormaps["tab10"](RUNG_PALETTE[i]) for i, s in enumerate(scales)}
     colors = colormaps["viridis"]
     return {s: colors(i / max(1, len(scales) - 1)) for i, s in enumerate(scales)}
 
@@ -386,9 +391,15 @@ def _law_panel(
     )
     ax.axvline(target, color="grey", ls=":", lw=1)
     for index, (label, values) in enumerate(marks.items()):
+        marker, color = MARK_STYLES[index % len(MARK_STYLES)]
         if info.param in values:
             ax.scatter(
-                target * (1.15 + 0.15 * index), values[info.param], marker="D", s=30, label=label
+                target * (1.15 + 0.15 * index),
+                values[info.param],
+                marker=marker,
+                s=30,
+                color=color,
+                label=label,
             )
     ax.set_xscale("log")
     _law_limits(ax, info, marks)

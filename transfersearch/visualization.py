@@ -42,7 +42,7 @@ from transfersearch.errors import TransferSearchError, TransferSearchWarning
 from transfersearch.fitting.coords import to_natural
 from transfersearch.observations import Observation
 from transfersearch.readers import as_observations
-from transfersearch.report import DISTINCT_COLORS
+from transfersearch.report import DISTINCT_COLORS, RUNG_PALETTE
 from transfersearch.scale import Scale
 
 if TYPE_CHECKING:
@@ -87,11 +87,12 @@ def _every_rung(constant: dict[str, float]) -> str:
 
 
 def _colors(count: int) -> list[str]:
-    """``count`` colours as in the PNG report: D3's ten distinct ones (matplotlib's tab10) in
-    cost order, along viridis past ten rungs."""
+    """``count`` colours as in the PNG report: D3's distinct ones (matplotlib's tab10) without
+    red and grey (:data:`~transfersearch.report.RUNG_PALETTE`) in cost order, along viridis past
+    those."""
     colors = importlib.import_module("plotly.colors")
     if count <= DISTINCT_COLORS:
-        return list(colors.qualitative.D3[:count])
+        return [colors.qualitative.D3[i] for i in RUNG_PALETTE[:count]]
     return list(colors.sample_colorscale("Viridis", [i / (count - 1) for i in range(count)]))
 
 
