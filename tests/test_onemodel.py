@@ -36,8 +36,12 @@ def test_noise_free_bowls_give_back_each_rung_s_centre_and_the_drift() -> None:
             values.append(3.0 - 0.1 * ell + 0.4 * (x - centre) ** 2 + rng.normal(0, 1e-4))
             rung.append(r)
     data = ValleyInput(
-        np.array(coords), np.array(values), np.array(rung), logs[:, None],
-        np.zeros((1, 1)), np.zeros((1, 1), dtype=bool),
+        np.array(coords),
+        np.array(values),
+        np.array(rung),
+        logs[:, None],
+        np.zeros((1, 1)),
+        np.zeros((1, 1), dtype=bool),
     )
     valley = fit_valley(data)
     for r, ell in enumerate(logs):

@@ -295,7 +295,7 @@ class Valley:
         self, log_scale: FloatArray, n: int, rng: np.random.Generator
     ) -> tuple[FloatArray, FloatArray]:
         """Draws of a new rung's optimum at ``log_scale`` (the law's plus the rungs' scatter)
-        and of the valley's curvature there, standardised: ((n, d), (n, d, d))."""
+        and of the valley's curvature, standardised: ((n, d), (n, d, d))."""
         thetas, taus = self.draws(n, rng)
         hess = _positive(curvature(thetas, self.layout), self.floor)
         grad = law_gradient(thetas, self.layout, log_scale - self.frame.scale_centre)
