@@ -315,3 +315,25 @@ def test_the_title_names_the_target_and_the_decision_and_rungs_have_distinct_col
         for c2 in colors[i + 1 :]
     )
     assert len(colors) == 6 and closest > 0.3  # RGB distance: no two rungs alike
+
+
+def test_a_decision_moved_from_the_law_is_drawn_with_the_law_point_and_the_stable_edge(
+    tmp_path: Path,
+) -> None:
+    # issue 27 item 8: the boundary that moved the decision was not drawn
+    import dataclasses
+
+    from transfersearch._figure_info import law_panel_info
+
+    obs = ladder_observations()
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=0, seed=0)
+    law = result.law_params["lr"]
+    assert law_panel_info(dataclasses.replace(result, params={"lr": law}), "lr").law_point is None
+    moved = dataclasses.replace(result, params={"lr": law / 2}, stable_up_to={"lr": law * 0.6})
+    info = law_panel_info(moved, "lr")
+    assert info.law_point == law and info.stable_up_to == law * 0.6
+    texts = draw_svg(obs, moved, tmp_path / "moved.svg")
+    assert "the law's own point (the decision moved from it)" in texts
+    assert "stable up to (costliest rung's trials)" in texts
+    plain = draw_svg(obs, dataclasses.replace(result, params={"lr": law}), tmp_path / "p.svg")
+    assert "the law's own point (the decision moved from it)" not in plain

@@ -160,3 +160,25 @@ def test_landscapes_draw_crashes_apart_and_count_them() -> None:
     crashed = [t for t in figure.data if "crashed" in (t.name or "")]
     assert len(crashed) == 1 and list(crashed[0].x) == [2e-3, 4e-3]
     assert crashed[0].marker.symbol == "square-open"
+
+
+def test_a_moved_decision_shows_the_law_point_and_the_stable_edge(
+    fitted: tuple[object, ts.Extrapolation],
+) -> None:
+    import dataclasses
+
+    _, res = fitted
+    name = next(iter(res.params))
+    law = res.law_params[name]
+    moved = dataclasses.replace(
+        res, params={**res.params, name: law / 2}, stable_up_to={name: law * 0.6}
+    )
+    figure = tsv.plot_optimum_vs_scale(moved)
+    names = [t.name for t in figure.data]
+    assert "the law's own point (the decision moved from it)" in names
+    stable = [t for t in figure.data if t.name == "stable up to (costliest rung's trials)"]
+    assert stable and set(stable[0].y) == {law * 0.6}
+    unmoved = dataclasses.replace(res, params=dict(res.law_params))
+    assert not any(
+        "law's own point" in (t.name or "") for t in tsv.plot_optimum_vs_scale(unmoved).data
+    )

@@ -27,6 +27,7 @@ __all__ = [
     "BAND_NOTE",
     "CLIP_SPREADS",
     "MAX_LOG_BAR",
+    "MOVED",
     "PATH_POINTS",
     "LandscapeInfo",
     "LawPanelInfo",
@@ -48,6 +49,9 @@ __all__ = [
 MAX_LOG_BAR = 5.0
 #: Largest log value turned back into a number for a figure (exp(700) ~ 1e304 < float max).
 _MAX_EXP = 700.0
+#: A decision within this relative distance of the law's point is drawn as the law's point (a
+#: moved decision is drawn beside it): a thousandth is far below what a panel resolves.
+MOVED = 1e-3
 #: Points on the law's path from the cheapest rung to the target (smooth at plotting resolution).
 PATH_POINTS = 40
 #: The metric axis of the landscapes ends this many times the median trial's distance above the
@@ -112,6 +116,10 @@ class LawPanelInfo(NamedTuple):
         drawn_interval: the interval as a bar is drawn: on a log axis cut at
             e^±``MAX_LOG_BAR`` around the decision.
         law_terms: the law's exponents as text (:func:`law_terms`).
+        law_point: the law's own point at the target (``Extrapolation.law_params``) where the
+            decision moved away from it (a divergence cost, a hedge), else None.
+        stable_up_to: the largest value a stable trial reached at the costliest rung
+            (``Extrapolation.stable_up_to``), or None: the evidence a moved decision keeps to.
     """
 
     param: str
@@ -126,6 +134,8 @@ class LawPanelInfo(NamedTuple):
     interval: tuple[float, float]
     drawn_interval: tuple[float, float]
     law_terms: str
+    law_point: float | None = None
+    stable_up_to: float | None = None
 
 
 class RungTrials(NamedTuple):
@@ -289,6 +299,9 @@ def law_panel_info(
             )
         )
     decision = extrapolation.params[param]
+    law_point = extrapolation.law_params.get(param)
+    if law_point is not None and math.isclose(law_point, decision, rel_tol=MOVED, abs_tol=0.0):
+        law_point = None  # the decision is the law's point
     return LawPanelInfo(
         param=param,
         log_space=log_space,
@@ -302,6 +315,8 @@ def law_panel_info(
         interval=interval,
         drawn_interval=_drawn_interval(decision, interval, log_space),
         law_terms=law_terms(extrapolation, param),
+        law_point=law_point,
+        stable_up_to=extrapolation.stable_up_to.get(param),
     )
 
 

@@ -389,6 +389,7 @@ def _law_panel(
         color="tab:red",
         label=f"target: decision, {info.percent} prediction interval",
     )
+    _moved_decision(ax, info)
     ax.axvline(target, color="grey", ls=":", lw=1)
     for index, (label, values) in enumerate(marks.items()):
         marker, color = MARK_STYLES[index % len(MARK_STYLES)]
@@ -407,6 +408,31 @@ def _law_panel(
     ax.set_xlabel("relative compute (model size × data, default_cost)")
     ax.set_ylabel(f"optimal {info.param}")
     ax.legend(fontsize=7, loc="best")
+
+
+def _moved_decision(ax: Any, info: LawPanelInfo) -> None:
+    """Why the decision is where it is, where it moved away from the law's own point: that point
+    (hollow star) and the largest value a stable trial reached at the costliest rung (dotted)."""
+    if info.law_point is None:
+        return
+    ax.plot(
+        [info.target_compute],
+        [info.law_point],
+        marker="*",
+        ms=12,
+        ls="none",
+        markerfacecolor="none",
+        color="tab:red",
+        label="the law's own point (the decision moved from it)",
+    )
+    if info.stable_up_to is not None:
+        ax.axhline(
+            info.stable_up_to,
+            color="grey",
+            ls=(0, (1, 2)),
+            lw=1,
+            label="stable up to (costliest rung's trials)",
+        )
 
 
 def _law_path(ax: Any, path: LawPath, info: LawPanelInfo) -> None:
@@ -430,6 +456,8 @@ def _law_limits(ax: Any, info: LawPanelInfo, marks: Mapping[str, Mapping[str, fl
     """The optimum axis holds the rungs, the decision, its interval and the marks; wider error
     bars are clipped (they would hide the points); an unbounded end (0 / inf) is left out."""
     shown = [r.value for r in info.rungs] + [info.decision, *info.drawn_interval]
+    if info.law_point is not None:
+        shown += [v for v in (info.law_point, info.stable_up_to) if v is not None]
     shown += [values[info.param] for values in marks.values() if info.param in values]
     shown = [v for v in shown if math.isfinite(v)]
     if info.log_space:

@@ -249,6 +249,8 @@ def plot_optimum_vs_scale(extrapolation: Extrapolation, *, level: float = 0.9) -
             for trace in _law_traces(go, info.path, info, model, column):
                 figure.add_trace(trace, row=1, col=column)
         figure.add_trace(_target_trace(go, info, column), row=1, col=column)
+        for trace in _moved_traces(go, info, column):
+            figure.add_trace(trace, row=1, col=column)
         figure.update_xaxes(title_text="relative compute", type="log", row=1, col=column)
         figure.update_yaxes(type="log" if info.log_space else "linear", row=1, col=column)
     constant = panels[0].constant if panels else {}
@@ -318,6 +320,38 @@ def _law_traces(go: Any, path: LawPath, info: LawPanelInfo, model: str, column: 
             name=f"law ({model})", legendgroup="law", showlegend=column == 1,
         ),
     ]  # fmt: skip
+
+
+def _moved_traces(go: Any, info: LawPanelInfo, column: int) -> list[Any]:
+    """Where the decision moved away from the law's own point: that point (a hollow star) and the
+    largest value a stable trial reached at the costliest rung (a dotted line), as in the PNG."""
+    if info.law_point is None:
+        return []
+    traces = [
+        go.Scatter(
+            x=[info.target_compute],
+            y=[info.law_point],
+            mode="markers",
+            marker={"symbol": "star-open", "size": 14, "color": "rgb(214,39,40)"},
+            name="the law's own point (the decision moved from it)",
+            legendgroup="law point",
+            showlegend=column == 1,
+        )
+    ]
+    if info.stable_up_to is not None:
+        ends = [info.rungs[0].compute if info.rungs else 1.0, info.target_compute]
+        traces.append(
+            go.Scatter(
+                x=ends,
+                y=[info.stable_up_to] * 2,
+                mode="lines",
+                line={"color": "grey", "dash": "dot", "width": 1},
+                name="stable up to (costliest rung's trials)",
+                legendgroup="stable",
+                showlegend=column == 1,
+            )
+        )
+    return traces
 
 
 def _target_trace(go: Any, info: LawPanelInfo, column: int) -> Any:
