@@ -234,3 +234,22 @@ def test_read_sweep_takes_a_csv_path_and_names_the_way_to_read_a_storage(
         message = str(info.value)
         assert "optuna.load_study(study_name='<name>', storage='sqlite:///" in message
         assert "--storage sqlite:///" in message and "not a directory" not in message
+
+
+def test_extrapolate_takes_the_csv_path_and_says_how_to_read_a_storage(
+    tmp_path: pathlib.Path,
+) -> None:
+    # issue 27 item 4, through the public call: ts.extrapolate("sqlite:///proxy.db") said
+    # "not a directory"
+    from _tables import TARGET, sweep_rows, write_csv
+
+    import transfersearch as ts
+    from transfersearch.cli import parse_scale
+
+    path = write_csv(tmp_path / "sweep.csv", sweep_rows())
+    target = parse_scale(TARGET)
+    from_path = ts.extrapolate(str(path), target=target, n_bootstrap=0)
+    from_rows = ts.extrapolate(as_observations(path), target=target, n_bootstrap=0)
+    assert from_path.params == from_rows.params
+    with pytest.raises(TransferSearchError, match=r"optuna\.load_study\(study_name='<name>'"):
+        ts.extrapolate("sqlite:///proxy.db", target=target)
