@@ -82,6 +82,7 @@ def test_the_readme_commands_keep_the_ladders_batch_size_and_say_so(
     assert "kept from the ladder: batch_size=64" in data["summary"]
     text = _run(["extrapolate", *source, "--target", TARGET], capsys)
     assert "kept from the ladder: batch_size=64" in text
+    assert "batch_size=64 " in text and "batch_size=64.0" not in text  # issue 27 item 2: an int
     res = ts.extrapolate(_study(study_url), target=TARGET_SCALE, n_bootstrap=0)
     assert res.target_from_ladder == {"batch_size": 64.0} and res.target["batch_size"] == 64
     # another batch size given is kept as given
