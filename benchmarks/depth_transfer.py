@@ -20,11 +20,14 @@ Data: the ``.py`` files of the running Python's standard library, byte-level, fi
 characters for training and the rest held out. Everything runs on CPU (one thread per process).
 
 Writes ``benchmarks/results/depth_transfer.md``, ``.json`` and ``.png`` (or under ``--out``).
+``--depth-check`` instead runs ``depth_check`` (activations and updates per depth after 3 steps) on
+the same model and data: ``depth_transfer.depth_check.md`` and a ``.png`` per parametrisation.
 
 Usage::
 
     python benchmarks/depth_transfer.py [--depths 2,4,8] [--lrs 0.002,...,0.032] [--steps 300]
         [--width 64] [--workers 2]
+    python benchmarks/depth_transfer.py --depth-check --depths 2,4,8,16
 """
 
 from __future__ import annotations
@@ -308,6 +311,57 @@ def plot(rows: list[dict[str, Any]], depths: Sequence[int], path: Path) -> None:
     figure.savefig(path, dpi=110)
 
 
+def depth_check_report(depths: Sequence[int], width: int, lr: float, out: Path) -> None:
+    """``depth_check`` on this model and data: 3 AdamW steps on one batch at base lr ``lr`` per
+    parametrisation; writes ``depth_transfer.depth_check.md`` and ``.png``."""
+    import warnings
+
+    from transfersearch.experimental import ExperimentalWarning
+    from transfersearch.integrations.torch import depth_check
+
+    torch.set_num_threads(1)
+    data, vocab = tokens(stdlib_text())
+    generator = torch.Generator().manual_seed(0)
+    at = torch.randint(0, len(data) - SEQ - 1, (BATCH,), generator=generator)
+    batch = (
+        torch.stack([data[i : i + SEQ] for i in at]),
+        torch.stack([data[i + 1 : i + SEQ + 1] for i in at]),
+    )
+    text = [
+        "# Depth check on the depth-transfer benchmark's model",
+        "",
+        f"Command: `python benchmarks/depth_transfer.py --depth-check --depths "
+        f"{','.join(map(str, depths))} --width {width}` (base lr {lr:g}, 3 AdamW steps on one "
+        f"batch of {BATCH}×{SEQ} bytes, seed 0; `transfersearch.integrations.torch.depth_check`).",
+        "",
+    ]
+    for name in PARAMETRISATIONS:
+
+        def make_model(depth: int, name: str = name) -> nn.Module:
+            hp = hyperparameters(name, width, depth, lr)
+            return TinyLM(vocab, width, depth, residual=hp.residual_multiplier)
+
+        def make_optimizer(model: nn.Module, depth: int, name: str = name) -> torch.optim.Optimizer:
+            hp = hyperparameters(name, width, depth, lr)
+            with torch.device("meta"):
+                reference = TinyLM(vocab, width // 2, depth)
+            groups = param_groups(model, hp, base_model=reference)
+            return torch.optim.AdamW(groups, betas=hp.betas, eps=hp.eps)
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExperimentalWarning)
+            check = depth_check(
+                make_model, depths, batch, steps=3, make_optimizer=make_optimizer, plot=True
+            )
+        check.figure.suptitle(f"{name}: scales per depth after 3 steps (slope 0 = Θ(1))")
+        check.figure.savefig(out / f"depth_transfer.depth_check.{name}.png", dpi=90)
+        text += [f"## {name}", "", "```", str(check), "```", ""]
+        text.append(f"![{name}](depth_transfer.depth_check.{name}.png)")
+        text.append("")
+    (out / "depth_transfer.depth_check.md").write_text("\n".join(text))
+    print("\n".join(text))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--depths", default="2,4,8")
@@ -320,8 +374,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--replot", action="store_true", help="redraw the .png from the committed .json only"
     )
+    parser.add_argument(
+        "--depth-check",
+        action="store_true",
+        help="run depth_check (3 steps per depth and parametrisation) instead of the lr sweep",
+    )
     args = parser.parse_args(argv)
     depths = [int(d) for d in args.depths.split(",")]
+    if args.depth_check:
+        depth_check_report(depths, args.width, 0.008, args.out)
+        return
     if args.replot:
         rows = json.loads((args.out / "depth_transfer.json").read_text())["rows"]
         plot(rows, sorted({r["depth"] for r in rows}), args.out / "depth_transfer.png")
