@@ -356,40 +356,50 @@ def count_states(storage: RDBStorage, key: int) -> dict[TrialState, int]:
 
 
 @contextlib.contextmanager
-def study_lock(storage: RDBStorage, key: int) -> Iterator[None]:
+def study_lock(storage: RDBStorage, key: int, *, shared: bool = False) -> Iterator[bool]:
     """A lock shared by every process using ``storage``'s study ``key``: a PostgreSQL advisory
     lock, MySQL's ``GET_LOCK``, or for a SQLite file an ``flock`` on ``<file>.transfersearch.lock``
-    beside it (SQLite is one machine's storage). The database's public means, no Optuna private."""
+    beside it (SQLite is one machine's storage). The database's public means, no Optuna private.
+
+    With ``shared``, a shared lock (many holders, none while an exclusive one is held) where the
+    database has one (PostgreSQL, SQLite); yields whether it is shared (False: MySQL, whose
+    ``GET_LOCK`` has no shared mode, yields without locking; take the exclusive lock then)."""
     engine = storage.engine
     dialect = engine.dialect.name
     name = f"transfersearch-study-{key}"
     if dialect == "postgresql":
         number = int.from_bytes(hashlib.sha1(name.encode()).digest()[:8], "big", signed=True)
+        mode = "_shared" if shared else ""
         with engine.connect() as connection:
-            connection.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": number})
+            connection.execute(sqlalchemy.text(f"SELECT pg_advisory_lock{mode}(:k)"), {"k": number})
             try:
-                yield
+                yield shared
             finally:
-                connection.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:k)"), {"k": number})
+                connection.execute(
+                    sqlalchemy.text(f"SELECT pg_advisory_unlock{mode}(:k)"), {"k": number}
+                )
                 connection.commit()
         return
     if dialect in ("mysql", "mariadb"):
+        if shared:
+            yield False
+            return
         with engine.connect() as connection:
             connection.execute(sqlalchemy.text("SELECT GET_LOCK(:n, 600)"), {"n": name})
             try:
-                yield
+                yield False
             finally:
                 connection.execute(sqlalchemy.text("SELECT RELEASE_LOCK(:n)"), {"n": name})
         return
     database = engine.url.database or ""
     if dialect != "sqlite" or database in ("", ":memory:") or database.startswith("file:"):
-        yield  # one process (in-memory) or a database this knows no lock for
+        yield shared  # one process (in-memory) or a database this knows no lock for
         return
     # Not the database file itself: closing any descriptor of it drops SQLite's POSIX locks.
     path = f"{os.path.abspath(database)}.transfersearch.lock"
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield shared
     finally:
         os.close(fd)

@@ -481,25 +481,70 @@ def _gate_new_trials(study: optuna.Study, n_trials: int) -> bool:
     """Let the study's storage create a fresh trial only while the study is short of
     ``n_trials`` (:func:`_wanted`, counted under the study-wide lock).
 
+    Far from the total the lock is shared: a worker counts every trial of the study (an upper
+    bound of what counts) and the workers registered on it (:data:`WORKER_KEY`; each creates at
+    most one trial at a time), and creates without waiting for the others when the two sum to
+    less than the total. Near it the lock is exclusive and the count exact, so the pool still
+    stops at exactly ``n_trials``, without serialising every trial's creation.
+
     Returns:
         Whether the storage is gated: False for one without the claiming RDB backend (a
         journal file), whose worker counts before each trial instead.
     """
-    from transfersearch.integrations._launcher_shim import ClaimingRDBStorage, study_lock
+    from transfersearch.integrations._launcher_shim import (
+        ClaimingRDBStorage,
+        count_states,
+        study_lock,
+    )
     from transfersearch.integrations._optuna_shim import rdb_backend, storage_of, study_id
 
     backend = rdb_backend(storage_of(study))
     if not isinstance(backend, ClaimingRDBStorage):
         return False
     claiming: ClaimingRDBStorage = backend
+    key = study_id(study)
+    _register(claiming, key)
 
     @contextlib.contextmanager
     def gate() -> Iterator[bool]:
-        with study_lock(claiming, study_id(study)):
+        with study_lock(claiming, key, shared=True) as shared:
+            if (
+                shared
+                and sum(count_states(claiming, key).values()) + _workers(claiming, key) < n_trials
+            ):
+                yield True
+                return
+        with study_lock(claiming, key):
             yield _wanted(claiming, study, n_trials)
 
     claiming.trial_gate = gate
     return True
+
+
+#: Prefix of the study system attributes that register the workers creating its trials
+#: (``<prefix><host>:<pid>`` -> the owner record): how many may create a trial at once.
+WORKER_KEY = "transfersearch:worker:"
+
+
+def _register(storage: Any, key: int) -> None:
+    """Register this worker on study ``key`` (one write when it starts)."""
+    from transfersearch.integrations._trial_claims import owner_record
+
+    owner = owner_record()
+    storage.set_study_system_attr(key, f"{WORKER_KEY}{owner['host']}:{owner['pid']}", owner)
+
+
+def _workers(storage: Any, key: int) -> int:
+    """Workers registered on study ``key`` that may still create trials: all but those of this
+    host whose process is gone (another host's are counted: their state is unknown)."""
+    from transfersearch.integrations._trial_claims import owner_alive
+
+    attrs = storage.get_study_system_attrs(key)
+    return sum(
+        owner_alive(value) is not False
+        for name, value in attrs.items()
+        if name.startswith(WORKER_KEY)
+    )
 
 
 def _leased_objective(
