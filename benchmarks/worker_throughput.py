@@ -43,18 +43,16 @@ RESULTS = Path(__file__).resolve().parent / "results" / "worker_throughput.md"
 #: What a profile of one worker against one plain process showed (cProfile, 150 trials, SQLite),
 #: and what was changed; printed under the table.
 NOTE = (
-    "Where the launcher's extra time went (cProfile of one worker beside one plain process on "
-    "SQLite, before the changes): three `worker.*` user attributes written with a commit each "
-    "(~3 of ~20 commits a trial), a read of the trial's system attributes for the GPU lease on "
-    "CPU workers too, a read of every trial before each trial (the budget check) and another "
-    "for dead workers' silent trials. Now: a trial's attributes go in one transaction (the "
-    "worker's three; the sampler's rung, scale and transfer attributes, which plain `optimize` "
-    "with `TransferSampler` shares), the rung is read only for a GPU lease, the silent-trial "
-    "check runs once per poll interval, and the budget check is one count per state under the "
-    "study lock (which also makes the total exact: 0 overshoot). What stays: the launcher "
-    "imports the objective and creates the study before its workers start (in *wall*, not in "
-    "*span*), one commit for the worker attributes, and the lock around creating a trial."
+    "What the launcher does per trial that plain `optimize` does not: it creates a fresh trial "
+    "through its gate (a shared study lock, one count of the study's trials and one read of the "
+    "registered workers while the study is far from its total; the exclusive lock and an exact "
+    "count for the last trials, which is what makes the total exact), and it writes the trial's "
+    "three `worker.*` attributes in one commit before the objective. Both arms share the rest: "
+    "the sampler's attributes in one commit, the owner of each trial in its creating "
+    "transaction, the stale-trial check before each trial. *Wall* also holds the launcher's own "
+    "start (it imports the objective and creates the study before its workers start)."
 )
+
 
 OBJECTIVE = textwrap.dedent(
     """
