@@ -198,7 +198,7 @@ class ClaimingRDBStorage(RDBStorage):
         attribute on its own: on a busy SQLite file every commit waits for the write lock)."""
         from optuna.storages._rdb.storage import _create_scoped_session  # private: its commit
 
-        models = _models()
+        models = _models()  # the attribute tables Optuna's upsert below takes
         with _create_scoped_session(self.scoped_session, True) as session:
             for model, attrs in (
                 (models.TrialUserAttributeModel, user),
@@ -263,6 +263,8 @@ class ClaimingRDBStorage(RDBStorage):
         # Overrides the private hook optuna.storages.fail_stale_trials calls (public function).
         interval = self.heartbeat_interval or 1
         grace = timedelta(seconds=self.grace_period or 2 * interval)
+        # The schema's tables: Optuna has no public read of heartbeats, and reading every
+        # running trial's system attributes one by one would cost a query per trial.
         models = _models()
         trials: Any = models.TrialModel.__table__
         beats: Any = models.TrialHeartbeatModel.__table__
@@ -343,6 +345,8 @@ def open_rdb_storage(url: str, **kwargs: Any) -> ClaimingRDBStorage:
 def count_states(storage: RDBStorage, key: int) -> dict[TrialState, int]:
     """The number of trials of study ``key`` in each state: one aggregate query (reading the
     trials themselves costs a query per table and a FrozenTrial per trial)."""
+    # The schema's trials table: Optuna's public get_n_trials counts one state per call and
+    # get_all_trials builds every trial; the gate counts before each trial it creates.
     table: Any = _models().TrialModel.__table__
     query = (
         sqlalchemy.select(table.c.state, sqlalchemy.func.count())
