@@ -25,22 +25,31 @@ import difflib
 import math
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from numbers import Real
-from types import MappingProxyType
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
-from transfersearch.errors import (
-    TransferSearchError,
-    TransferSearchWarning,
-    check_bool,
-    check_positive,
+from transfersearch._coordinates import (
+    COORDINATES,
+    LR_COORDS,
+    PRODUCT_COORDS,
+    TYPO_SIMILARITY,
+    WD_COORDS,
+    base_point,
+    check_distribution,
+    check_sufficient,
+    check_value,
+    close_coordinates,
+    coordinate_from_base_point,
+    eta_lambda_from_tau_epoch,
+    outside_note,
+    tau_epoch_from_eta_lambda,
 )
+from transfersearch._distributions import Choice, Distribution, Float, Int, is_number
+from transfersearch._hyperparameters import Hyperparameters
+from transfersearch.errors import TransferSearchError, TransferSearchWarning, check_positive
 from transfersearch.rules import (
     BLOCK_VECTOR,
-    GROUPS,
     AppliedBetaForm,
     BatchRule,
     BatchTransfer,
@@ -49,10 +58,11 @@ from transfersearch.rules import (
     check_betas,
     scale_ema_momentum,
 )
-from transfersearch.scale import KNOWN_SCALE_NAMES, Scale, whole_number
+from transfersearch.scale import KNOWN_SCALE_NAMES, Scale
 
+#: What other modules import from here; the public names are ``transfersearch.__all__``. The
+#: distributions, the coordinate algebra and Hyperparameters live in the private modules above.
 __all__ = [
-    "COORDINATES",
     "Choice",
     "Distribution",
     "Float",
@@ -60,407 +70,9 @@ __all__ = [
     "Int",
     "TransferSpace",
     "base_point",
-    "coordinate_from_base_point",
     "eta_lambda_from_tau_epoch",
     "tau_epoch_from_eta_lambda",
 ]
-
-LR_COORDS = ("lr", "base_lr")
-WD_COORDS = ("weight_decay",)
-PRODUCT_COORDS = ("eta_lambda", "independent_wd", "tau_iter", "tau_epoch")
-OPTIMIZER_COORDS = ("beta1", "beta2", "eps", "ema_momentum")
-#: Coordinates that are sizes or rates: finite and > 0 (their distributions too).
-POSITIVE_COORDS = (*LR_COORDS, *WD_COORDS, *PRODUCT_COORDS, "eps")
-#: Coordinates that are EMA weights: in [0, 1) (their distributions too).
-UNIT_COORDS = ("beta1", "beta2", "ema_momentum")
-#: Every coordinate name with a built-in meaning.
-COORDINATES: tuple[str, ...] = LR_COORDS + WD_COORDS + PRODUCT_COORDS + OPTIMIZER_COORDS
-
-
-# ----------------------------------------------------------------------------------------------
-# Distributions
-# ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Float:
-    """A real coordinate on [low, high], sampled uniformly or log-uniformly (``log=True``)."""
-
-    low: float
-    high: float
-    log: bool = False
-
-    def __post_init__(self) -> None:
-        _check_log(self.log)
-        _check_bounds(self.low, self.high, self.log)
-
-    def contains(self, value: object) -> bool:
-        return (
-            isinstance(value, Real) and _is_number(value) and self.low <= float(value) <= self.high
-        )
-
-    def sample(self, rng: np.random.Generator) -> float:
-        if self.log:
-            return float(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
-        return float(rng.uniform(self.low, self.high))
-
-    def snap(self, value: float) -> float:
-        """``value`` clipped to [low, high]."""
-        return float(min(max(float(value), self.low), self.high))
-
-
-@dataclass(frozen=True)
-class Int:
-    """An integer coordinate on [low, high] with ``step``, optionally log-uniform."""
-
-    low: int
-    high: int
-    log: bool = False
-    step: int = 1
-
-    def __post_init__(self) -> None:
-        for name in ("low", "high", "step"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TransferSearchError(f"Int `{name}` must be an int, but got {name}={value!r}.")
-        if self.step < 1:
-            raise TransferSearchError(f"Int `step` must be >= 1, but got step={self.step}.")
-        _check_log(self.log)
-        if self.log and self.step != 1:
-            raise TransferSearchError("Int(log=True) needs step=1 (as in Optuna).")
-        _check_bounds(self.low, self.high, self.log)
-
-    def contains(self, value: object) -> bool:
-        if not isinstance(value, Real) or not _is_number(value):
-            return False
-        as_float = float(value)
-        if as_float != round(as_float):
-            return False
-        number = round(as_float)
-        return self.low <= number <= self.high and (number - self.low) % self.step == 0
-
-    def sample(self, rng: np.random.Generator) -> int:
-        if self.log:
-            return round(math.exp(rng.uniform(math.log(self.low), math.log(self.high))))
-        n = (self.high - self.low) // self.step
-        return int(self.low + self.step * int(rng.integers(0, n + 1)))
-
-    def snap(self, value: float) -> int:
-        """The point of the grid ``low, low + step, …, <= high`` nearest to ``value``."""
-        clipped = min(max(float(value), self.low), self.high)
-        steps = min(round((clipped - self.low) / self.step), (self.high - self.low) // self.step)
-        return int(self.low + self.step * steps)
-
-
-@dataclass(frozen=True)
-class Choice:
-    """A categorical coordinate: one of ``choices`` (numbers, strings, booleans or None)."""
-
-    choices: tuple[Any, ...]
-
-    def __init__(self, choices: Iterable[Any]) -> None:
-        if isinstance(choices, (str, bytes)):
-            raise TransferSearchError(
-                f"Choice takes a list of options, but got the string {choices!r}, which would "
-                f"become the options {tuple(choices)!r}. Write Choice([{choices!r}])."
-            )
-        if isinstance(choices, (Mapping, set, frozenset)) or not isinstance(choices, Iterable):
-            why = (
-                ": a set or dict has no fixed order"
-                if isinstance(choices, (Mapping, set, frozenset))
-                else ""
-            )
-            raise TransferSearchError(
-                f"Choice takes a list of options (numbers, strings, booleans or None), but got "
-                f"{choices!r} ({type(choices).__name__}){why}. Write Choice(['adamw', 'lion'])."
-            )
-        values = tuple(choices)
-        if not values:
-            raise TransferSearchError("Choice needs at least one option, but got an empty list.")
-        bad = [v for v in values if v is not None and not isinstance(v, (str, Real))]
-        if bad:
-            raise TransferSearchError(
-                f"Choice options must be numbers, strings, booleans or None (what Optuna and Ray "
-                f"store), but got {bad!r} in {values!r}."
-            )
-        object.__setattr__(self, "choices", values)
-
-    def contains(self, value: object) -> bool:
-        return value in self.choices
-
-    def sample(self, rng: np.random.Generator) -> Any:
-        return self.choices[int(rng.integers(0, len(self.choices)))]
-
-    def snap(self, value: Any) -> Any:
-        """``value`` itself: a choice has no nearest neighbour.
-
-        Raises:
-            TransferSearchError: ``value`` is not one of the choices.
-        """
-        if value not in self.choices:
-            raise TransferSearchError(
-                f"{value!r} is not one of the choices {self.choices}; pick one of them."
-            )
-        return value
-
-
-Distribution = Union[Float, Int, Choice]
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value))
-
-
-def _check_log(log: object) -> None:
-    check_bool("log", log, fix="Write log=True for a log-uniform range, log=False otherwise.")
-
-
-def _check_bounds(low: float, high: float, log: bool) -> None:
-    if not (_is_number(low) and _is_number(high)):
-        raise TransferSearchError(f"bounds must be finite numbers, but got ({low=}, {high=}).")
-    if low > high:
-        raise TransferSearchError(f"`low <= high` must hold, but got ({low=}, {high=}).")
-    if log and low <= 0:
-        raise TransferSearchError(
-            f"a log-scale distribution needs `low > 0`, but got {low=}. Raise `low` or set log=False."
-        )
-
-
-def _check_value(name: str, value: object) -> None:
-    """Refuse a value a built-in coordinate cannot take (other names pass through unchecked).
-
-    Raises:
-        TransferSearchError: a learning rate, weight decay, timescale or eps that is not a finite
-            number > 0; a beta or EMA momentum outside [0, 1).
-    """
-    if name in POSITIVE_COORDS:
-        check_positive(
-            f"coords.{name}",
-            value,
-            fix=f"`{name}` is a learning rate, weight decay, timescale or eps: it must be > 0.",
-        )
-    elif name in UNIT_COORDS and not (
-        isinstance(value, Real) and _is_number(value) and 0.0 <= float(value) < 1.0
-    ):
-        raise TransferSearchError(
-            f"`{name}` must lie in [0, 1), but got {name}={value!r}. It is an EMA weight, "
-            "e.g. beta1=0.9, beta2=0.999, ema_momentum=0.999."
-        )
-
-
-def _check_distribution(name: str, dist: Distribution) -> None:
-    """Refuse a distribution for a built-in coordinate that reaches values it cannot take.
-
-    Raises:
-        TransferSearchError: e.g. ``Float(0, 0.1)`` for a learning rate (must be > 0), or
-            ``Float(0.8, 1.5)`` for ``beta1`` (betas lie in [0, 1)).
-    """
-    if isinstance(dist, Choice):
-        for choice in dist.choices:
-            _check_value(name, choice)
-        return
-    if name in POSITIVE_COORDS and dist.low <= 0:
-        raise TransferSearchError(
-            f"coordinate {name!r} is positive (a learning rate, weight decay, timescale or eps), "
-            f"so its distribution must have low > 0, but got {dist!r}. Sweep it on a log scale, "
-            f"e.g. {name}=ts.Float({_log_example(dist.high)}, log=True)."
-        )
-    if name in UNIT_COORDS and not (dist.low >= 0 and dist.high < 1):
-        raise TransferSearchError(
-            f"coordinate {name!r} is an EMA weight in [0, 1), so its distribution must have "
-            f"low >= 0 and high < 1, but got {dist!r}. E.g. {name}=ts.Float(0.8, 0.99)."
-        )
-
-
-def _log_example(high: float) -> str:
-    """``"0.0001, 0.1"``: three decades below ``high`` (or below 1 when ``high`` <= 0)."""
-    top = float(high) if high > 0 else 1.0
-    return f"{top / 1000:g}, {top:g}"
-
-
-def _outside_note(name: str, value: float, dist: Float | Int) -> str:
-    """How far ``value`` lies past ``dist``'s range: in decades for positive quantities."""
-    low, high = float(dist.low), float(dist.high)
-    side, bound = ("above", high) if value > high else ("below", low)
-    if value > 0 and bound > 0 and (dist.log or name in POSITIVE_COORDS):
-        past = f"{abs(math.log10(value / bound)):.2f} decades"
-    else:
-        span = high - low
-        share = f" ({abs(value - bound) / span:.0%} of the range's width)" if span > 0 else ""
-        past = f"{abs(value - bound):.3g}{share}"
-    return (
-        f"{name} {value:.4g} lies {past} {side} the swept range [{low:g}, {high:g}]: an "
-        "extrapolation past what the proxies tried; check it at the target before a long run"
-    )
-
-
-# ----------------------------------------------------------------------------------------------
-# Coordinate conversions (the hidden group at the base scale)
-# ----------------------------------------------------------------------------------------------
-def tau_epoch_from_eta_lambda(eta_lambda: float, scale: Scale) -> float:
-    """τ_epoch = B/(ηλN) in epochs at ``scale`` (Wang & Aitchison Eq. 10); inf for ηλ = 0."""
-    scale.require("batch_size", "dataset_size", purpose="convert tau_epoch = B/(lr*wd*N)")
-    if eta_lambda == 0.0:
-        return math.inf
-    return scale["batch_size"] / (eta_lambda * scale["dataset_size"])
-
-
-def eta_lambda_from_tau_epoch(tau_epoch: float, scale: Scale) -> float:
-    """ηλ = B/(τ_epoch·N) at ``scale``: the inverse of :func:`tau_epoch_from_eta_lambda`."""
-    scale.require("batch_size", "dataset_size", purpose="convert tau_epoch = B/(lr*wd*N)")
-    return scale["batch_size"] / (tau_epoch * scale["dataset_size"])
-
-
-def _product_from(name: str, value: float, base: Scale) -> float:
-    """ηλ from a product-class coordinate (Wang & Aitchison Eq. 4–6 and 10)."""
-    if name in ("eta_lambda", "independent_wd"):
-        return value
-    if name == "tau_iter":
-        return 1.0 / value  # τ_iter = 1/(ηλ)
-    return eta_lambda_from_tau_epoch(value, base)
-
-
-def coordinate_from_base_point(name: str, lr: float, weight_decay: float, base: Scale) -> float:
-    """The value of coordinate ``name`` for the hidden group's (η, λ) at scale ``base``.
-
-    ``lr``/``base_lr`` = η; ``weight_decay`` = λ (coupled); ``eta_lambda``/``independent_wd`` = ηλ;
-    ``tau_iter`` = 1/(ηλ); ``tau_epoch`` = B/(ηλN) (Wang & Aitchison Eq. 10).
-    """
-    if name in LR_COORDS:
-        return lr
-    if name in WD_COORDS:
-        return weight_decay
-    product = lr * weight_decay
-    if name in ("eta_lambda", "independent_wd"):
-        return product
-    if name == "tau_iter":
-        return 1.0 / product
-    if name == "tau_epoch":
-        return tau_epoch_from_eta_lambda(product, base)
-    raise TransferSearchError(f"unknown lr/weight-decay coordinate {name!r}; known: {COORDINATES}.")
-
-
-def _classes(names: Iterable[str]) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {"lr": [], "wd": [], "product": []}
-    for name in names:
-        if name in LR_COORDS:
-            found["lr"].append(name)
-        elif name in WD_COORDS:
-            found["wd"].append(name)
-        elif name in PRODUCT_COORDS:
-            found["product"].append(name)
-    return found
-
-
-_NEEDED = (
-    "Give exactly two coordinates from different classes: one of {lr, base_lr}, "
-    "{weight_decay}, {eta_lambda, independent_wd, tau_iter, tau_epoch} — e.g. base_lr + tau_epoch."
-)
-
-
-#: difflib similarity above which a pass-through name in a *sufficient* space is taken for a typo
-#: of a coordinate (``beta_1``, ``weight_decy``: 0.91, 0.96) and warned about; SGD's ``momentum``
-#: (0.8 to ``ema_momentum``) stays below it. Insufficient sets use difflib's default 0.6: they
-#: fail anyway, and the hint only helps.
-TYPO_SIMILARITY = 0.85
-
-
-def _close_coordinates(names: Iterable[str], cutoff: float = 0.6) -> str:
-    """``" ('tau_epcoh' -> did you mean 'tau_epoch'?)"`` for names that look like misspelt coordinates."""
-    hints = []
-    for name in names:
-        if not isinstance(name, str) or name in COORDINATES:
-            continue
-        close = difflib.get_close_matches(name, COORDINATES, n=1, cutoff=cutoff)
-        if close:
-            hints.append(f"{name!r} -> did you mean {close[0]!r}?")
-    return f" ({'; '.join(hints)})" if hints else ""
-
-
-def check_sufficient(names: Iterable[str]) -> None:
-    """Raise unless ``names`` holds a sufficient, non-conflicting set of lr/wd coordinates.
-
-    Names that are no built-in coordinate pass through (:attr:`Hyperparameters.extra`); when the set
-    is insufficient, those close to a coordinate name are named as likely typos (``tau_epcoh``).
-    """
-    names = list(names)
-    found = _classes(names)
-    given = [n for group in found.values() for n in group]
-    used = [cls for cls, group in found.items() if group]
-    if any(len(group) > 1 for group in found.values()) or len(used) > 2:
-        raise TransferSearchError(
-            f"coordinates {given} over-determine lr and weight decay (conflicting). {_NEEDED}"
-        )
-    if len(used) < 2:
-        others = [n for n in names if n not in COORDINATES]
-        passed = (
-            f" The other names {others} are no lr/weight-decay coordinates and would pass through "
-            f"unchanged{_close_coordinates(others)}."
-            if others
-            else ""
-        )
-        raise TransferSearchError(
-            f"coordinates {given} are not enough to determine lr and weight decay.{passed} {_NEEDED}"
-        )
-
-
-def base_point(coords: Mapping[str, float], base: Scale) -> tuple[float, float]:
-    """The hidden group's (lr η, coupled weight decay λ) at ``base`` from a sufficient pair.
-
-    η + λ direct; η + ηλ gives λ = ηλ/η; λ + ηλ gives η = ηλ/λ, where ηλ comes from
-    ``eta_lambda``/``independent_wd`` (ηλ), ``tau_iter`` (1/τ) or ``tau_epoch`` (B/(τN), Eq. 11 of
-    Wang & Aitchison).
-
-    Raises:
-        TransferSearchError: an insufficient or conflicting set, or a non-positive value.
-    """
-    check_sufficient(coords)
-    found = _classes(coords)
-    values = {n: check_positive(f"coords.{n}", coords[n]) for cls in found.values() for n in cls}
-    lr = values[found["lr"][0]] if found["lr"] else None
-    wd = values[found["wd"][0]] if found["wd"] else None
-    product = (
-        _product_from(found["product"][0], values[found["product"][0]], base)
-        if found["product"]
-        else None
-    )
-    if lr is not None and wd is not None:
-        return lr, wd
-    if lr is not None and product is not None:
-        return lr, product / lr
-    if wd is not None and product is not None:
-        return product / wd, wd
-    raise TransferSearchError(_NEEDED)  # pragma: no cover - check_sufficient covers this
-
-
-# ----------------------------------------------------------------------------------------------
-# Hyperparameters
-# ----------------------------------------------------------------------------------------------
-def _check_group(group: str, values: object) -> None:
-    """Refuse a group whose ``lr`` is not finite and > 0 or whose decay is not finite and >= 0.
-
-    Raises:
-        TransferSearchError: naming the group, the field and the value (e.g. a NaN lr).
-    """
-    if not isinstance(values, Mapping) or "lr" not in values or "weight_decay" not in values:
-        raise TransferSearchError(
-            f"Hyperparameters.groups[{group!r}] must be a dict with 'lr' and 'weight_decay', but "
-            f"got {values!r}."
-        )
-    check_positive(f"groups.{group}.lr", values["lr"], fix="A learning rate must be > 0.")
-    if "eps" in values:
-        check_positive(f"groups.{group}.eps", values["eps"], fix="Adam's eps must be > 0.")
-    for name in ("weight_decay", "independent_wd"):
-        if name not in values:
-            continue
-        value = values[name]
-        if not (isinstance(value, Real) and _is_number(value) and float(value) >= 0.0):
-            raise TransferSearchError(
-                f"`groups.{group}.{name}` must be a finite number >= 0, but got {name}={value!r}. "
-                "Weight decay is 0 (none) or positive."
-            )
-
-
-def _frozen_groups(groups: Mapping[str, Mapping[str, float]]) -> Mapping[str, Mapping[str, float]]:
-    return MappingProxyType({g: MappingProxyType(dict(groups[g])) for g in groups})
 
 
 def _batch_transfer(
@@ -482,204 +94,6 @@ def _batch_transfer(
             f"at {target!r}, {group} group (lr={lr:g}, weight_decay={wd:g} before the "
             f"batch rule, kappa={kappa:g}): {exc}"
         ) from exc
-
-
-@dataclass(frozen=True)
-class Hyperparameters:
-    """Concrete AdamW hyperparameters at one scale (frozen).
-
-    ``groups`` maps "input", "hidden", "output", "vector" and "block_vector" to ``{"lr",
-    "weight_decay", "independent_wd", "eps"}``: ``weight_decay`` is PyTorch's coupled λ
-    (torch.optim.AdamW), ``independent_wd`` = lr·weight_decay is the per-step decay for optimizers
-    that decay by λ' alone, and ``eps`` is the group's Adam ε (``eps`` times the rule's width and
-    depth factors; equal to ``eps`` unless ``eps_width`` or a depth rule moves it; a group given
-    without ``eps`` gets ``eps``). "block_vector" (in-block norm gains and biases) is there only
-    when the rule has a depth rule or ``eps_width``; :meth:`group` reads it as "vector" otherwise.
-    ``residual_multiplier`` is m_L^(−α) of the rule's depth rule (1 without one): the factor the
-    model must put on every residual branch (:func:`transfersearch.rules.residual_multiplier`).
-    ``lr`` and ``weight_decay`` are the hidden group's. ``width_lr_multipliers`` records, per group,
-    the factor the rule's width scaling put on the learning rate (µP: 1/s for hidden and output;
-    empty when unknown), so that schedules can tell whether µP's 1/s is already applied.
-    ``batch_size`` and ``total_steps`` are ``int`` when whole (``DataLoader(batch_size=...)``
-    refuses ``128.0``); ``total_steps`` = epochs × N / B may be fractional (1562.5): round it as
-    your loader counts batches (``math.ceil`` without ``drop_last``).
-
-    Raises:
-        TransferSearchError: a missing group, or ``betas`` that are not a pair in [0, 1).
-    """
-
-    scale: Scale
-    groups: Mapping[str, Mapping[str, float]]
-    betas: tuple[float, float] = (0.9, 0.999)
-    eps: float = 1e-8
-    ema_momentum: float | None = None
-    batch_size: float | None = None
-    total_steps: float | None = None
-    coordinates: Mapping[str, Any] = field(default_factory=dict)
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
-    #: The space's base scale (where the coordinates are defined), when known.
-    base: Scale | None = None
-    #: Per group, the rule's width multiplier of the lr (µP: 1/s on hidden and output); {} = unknown.
-    width_lr_multipliers: Mapping[str, float] = field(default_factory=dict)
-    #: How the batch rule moved (beta1, beta2) from the base batch size: "unchanged", "linear"
-    #: (1 − κ(1 − β)) or "power" (β^κ); :meth:`TransferSpace.coordinates` undoes the same form.
-    beta_forms: tuple[AppliedBetaForm, AppliedBetaForm] = ("unchanged", "unchanged")
-    #: m_L^(−α): the factor the model must put on every residual branch (1 at the base depth).
-    residual_multiplier: float = 1.0
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.scale, Scale):
-            object.__setattr__(self, "scale", Scale(self.scale))
-        if self.base is not None and not isinstance(self.base, Scale):
-            object.__setattr__(self, "base", Scale(self.base))
-        if not isinstance(self.groups, Mapping):
-            raise TransferSearchError(
-                f"Hyperparameters.groups must map each of {GROUPS} to {{'lr', 'weight_decay'}}, "
-                f"but got {self.groups!r}."
-            )
-        missing = [g for g in GROUPS if g not in self.groups]
-        if missing:
-            raise TransferSearchError(f"Hyperparameters.groups lacks groups {missing}.")
-        for group in GROUPS:
-            _check_group(group, self.groups[group])
-        groups = {g: dict(v) for g, v in self.groups.items()}
-        if BLOCK_VECTOR in groups:
-            _check_group(BLOCK_VECTOR, groups[BLOCK_VECTOR])
-        object.__setattr__(self, "eps", check_positive("eps", self.eps))
-        for values in groups.values():
-            values.setdefault("eps", self.eps)
-        object.__setattr__(self, "groups", _frozen_groups(groups))
-        object.__setattr__(self, "coordinates", MappingProxyType(dict(self.coordinates)))
-        object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
-        object.__setattr__(self, "betas", check_betas(self.betas))
-        object.__setattr__(
-            self,
-            "residual_multiplier",
-            check_positive("residual_multiplier", self.residual_multiplier),
-        )
-        if self.ema_momentum is not None:
-            _check_value("ema_momentum", self.ema_momentum)
-        for name in ("batch_size", "total_steps"):  # counts: an int when whole (DataLoader)
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, whole_number(check_positive(name, value)))
-        forms = tuple(self.beta_forms)
-        if len(forms) != 2 or any(f not in ("unchanged", "linear", "power") for f in forms):
-            raise TransferSearchError(
-                "`beta_forms` must be a pair of 'unchanged', 'linear' or 'power', but got "
-                f"beta_forms={self.beta_forms!r}."
-            )
-        object.__setattr__(self, "beta_forms", forms)
-        object.__setattr__(
-            self,
-            "width_lr_multipliers",
-            MappingProxyType({g: float(v) for g, v in self.width_lr_multipliers.items()}),
-        )
-
-    def group(self, name: str) -> Mapping[str, float]:
-        """One group's values; "block_vector" is the "vector" group's when the rule does not
-        split it (no depth rule, no ``eps_width``: the two groups get the same numbers).
-
-        Raises:
-            TransferSearchError: ``name`` is not a group.
-        """
-        if name == BLOCK_VECTOR and name not in self.groups:
-            return self.groups["vector"]
-        if name not in self.groups:
-            raise TransferSearchError(
-                f"no group {name!r}: the groups are {(*GROUPS, BLOCK_VECTOR)}."
-            )
-        return self.groups[name]
-
-    @property
-    def lr(self) -> float:
-        """The hidden group's learning rate."""
-        return self.groups["hidden"]["lr"]
-
-    @property
-    def weight_decay(self) -> float:
-        """The hidden group's weight decay (PyTorch's coupled convention)."""
-        return self.groups["hidden"]["weight_decay"]
-
-    @property
-    def width_mult(self) -> float | None:
-        """s = width / base width (None unless both this scale and the base give ``width``)."""
-        if self.base is None or "width" not in self.base or "width" not in self.scale:
-            return None
-        return self.scale["width"] / self.base["width"]
-
-    @property
-    def tau_iter(self) -> float:
-        """τ_iter = 1/(ηλ) of the hidden group, in iterations (inf without weight decay)."""
-        product = self.lr * self.weight_decay
-        return math.inf if product == 0 else 1.0 / product
-
-    @property
-    def tau_epoch(self) -> float | None:
-        """τ_epoch = B/(ηλN) of the hidden group (None without N and B in the scale)."""
-        if self.scale.iters_per_epoch is None:
-            return None
-        return tau_epoch_from_eta_lambda(self.lr * self.weight_decay, self.scale)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-friendly dict; :meth:`from_dict` reads it back."""
-        return {
-            "scale": self.scale.to_dict(),
-            "groups": {g: dict(v) for g, v in self.groups.items()},
-            "lr": self.lr,
-            "weight_decay": self.weight_decay,
-            "betas": list(self.betas),
-            "eps": self.eps,
-            "ema_momentum": self.ema_momentum,
-            "batch_size": self.batch_size,
-            "total_steps": self.total_steps,
-            "coordinates": dict(self.coordinates),
-            "extra": dict(self.extra),
-            "notes": list(self.notes),
-            "base": None if self.base is None else self.base.to_dict(),
-            "width_lr_multipliers": dict(self.width_lr_multipliers),
-            "beta_forms": list(self.beta_forms),
-            "residual_multiplier": self.residual_multiplier,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Hyperparameters:
-        """Inverse of :meth:`to_dict`.
-
-        Raises:
-            TransferSearchError: ``data`` is not such a dict, or holds an invalid value (a NaN lr, a
-                negative weight decay, a beta outside [0, 1), ...).
-        """
-        if not isinstance(data, Mapping):
-            raise TransferSearchError(
-                f"Hyperparameters.from_dict takes a dict made by Hyperparameters.to_dict(), but "
-                f"got {data!r} ({type(data).__name__})."
-            )
-        try:
-            return cls(
-                scale=Scale(data["scale"]),
-                groups=data["groups"],
-                betas=data.get("betas", (0.9, 0.999)),
-                eps=float(data.get("eps", 1e-8)),
-                ema_momentum=data.get("ema_momentum"),
-                batch_size=data.get("batch_size"),
-                total_steps=data.get("total_steps"),
-                coordinates=data.get("coordinates", {}),
-                extra=data.get("extra", {}),
-                notes=tuple(data.get("notes", ())),
-                base=None if data.get("base") is None else Scale(data["base"]),
-                width_lr_multipliers=data.get("width_lr_multipliers", {}),
-                beta_forms=tuple(data.get("beta_forms", ("unchanged", "unchanged"))),
-                residual_multiplier=float(data.get("residual_multiplier", 1.0)),
-            )
-        except TransferSearchError:
-            raise
-        except (KeyError, TypeError, IndexError, AttributeError, ValueError) as exc:
-            raise TransferSearchError(
-                f"cannot read Hyperparameters from the dict with keys {sorted(map(str, data))}: "
-                f"{exc!r}. Pass a dict made by Hyperparameters.to_dict()."
-            ) from exc
 
 
 def _moved_groups(
@@ -746,9 +160,6 @@ def _depth_notes(rule: Rule, base: Scale, target: Scale) -> list[str]:
     ]
 
 
-# ----------------------------------------------------------------------------------------------
-# TransferSpace
-# ----------------------------------------------------------------------------------------------
 _RULE_NAMES = ("width", "dataset_size", "batch_size")
 
 
@@ -829,7 +240,7 @@ class TransferSpace:
                 f"coordinate names must be non-empty strings, but got {bad_names!r} in `coords`."
             )
         check_sufficient(coords)
-        typos = _close_coordinates(coords, cutoff=TYPO_SIMILARITY)
+        typos = close_coordinates(coords, cutoff=TYPO_SIMILARITY)
         if typos:
             warnings.warn(
                 f"coordinates {[n for n in coords if n not in COORDINATES]} are no built-in "
@@ -842,7 +253,7 @@ class TransferSpace:
         self.fixed: dict[str, Any] = {}
         for name, value in coords.items():
             if isinstance(value, (Float, Int, Choice)):
-                _check_distribution(name, value)
+                check_distribution(name, value)
                 self.distributions[name] = value
             else:
                 self.fixed[name] = value
@@ -887,11 +298,11 @@ class TransferSpace:
         """
         outside: list[str] = []
         for name, value in values.items():
-            _check_value(name, value)
+            check_value(name, value)
             dist = self.distributions.get(name)
             if dist is None or dist.contains(value):
                 continue
-            if isinstance(dist, Choice) or not _is_number(value):
+            if isinstance(dist, Choice) or not is_number(value):
                 raise TransferSearchError(
                     f"coordinate {name}={value!r} is not a value of its distribution {dist!r}. "
                     + (
@@ -909,7 +320,7 @@ class TransferSpace:
                 raise TransferSearchError(
                     f"coordinate {name}={value!r} is not on the grid of {dist!r}: pick low + k*step."
                 )
-            outside.append(_outside_note(name, number, dist))
+            outside.append(outside_note(name, number, dist))
         return outside
 
     def _full_coords(self, coords: Mapping[str, Any]) -> dict[str, Any]:
@@ -1000,9 +411,9 @@ class TransferSpace:
         moved = dict(coords)
         for name, dist in self.distributions.items():
             value = moved.get(name)
-            if not isinstance(dist, Int) or not _is_number(value):
+            if not isinstance(dist, Int) or not is_number(value):
                 continue
-            number = float(value)  # type: ignore[arg-type]  # _is_number checked it
+            number = float(value)  # type: ignore[arg-type]  # is_number checked it
             if not math.isfinite(number):
                 continue
             if dist.low <= number <= dist.high:
