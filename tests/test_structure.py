@@ -577,3 +577,194 @@ def test_design_check_finds_unnamed_modules() -> None:
         "engine.py, fitting/engine.py, optuna.py, tests/test_api.py; fitting/api.py, extrapolate.py"
     )
     assert stale_names(design, tracked) == ["extrapolate.py", "fitting/api.py"]
+
+
+# --------------------------------------------------------------------------------------------- layers
+
+#: Core modules that may import an adapter, and only inside a function: the CLI's ``--storage``
+#: (integrations.optuna) and ``--publish`` (integrations.dashboard), so ``--help`` loads no framework.
+CORE_LAZY_ADAPTER_IMPORTS = ("transfersearch.cli",)
+#: The adapters: the core reaches them through entry points, never by importing them.
+ADAPTER_PACKAGES = ("transfersearch.integrations", "transfersearch_demo")
+
+
+def _statements_at_import_time(tree: ast.Module) -> set[int]:
+    return {id(node) for node in import_time_statements(tree.body)}
+
+
+def adapter_imports(
+    module: str, text: str, is_package: bool, known: Iterable[str]
+) -> list[tuple[int, str, bool]]:
+    """(line, adapter module, at import time?) for each import of an adapter by ``module``,
+    inside functions and under TYPE_CHECKING too."""
+    tree = ast.parse(text)
+    eager = _statements_at_import_time(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            targets = set(imported_modules(node, module, is_package, known))
+            if isinstance(node, ast.ImportFrom):
+                targets.add(_absolute(node, module, is_package))
+            for name in sorted(targets):
+                if any(name == a or name.startswith(a + ".") for a in ADAPTER_PACKAGES):
+                    found.append((node.lineno, name, id(node) in eager))
+    return sorted(set(found))
+
+
+def core_adapter_imports(
+    sources: Mapping[str, str], packages: Iterable[str], allowed_lazy: Iterable[str]
+) -> list[str]:
+    """The core's imports of an adapter that break the layering: any at import time, and any
+    inside a function of a module not in ``allowed_lazy``."""
+    packages, allowed_lazy = set(packages), set(allowed_lazy)
+    found = []
+    for module, text in sorted(sources.items()):
+        if any(module == a or module.startswith(a + ".") for a in ADAPTER_PACKAGES):
+            continue
+        for line, name, eager in adapter_imports(module, text, module in packages, sources):
+            if eager or module not in allowed_lazy:
+                found.append(f"{module}:{line} imports {name}{' at import time' if eager else ''}")
+    return found
+
+
+def test_the_core_imports_no_adapter_but_the_clis_lazy_ones() -> None:
+    modules = repository_modules()
+    sources = read_sources(modules)
+    packages = [name for name in modules if _is_package(name, modules)]
+    found = core_adapter_imports(sources, packages, CORE_LAZY_ADAPTER_IMPORTS)
+    assert not found, "the core imports adapters (docs/design.md, Layout):\n" + "\n".join(found)
+    design = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    for module in CORE_LAZY_ADAPTER_IMPORTS:  # the page names each exception
+        assert f"`{module.rsplit('.', 1)[-1]}.py`" in design
+
+
+def test_adapter_import_check_finds_imports() -> None:
+    sources = {
+        "transfersearch": "",
+        "transfersearch.cli": "def f():\n    from transfersearch.integrations.optuna import x\n",
+        "transfersearch.api": "from transfersearch.integrations import optuna\n",
+        "transfersearch.report": "def g():\n    import transfersearch_demo.app\n",
+        "transfersearch.integrations": "",
+        "transfersearch.integrations.optuna": "import transfersearch.api\n",
+    }
+    found = core_adapter_imports(sources, ["transfersearch", "transfersearch.integrations"], [])
+    assert found == [
+        "transfersearch.api:1 imports transfersearch.integrations at import time",
+        "transfersearch.api:1 imports transfersearch.integrations.optuna at import time",
+        "transfersearch.cli:2 imports transfersearch.integrations.optuna",
+        "transfersearch.report:2 imports transfersearch_demo.app",
+    ]
+    allowed = ["transfersearch.cli", "transfersearch.report"]
+    assert core_adapter_imports(sources, ["transfersearch"], allowed) == found[:2]
+
+
+#: Modules of the engine that may warn, each about what its caller passed (docs/design.md, "The
+#: boundary"): FitOptions on a deprecated argument. Every other finding is a Diagnostic record.
+ENGINE_WARNING_MODULES = ("transfersearch.fitting.options",)
+
+
+def warning_calls(text: str) -> list[int]:
+    """The lines that call ``warnings.warn`` (or ``warn`` imported from ``warnings``)."""
+    tree = ast.parse(text)
+    bare = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "warnings"
+        for alias in node.names
+        if alias.name == "warn"
+    }
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr == "warn"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "warnings"
+            )
+            or (isinstance(node.func, ast.Name) and node.func.id in bare)
+        )
+    )
+
+
+def test_the_engine_warns_only_where_the_design_says() -> None:
+    sources = read_sources(repository_modules())
+    found = [
+        f"{module}:{line}"
+        for module, text in sorted(sources.items())
+        if module.startswith("transfersearch.fitting") and module not in ENGINE_WARNING_MODULES
+        for line in warning_calls(text)
+    ]
+    assert not found, "the engine warns (return a Diagnostic instead):\n" + "\n".join(found)
+
+
+def test_warning_check_finds_calls() -> None:
+    text = (
+        "import warnings\nfrom warnings import warn as w\n"
+        "def f():\n    warnings.warn('x')\n    w('y')\n    log.warn('z')\n"
+    )
+    assert warning_calls(text) == [4, 5]
+    assert warning_calls("def f():\n    return 1\n") == []
+
+
+# --------------------------------------------------------------------------------------------- house
+
+
+def python_floors(pyproject: str) -> dict[str, str]:
+    """The lowest Python each tool is told about: requires-python, ruff's target, mypy's version."""
+    found = {
+        "requires-python": re.search(r'^requires-python\s*=\s*">=\s*(3\.\d+)"', pyproject, re.M),
+        "ruff target-version": re.search(r'^target-version\s*=\s*"py3(\d+)"', pyproject, re.M),
+        "mypy python_version": re.search(r'^python_version\s*=\s*"(3\.\d+)"', pyproject, re.M),
+    }
+    out = {name: match.group(1) if match else "missing" for name, match in found.items()}
+    if out["ruff target-version"] != "missing":
+        out["ruff target-version"] = f"3.{out['ruff target-version']}"
+    return out
+
+
+def test_one_python_floor() -> None:
+    floors = python_floors((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert set(floors.values()) == {"3.11"}, floors
+
+
+def test_python_floor_check_finds_a_mismatch() -> None:
+    text = 'requires-python = ">=3.10"\ntarget-version = "py311"\npython_version = "3.11"\n'
+    assert python_floors(text) == {
+        "requires-python": "3.10",
+        "ruff target-version": "3.11",
+        "mypy python_version": "3.11",
+    }
+    assert python_floors("")["requires-python"] == "missing"
+
+
+def test_pages_and_config_cite_nothing_outside_the_repository() -> None:
+    files = [ROOT / "README.md", ROOT / "pyproject.toml", ROOT / "mkdocs.yml"]
+    files += sorted((ROOT / "docs").rglob("*.md"))
+    found = [
+        f"{path.relative_to(ROOT)}:{number} cites {match.group(0)!r}"
+        for path in files
+        for number, row in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        for match in OUTSIDE_CITATION.finditer(row)
+    ]
+    assert not found, "citations outside the repository:\n" + "\n".join(found)
+    assert (ROOT / "docs" / "contributing.md").is_file(), "the style guide lives in the repository"
+
+
+def nav_pages(mkdocs: str) -> set[str]:
+    """The pages mkdocs.yml's nav lists (``- Title: page.md``)."""
+    return set(re.findall(r"^\s*-\s*[^:\n]+:\s*([\w./-]+\.md)\s*$", mkdocs, flags=re.M))
+
+
+def test_every_docs_page_is_in_the_nav() -> None:
+    pages = {p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")}
+    listed = nav_pages((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    assert pages - listed == set(), f"docs pages missing from mkdocs.yml's nav: {pages - listed}"
+    assert listed - pages == set(), f"mkdocs.yml's nav lists missing pages: {listed - pages}"
+
+
+def test_nav_check_reads_the_pages() -> None:
+    mkdocs = "nav:\n  - Home: index.md\n  - Parts:\n      - Optuna: integrations/optuna.md\n"
+    assert nav_pages(mkdocs) == {"index.md", "integrations/optuna.md"}
