@@ -35,3 +35,23 @@ def test_the_public_names_stay_functions_after_every_module_is_imported() -> Non
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, f"modules shadow public names: {result.stdout} {result.stderr}"
+
+
+def test_the_space_names_keep_their_import_path_after_the_split() -> None:
+    """space.py was split into _distributions, _coordinates and _hyperparameters (issue 28): the
+    names users and adapters import from ``transfersearch.space`` are still there, the same
+    objects as ``ts.Float`` etc., and the private modules say in ``__all__`` what they share."""
+    import transfersearch as ts
+    from transfersearch import _coordinates, _distributions, _hyperparameters, space
+
+    for name in space.__all__:
+        assert hasattr(space, name), name
+    for name in ("Float", "Int", "Choice", "Hyperparameters", "TransferSpace"):
+        assert getattr(ts, name) is getattr(space, name)
+    assert (
+        space.Float is _distributions.Float
+        and space.Hyperparameters is _hyperparameters.Hyperparameters
+    )
+    assert space.base_point is _coordinates.base_point
+    for private in (_coordinates, _distributions, _hyperparameters):
+        assert all(not name.startswith("_") and hasattr(private, name) for name in private.__all__)
