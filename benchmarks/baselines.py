@@ -9,7 +9,7 @@ at the target, name -> value in the sweep's units:
 - :func:`argmin_loglinear` — per-rung argmin, then least squares of log(param) on the log scale
   variables (what a user fits by hand);
 - :func:`band_loglinear` — Step Law's band regression (Li et al. 2025, ``code/fit_tool.py``,
-  ``filter_threshold=0.0025``; ../shared/SCIENCE.md §6): the same least squares through every
+  ``filter_threshold=0.0025``; docs/science.md §6): the same least squares through every
   finite trial within 0.25% of its rung's least value.
 
 A parameter with a value ≤ 0 anywhere in the sweep (``weight_decay = 0``) is regressed linearly,

@@ -53,7 +53,7 @@ def _rounded(value: Any) -> Any:
 
 
 def _fit(observations: list[ts.Observation], target: ts.Scale, seed: int) -> dict[str, Any]:
-    res = ts.extrapolate(observations, target=target, n_bootstrap=N_BOOTSTRAP, seed=seed)
+    res = ts.extrapolate(observations, target=target, seed=seed)
     return {
         "params": res.params,
         "law": res.law_params,
@@ -74,7 +74,7 @@ def _scenarios() -> dict[str, Any]:
             scenario = synthetic.make_scenario(family, seed)
             out[f"{family}/{seed}"] = _fit(list(scenario.observations), scenario.target, seed)
         first = list(synthetic.make_scenario(family, 0).observations)
-        held = ts.validate(first, n_bootstrap=20, seed=0)
+        held = ts.validate(first, seed=0)
         out[f"validate/{family}"] = {
             "pred": held.predicted,
             "regret": held.regret,
@@ -95,7 +95,7 @@ def _optuna_study() -> dict[str, Any]:
 
     study = optuna.create_study(sampler=sampler)
     study.optimize(objective, n_trials=N_TRIALS)
-    res = ts.extrapolate(study, target=TARGET, n_bootstrap=N_BOOTSTRAP)
+    res = ts.extrapolate(study, target=TARGET)
     return {"optuna": [[t.params, t.value] for t in study.trials], "optuna_extrap": res.params}
 
 

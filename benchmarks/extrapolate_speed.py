@@ -1,7 +1,7 @@
 """Speed of extrapolate(): 10,000 observations over 6 scales, 200 bootstrap resamples.
 
 Synthetic trials (two log-scale parameters, an asymmetric valley with noise and a divergence
-cliff) at 6 scales varying width and dataset size; times ``extrapolate(..., n_bootstrap=200)``
+cliff) at 6 scales varying width and dataset size; times ``extrapolate(...)``
 for each ``model=`` after one warm-up call, best and median of several repeats. Also the small
 call the Optuna sampler makes when new rung data arrive: ~100 observations over 3 scales,
 ``n_bootstrap=40``. Writes ``benchmarks/results/extrapolate_speed.md``.
@@ -82,7 +82,7 @@ def main() -> None:
         obs = trials(n_obs, ladder=ladder)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TransferSearchWarning)
-            extrapolate(obs, target=target, params=["lr", "tau"], n_bootstrap=n_boot, model=model)
+            extrapolate(obs, target=target, params=["lr", "tau"], model=model)
             times = []
             for repeat in range(repeats):
                 start = time.perf_counter()
@@ -90,7 +90,6 @@ def main() -> None:
                     obs,
                     target=target,
                     params=["lr", "tau"],
-                    n_bootstrap=n_boot,
                     model=model,
                     seed=repeat,
                 )

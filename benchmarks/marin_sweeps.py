@@ -1,6 +1,6 @@
 """Marin Lion and Mars sweeps: fit the 1, 2, 4× Chinchilla tables of a model size, predict the 8× table.
 
-Data: ``marin_{lion,mars}_sweeps.csv`` (../shared/data/README.md; Wen et al. 2025, "Fantastic
+Data: ``marin_{lion,mars}_sweeps.csv`` (Wen et al. 2025, "Fantastic
 Pretraining Optimizers and Where to Find Them"): per optimizer, model size N (130M, 300M, 520M) and
 data multiple (1, 2, 4, 8× Chinchilla, D = 20·N·multiple tokens) one table: a best row and rows that
 each change one hyperparameter from it.

@@ -58,7 +58,6 @@ def fit(train: pd.DataFrame, target: dict[str, float], prior: Any, seed: int) ->
             "scale_columns": VARIABLES,
             "value_column": LOSS,
             "prior_exponents": prior,
-            "n_bootstrap": 200,
             "seed": seed,
             "cost": flops_cost,  # N·D
         }
@@ -146,9 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         f"Whole run {elapsed:.1f} s (six fits with 200 resamples each).",
         "",
     ]
-    note = dropped_note(
-        {"n_bootstrap": 200, "seed": 0, "cost": flops_cost, "prior_exponents": None}
-    )
+    note = dropped_note({"seed": 0, "cost": flops_cost, "prior_exponents": None})
     lines += [note, ""] if note else []
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))

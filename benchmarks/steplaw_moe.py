@@ -11,7 +11,7 @@ For each shape the largest D is held out. Methods fit the rest and predict (lr, 
 - the baselines of ``benchmarks/baselines.py``: the null (copy the grid best of the costliest
   training configuration, cost Na·D), per-configuration grid argmin + log-linear least squares,
   and Step Law's own band regression (every run within 0.25% of its configuration's least smooth
-  loss, then the same least squares; ../shared/SCIENCE.md §6);
+  loss, then the same least squares; docs/science.md §6);
 - the null, ``nearest proxy``: copy the grid best of the nearest proxy configuration (in log scale
   distance; per shape, the next smaller D).
 
@@ -117,7 +117,6 @@ def ours(train: pd.DataFrame, variables: list[str], target: dict[str, float]) ->
         {
             "scale_columns": variables,
             "value_column": LOSS,
-            "n_bootstrap": 200,
             "seed": 0,
             "cost": flops_cost,
         }
@@ -195,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     lines += [
         "Regret = smooth loss at the predicted (lr, bs), linearly interpolated in log lr × log bs on",
         "the held-out grid, over that grid's best, minus 1 (in %). Methods: transfersearch",
-        "`extrapolate(params=['lr', 'bs'], cost=Na·D, n_bootstrap=200, seed=0)`, otherwise",
+        "`extrapolate(params=['lr', 'bs'], cost=Na·D, seed=0)`, otherwise",
         "defaults; the baselines of `benchmarks/baselines.py` (lr, bs in log space, rungs by Na·D):",
         f"`{COSTLIEST}` (the costliest training configuration's grid best),",
         f"`{ARGMIN}` (per-configuration grid argmin + log-linear least squares),",
@@ -234,9 +233,7 @@ def main(argv: list[str] | None = None) -> None:
         f"run {elapsed:.1f} s.",
         "",
     ]
-    note = dropped_note(
-        {"n_bootstrap": 200, "seed": 0, "cost": flops_cost, "prior_exponents": None}
-    )
+    note = dropped_note({"seed": 0, "cost": flops_cost, "prior_exponents": None})
     lines += [note, ""] if note else []
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))

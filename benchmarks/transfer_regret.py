@@ -151,15 +151,12 @@ def main(argv: list[str] | None = None) -> None:
                 progress=False,
             )
             observations = as_observations(study)
-            result = extrapolate(
-                observations, target=target, params=list(demo.PARAMS), n_bootstrap=100, seed=seed
-            )
+            result = extrapolate(observations, target=target, params=list(demo.PARAMS), seed=seed)
             null = extrapolate(
                 observations,
                 target=target,
                 params=list(demo.PARAMS),
                 model="nearest",
-                n_bootstrap=0,
             )
             best_trial = demo.best_proxy(observations)
             hps = demo.method_hyperparameters(config, space, result.params, best_trial)

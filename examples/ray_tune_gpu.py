@@ -106,9 +106,7 @@ def main() -> None:
                 f"loss={result.metrics.get('loss', float('nan')):.4f}  "
                 f"CUDA_VISIBLE_DEVICES={result.metrics.get('cuda_visible_devices')!r}"
             )
-        prediction = ts.extrapolate(
-            results, target=TARGET, params=["base_lr", "tau_epoch"], n_bootstrap=20, seed=0
-        )
+        prediction = ts.extrapolate(results, target=TARGET, params=["base_lr", "tau_epoch"], seed=0)
     for name, value in prediction.params.items():
         print(
             f"{name} at {TARGET}: {value:.3g} (stderr {prediction.stderr[name]:.2f} in log units)"

@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, obs in sorted(by_shape.items()):
         held = [o for o in obs if o.scale["tokens"] == largest[name]]
         target = held[0].scale
-        result = ts.extrapolate(train, target=target, params=["lr", "bs"], n_bootstrap=50, seed=0)
+        result = ts.extrapolate(train, target=target, params=["lr", "bs"], seed=0)
         best = min((o for o in held if o.usable), key=lambda o: o.value)
         regret = nearest_grid_regret(held, result.params)
         regrets.append(regret)

@@ -119,7 +119,7 @@ def test_a_target_without_a_varying_scale_variable_is_refused(baselines: ModuleT
 def test_the_marin_score_takes_the_nearest_row_per_parameter(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """benchmarks/marin_sweeps.py's score on a hand-made 8x table (../shared/data/README.md)."""
+    """benchmarks/marin_sweeps.py's score on a hand-made 8x table (the Marin protocol, Wen et al. 2025)."""
     pd = pytest.importorskip("pandas")  # the benchmark reads its CSVs with pandas
     monkeypatch.syspath_prepend(str(PATH.parent))
     spec = importlib.util.spec_from_file_location(

@@ -285,4 +285,4 @@ def test_crashed_trials_are_left_out_and_counted() -> None:
     assert res.params == plain.params and res.p_diverge == plain.p_diverge
     assert sum(o.n_diverged for o in res.optima) == sum(o.n_diverged for o in plain.optima)
     assert [d.kind for d in res.diagnostics].count("crashed") == 1
-    assert "4 crashed trial(s) (raised an exception) left out of the fit" in res.summary()
+    assert "4 trial(s) crashed (raised an exception): left out of the fit" in res.summary()

@@ -86,9 +86,7 @@ TARGET = "width=1024,dataset_size=1.6e5"
 def test_extrapolate_csv_json_output_recovers_the_law(
     csv_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = main(
-        ["extrapolate", "--csv", str(csv_file), "--target", TARGET, "--json", "--n-bootstrap", "50"]
-    )
+    status = main(["extrapolate", "--csv", str(csv_file), "--target", TARGET, "--json"])
     assert status == 0
     data = json.loads(capsys.readouterr().out)
     assert data["target"] == {"width": 1024.0, "dataset_size": 1.6e5}
@@ -112,8 +110,6 @@ def test_extrapolate_json_file_prints_a_table(
             TARGET,
             "--params",
             "lr,tau_epoch",
-            "--n-bootstrap",
-            "20",
         ]
     )
     assert status == 0
@@ -157,8 +153,6 @@ def test_extrapolate_reads_an_optuna_storage(
             "--params",
             "lr,tau_epoch",
             "--json",
-            "--n-bootstrap",
-            "20",
         ]
     )
     captured = capsys.readouterr()
@@ -186,8 +180,7 @@ def test_a_maximized_study_is_fitted_as_one_without_direction(
                 user_attrs=scale,
             )
         )  # fmt: skip
-    argv = ["extrapolate", "--storage", storage, "--study", "max", "--target", TARGET, "--json",
-            "--n-bootstrap", "0"]  # fmt: skip
+    argv = ["extrapolate", "--storage", storage, "--study", "max", "--target", TARGET, "--json"]  # fmt: skip
     assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["params"]["lr"] == pytest.approx(optimum_lr(1024), rel=0.25)
@@ -199,7 +192,7 @@ def test_a_maximized_study_is_fitted_as_one_without_direction(
 def test_validate_holds_out_the_largest_scale(
     csv_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = main(["validate", "--csv", str(csv_file), "--json", "--n-bootstrap", "20"])
+    status = main(["validate", "--csv", str(csv_file), "--json"])
     assert status == 0
     data = json.loads(capsys.readouterr().out)
     assert data["held_out"] == {"width": 256.0, "dataset_size": 4e4}
@@ -208,7 +201,7 @@ def test_validate_holds_out_the_largest_scale(
 
 
 def test_validate_prints_a_table(csv_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", "--csv", str(csv_file), "--n-bootstrap", "10"]) == 0
+    assert main(["validate", "--csv", str(csv_file)]) == 0
     out = capsys.readouterr().out
     assert "held out" in out and "rel. error" in out
 
@@ -225,8 +218,6 @@ def test_report_writes_a_png(csv_file: Path, tmp_path: Path) -> None:
             TARGET,
             "--out",
             str(out),
-            "--n-bootstrap",
-            "20",
         ]
     )
     assert status == 0
@@ -237,7 +228,7 @@ def test_report_writes_a_png(csv_file: Path, tmp_path: Path) -> None:
 def test_report_html_can_load_plotlyjs_from_the_cdn(csv_file: Path, tmp_path: Path) -> None:
     pytest.importorskip("plotly")
     pytest.importorskip("matplotlib")
-    argv = ["report", "--csv", str(csv_file), "--target", TARGET, "--n-bootstrap", "10"]
+    argv = ["report", "--csv", str(csv_file), "--target", TARGET]
     argv += ["--out", str(tmp_path / "r.png"), "--html", str(tmp_path / "r.html")]
     assert main([*argv, "--plotlyjs", "cdn"]) == 0
     page = (tmp_path / "r.html").read_text()
@@ -337,8 +328,6 @@ def test_report_prints_the_file_it_wrote(
             TARGET,
             "--out",
             str(out),
-            "--n-bootstrap",
-            "0",
         ]
     )
     assert status == 0

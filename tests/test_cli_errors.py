@@ -83,7 +83,7 @@ CLI_CASES = [
     ),
     (
         ["extrapolate", "--csv", "{negative}", "--target", TARGET],
-        "3 trials have base_lr <= 0 (trials 5, 17, 40",
+        "3 trials have base_lr < 0 (trials 5, 17, 40",
     ),
     (["validate", "--csv", "{negative}"], "base_lr=-0.0099"),
     (["extrapolate", "--json-file", "{nested}", "--target", TARGET], "nested too deeply"),
@@ -175,11 +175,6 @@ API_CASES: list[tuple[str, Any, str]] = [
         "trials 5, 17, 40",
     ),
     (
-        "zero lr",
-        lambda: ts.validate(_nonpositive(0.0)),
-        "base_lr=0.0",
-    ),
-    (
         "misspelt param",
         lambda: ts.extrapolate(
             observations(sweep_rows()), target=synthetic.TOP, params=["base_lr", "tau_epcoh"]
@@ -220,16 +215,28 @@ def test_a_log_swept_parameter_is_decided_by_the_stored_space_first() -> None:
     # the CLI way out for a truly linear parameter: --log-params without it
     res = ts.extrapolate(
         observations(negative_rows()), target=synthetic.TOP, log_params=["tau_epoch"],
-        n_bootstrap=0,
     )  # fmt: skip
     assert "base_lr" not in res.log_params
+
+
+def test_a_zero_is_an_ordinary_value_fitted_on_a_linear_axis_with_a_note() -> None:
+    """Without a space a 0 (a weight decay of 0: "off") is no error: the parameter goes on a
+    linear axis, a 'linear' note says so, and a space that declares it log refuses it."""
+    res = ts.extrapolate(_nonpositive(0.0), target=synthetic.TOP)
+    assert "base_lr" not in res.log_params
+    notes = [d for d in res.diagnostics if d.kind == "linear"]
+    assert len(notes) == 1 and "base_lr has 1 value(s) <= 0" in notes[0].message
+    assert not notes[0].act and notes[0].message in res.summary()
+    with pytest.raises(ts.TransferSearchError, match="the stored space sweeps it on a log scale"):
+        ts.extrapolate(ts.Sweep(tuple(_nonpositive(0.0)), space=synthetic.make_space()),
+                       target=synthetic.TOP)  # fmt: skip
 
 
 def test_log_params_flag_fits_a_parameter_linearly(
     files: dict[str, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["extrapolate", "--csv", str(files["negative"]), "--target", TARGET, "--json"]
-    assert main([*argv, "--log-params", "tau_epoch", "--n-bootstrap", "0"]) == 0
+    assert main([*argv, "--log-params", "tau_epoch"]) == 0
     assert json.loads(capsys.readouterr().out)["params"]["base_lr"] != 0
 
 
@@ -275,7 +282,7 @@ def test_report_publish_on_postgresql_prints_no_password(
             )
         )
     argv = ["report", "--storage", url, "--study", "published", "--target", TARGET]
-    argv += ["--out", str(tmp_path / "r.png"), "--n-bootstrap", "0"]
+    argv += ["--out", str(tmp_path / "r.png")]
     status = main([*argv, "--publish", "--artifact-dir", str(tmp_path / "art")])
     captured = capsys.readouterr()
     assert status == 0, captured.err

@@ -19,11 +19,10 @@ from transfersearch import synthetic
 from transfersearch.cli import main
 
 #: Bootstrap resamples: enough that the interval depends on every observation's weight.
-BOOT = 20
 
 
 def _json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    status = main([*argv, "--json", "--n-bootstrap", str(BOOT)])
+    status = main([*argv, "--json"])
     captured = capsys.readouterr()
     assert status == 0, captured.err
     data: dict[str, Any] = json.loads(captured.out)
@@ -50,12 +49,11 @@ def test_a_byte_order_mark_reads_exactly_like_without(
 def test_exact_duplicates_are_one_measurement_python(caplog: pytest.LogCaptureFixture) -> None:
     """Every observation five times: the identical prediction and interval (it moved 2.6x)."""
     obs = observations(sweep_rows())
-    once = ts.extrapolate(obs, target=synthetic.TOP.replace(width=1024), n_bootstrap=BOOT)
+    once = ts.extrapolate(obs, target=synthetic.TOP.replace(width=1024))
     with caplog.at_level("INFO", logger="transfersearch.observations"):
         five = ts.extrapolate(
             [o for o in obs for _ in range(5)],
             target=synthetic.TOP.replace(width=1024),
-            n_bootstrap=BOOT,
         )
     assert five.params == once.params and five.interval() == once.interval()
     assert five.duplicates_collapsed == 4 * len(obs) and once.duplicates_collapsed == 0
@@ -63,11 +61,9 @@ def test_exact_duplicates_are_one_measurement_python(caplog: pytest.LogCaptureFi
     assert "192 of 240 observations are exact copies" in caplog.text
     # a replicate with its own noise is not a copy: it counts
     replicate = [*obs, ts.Observation(obs[0].scale, obs[0].params, obs[0].value + 1e-9)]
-    assert ts.extrapolate(replicate, target=synthetic.TOP, n_bootstrap=0).duplicates_collapsed == 0
+    assert ts.extrapolate(replicate, target=synthetic.TOP).duplicates_collapsed == 0
     # validate collapses them as well
-    assert (
-        ts.validate(obs * 5, n_bootstrap=0).predicted == ts.validate(obs, n_bootstrap=0).predicted
-    )
+    assert ts.validate(obs * 5).predicted == ts.validate(obs).predicted
 
 
 def test_the_same_48_trials_repeated_to_many_rows_give_the_same_answer(

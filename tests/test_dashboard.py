@@ -47,7 +47,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     target = ",".join(f"{k}={v:g}" for k, v in TARGET.items())
     args = ["report", "--storage", storage, "--study", "proxy", "--target", target]
     args += ["--out", str(directory / "report.png"), "--html", str(directory / "report.html")]
-    assert main([*args, "--n-bootstrap", "20", "--publish"]) == 0  # report alone only reads
+    assert main([*args, "--publish"]) == 0  # report alone only reads
     return {"storage": storage, "directory": directory, "artifacts": directory / "proxy-artifacts"}
 
 
@@ -101,7 +101,7 @@ def test_the_dashboard_serves_the_target_prediction_and_the_artifacts(
     attrs = {a["key"]: a["value"] for a in detail["user_attrs"]}
     target = json.loads(attrs["transfersearch:target"])
     study = optuna.load_study(study_name="proxy", storage=str(published["storage"]))
-    res = ts.extrapolate(study, target=TARGET, n_bootstrap=20, seed=0)
+    res = ts.extrapolate(study, target=TARGET, seed=0)
     for name, value in res.params.items():  # the CLI's fit, the same seed: the same decision
         assert target["params"][name] == pytest.approx(value, rel=1e-9)
         low, high = target["interval"][name]

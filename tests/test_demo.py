@@ -85,7 +85,7 @@ def test_the_printout_explains_methods_regret_and_a_wide_interval_and_draws_the_
     # issue 27 item 8: method names, "regret" and a 2.7-decade interval went unexplained, no
     # summary(), and the 12 target runs were in no picture
     result = extrapolate(observations(sweep_rows()), target=Scale(width=1024, dataset_size=3.2e5,
-                         batch_size=64), n_bootstrap=0, seed=0)  # fmt: skip
+                         batch_size=64), seed=0)  # fmt: skip
     interval = {"base_lr": (1e-4, 0.05), "tau_epoch": (0.5, 2.0)}  # 2.7 and 0.6 decades
     config = demo.MODES["quick"]
     grid = {

@@ -44,7 +44,7 @@ def test_a_depth_and_width_ladder_extrapolates_to_param_groups_for_a_deeper_wide
     study.optimize(objective, n_trials=48)
     assert {t.user_attrs.get("rung") for t in study.trials} >= {0, 1, 2, 3}
     with pytest.warns(ts.TransferSearchWarning, match="decades from the nearest proxy"):
-        res = ts.extrapolate(study, target=TARGET, n_bootstrap=0, seed=0)
+        res = ts.extrapolate(study, target=TARGET, seed=0)
     hp = res.hyperparameters(space)
     assert hp.scale["depth"] == 16 and hp.residual_multiplier == pytest.approx(1 / 8)
     assert any("residual_multiplier = 0.125" in note for note in hp.notes)

@@ -99,8 +99,7 @@ def test_hydra_sweep_example_climbs_the_ladder_and_gives_the_big_run(tmp_path: P
     assert all("hp.lr" in t.user_attrs for t in study.trials)  # recorded by suggest()
     cli = subprocess.run(
         [sys.executable, "-m", "transfersearch.cli", "extrapolate", "--storage", storage,
-         "--study", "proxy", "--target", "width=1024,dataset_size=3.2e5,batch_size=64", "--json",
-         "--n-bootstrap", "0"],
+         "--study", "proxy", "--target", "width=1024,dataset_size=3.2e5,batch_size=64", "--json"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert cli.returncode == 0, cli.stderr

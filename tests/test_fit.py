@@ -197,25 +197,18 @@ def test_linear_parameter_is_fitted_without_log() -> None:
 
 @pytest.mark.parametrize(("factor", "offset"), [(1.0, 1000.0), (1e3, 0.0), (1e-3, -5.0)])
 def test_metric_units_do_not_move_the_optimum(factor: float, offset: float) -> None:
-    # A loss reported in other units (scaled, shifted) is the same landscape. The noise fit's
-    # Nelder-Mead stops at 1e-3 in log σ, so agreement is to ~1e-5, not round-off.
+    # A loss reported in other units (scaled, shifted) is the same landscape. The reweighting
+    # stops once σ moves by less than its own standard error, so agreement is to that
+    # tolerance's effect (~1e-3), not round-off.
     obs = bowl(5, noise=0.004)
     moved = [Observation(o.scale, o.params, o.value * factor + offset, o.state) for o in obs]
     plain = estimate_optimum(obs, ["lr", "wd"])
     other = estimate_optimum(moved, ["lr", "wd"])
-    assert other.params == pytest.approx(plain.params, rel=1e-5)
-    assert other.stderr == pytest.approx(plain.stderr, rel=1e-3)
-    assert other.value == pytest.approx(plain.value * factor + offset, rel=1e-5)
+    assert other.params == pytest.approx(plain.params, rel=1e-3)
+    assert other.stderr == pytest.approx(plain.stderr, rel=2e-2)
+    assert other.value == pytest.approx(plain.value * factor + offset, rel=1e-4)
 
 
-@pytest.mark.xfail(
-    reason=(
-        "measured at 47c055f (bowl seed 5): a loss x 1e-12 moves lr by 3.8e-4 relative and the "
-        "value by 2.2e-5 (x 1e-6: 2.4e-6): valley._fit_noise floors its start at 1e-12 and "
-        "fit_valley at sigma 1e-9, absolute metric units"
-    ),
-    strict=True,
-)
 def test_a_tiny_metric_unit_does_not_move_the_optimum() -> None:
     # Issue 11 item 15: a loss reported × 1e-12 is the same landscape; every threshold is relative.
     obs = bowl(5, noise=0.004)

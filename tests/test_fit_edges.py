@@ -179,17 +179,6 @@ def test_box_drift_is_followed_and_covered() -> None:
 # ------------------------------------------------------------------------------------------------
 # Honest intervals
 # ------------------------------------------------------------------------------------------------
-@pytest.mark.xfail(
-    raises=ValueError,
-    reason=(
-        "measured at 47c055f: extrapolate() raises ValueError('pvals < 0, pvals > 1 or pvals "
-        "contains NaNs') from rng.multinomial in Valley.draws, inside the walk-forward fold "
-        "(onemodel._fold -> predictive_u): the fold's noise-free fit drives valley._fit_noise "
-        "to sigma = rho = 0 (log(0) in its nll), the weights 1/(sigma^2 + rho^2 E^2) to inf and "
-        "the grid weights to NaN"
-    ),
-    strict=True,
-)
 def test_one_informative_rung_gives_a_wide_interval_not_zero() -> None:
     """Only the cheapest rung locates its optimum; the others have one finite trial each: the
     drift is not identified, so the interval's half-width is at least the smallest drift the

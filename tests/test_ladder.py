@@ -74,14 +74,15 @@ def test_assign_rung_fills_the_cheapest_open_budget_then_balances(counts: list[i
 
 
 def test_the_prediction_is_the_law_s_point_and_its_one_sigma_spread() -> None:
-    planner = TransferPlanner(SPACE, LADDER, min_trials=6, n_bootstrap=20, seed=1)
+    planner = TransferPlanner(SPACE, LADDER, min_trials=6, seed=1)
     history = observations(planner, [0, 1, 2], 20)
     predicted = planner.prediction(3, history)
     assert isinstance(predicted, LawPrediction)
     center, spread = predicted  # unpacks as the (center, spread) pair it always was
-    res = ts.extrapolate(
-        history, target=planner.ladder[3], params=["base_lr", "tau_epoch"], n_bootstrap=20, seed=1
-    )
+    # the planner's frequent refits skip the walk-forward folds (docs/science.md §7.5)
+    sweep = ts.Sweep(tuple(history), SPACE, "minimize", planner.cost)
+    options = ts.FitOptions(params=("base_lr", "tau_epoch"), seed=1)
+    res = ts.fitting.fit_sweep(sweep, planner.ladder[3], options, walk_forward=False)
     assert center == {name: float(res.params[name]) for name in ("base_lr", "tau_epoch")}
     for name, (low, high) in res.interval(0.68).items():  # both coordinates are log-scaled
         assert spread[name] == max(0.5 * math.log(high / low), planner.options.min_spread)
@@ -89,15 +90,13 @@ def test_the_prediction_is_the_law_s_point_and_its_one_sigma_spread() -> None:
 
 
 def test_the_law_proposes_the_predicted_optimum_first_then_its_neighbourhood() -> None:
-    planner = TransferPlanner(SPACE, LADDER, min_trials=6, focus=1.0, n_bootstrap=20, seed=1)
+    planner = TransferPlanner(SPACE, LADDER, min_trials=6, focus=1.0, seed=1)
     assert planner.propose(3, observations(planner, [0], 20), 0).source == "base"
     history = observations(planner, [0, 1, 2], 20)
     first = planner.propose(3, history, started_at_rung=0)
     assert first.source == "law-point"
     # the law point is the engine's prediction (its accuracy is tested in test_extrapolate.py)
-    res = ts.extrapolate(
-        history, target=planner.ladder[3], params=["base_lr", "tau_epoch"], n_bootstrap=20, seed=1
-    )
+    res = ts.extrapolate(history, target=planner.ladder[3], params=["base_lr", "tau_epoch"], seed=1)
     for name, (low, high) in res.interval(0.68).items():
         assert low <= first.params[name] <= high
     later = [planner.propose(3, history, started_at_rung=k) for k in range(1, 30)]
@@ -111,7 +110,7 @@ def test_the_law_proposes_the_predicted_optimum_first_then_its_neighbourhood() -
 
 def test_a_maximizing_planner_proposes_the_maximum_of_the_raw_metric() -> None:
     """An accuracy-like metric (1 − loss, maximised): the law point is its maximum."""
-    planner = TransferPlanner(SPACE, LADDER, n_bootstrap=10, direction="maximize")
+    planner = TransferPlanner(SPACE, LADDER, direction="maximize")
     history = [
         Observation(o.scale, o.params, 1.0 - o.value) for o in observations(planner, [0, 1, 2], 20)
     ]
@@ -122,7 +121,6 @@ def test_a_maximizing_planner_proposes_the_maximum_of_the_raw_metric() -> None:
         history,
         target=planner.ladder[3],
         params=["base_lr", "tau_epoch"],
-        n_bootstrap=10,
         direction="maximize",
         seed=0,
     )
@@ -142,7 +140,7 @@ def test_a_maximizing_planner_proposes_the_maximum_of_the_raw_metric() -> None:
 
 def test_focus_and_the_transfer_switch_leave_trials_to_the_base_sampler() -> None:
     history = observations(TransferPlanner(SPACE, LADDER), [0, 1, 2], 20)
-    unfocused = TransferPlanner(SPACE, LADDER, focus=0.0, n_bootstrap=0)
+    unfocused = TransferPlanner(SPACE, LADDER, focus=0.0)
     assert unfocused.propose(3, history, 0).source == "law-point"
     assert unfocused.propose(3, history, 1).source == "base"
     off = TransferPlanner(SPACE, LADDER, transfer=False)
@@ -155,7 +153,7 @@ def neighbourhood(planner: TransferPlanner, history: list[Observation]) -> list[
 
 
 def test_state_and_reseed_replay_the_neighbourhood_draws() -> None:
-    planner = TransferPlanner(SPACE, LADDER, focus=1.0, n_bootstrap=0)
+    planner = TransferPlanner(SPACE, LADDER, focus=1.0)
     history = observations(planner, [0, 1, 2], 20)
     state = planner.state_dict()
     draws = neighbourhood(planner, history)
@@ -174,7 +172,7 @@ def test_state_and_reseed_replay_the_neighbourhood_draws() -> None:
 def test_a_state_saved_in_version_1_s_layout_loads() -> None:
     """The saved state is ``{"version": 1, "rng": <numpy bit generator state>}``, as stored by the
     adapters' checkpoints: loading one made by hand replays that generator's draws."""
-    planner = TransferPlanner(SPACE, LADDER, focus=1.0, n_bootstrap=0)
+    planner = TransferPlanner(SPACE, LADDER, focus=1.0)
     history = observations(planner, [0, 1, 2], 20)
     planner.load_state_dict({"version": 1, "rng": np.random.default_rng(11).bit_generator.state})
     loaded = neighbourhood(planner, history)
@@ -214,7 +212,7 @@ def test_a_failed_fit_is_logged_recorded_and_retried_when_the_rungs_grow(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Every complete trial diverged (value inf): the law cannot be fitted; the planner says so."""
-    planner = TransferPlanner(SPACE, LADDER, min_trials=3, n_bootstrap=0, refit_growth=2.0)
+    planner = TransferPlanner(SPACE, LADDER, min_trials=3, refit_growth=2.0)
 
     def diverged(n: int) -> list[Observation]:
         return [
@@ -239,7 +237,7 @@ def test_a_failed_fit_is_logged_recorded_and_retried_when_the_rungs_grow(
 def test_a_fit_s_warnings_are_recorded_not_swallowed(caplog: pytest.LogCaptureFixture) -> None:
     """The planner reads the fit's diagnostics (no warning reaches its caller); those
     ``extrapolate`` warns of are its FitAttempt's warnings, same text, and logged."""
-    planner = TransferPlanner(SPACE, LADDER, min_trials=3, n_bootstrap=0)
+    planner = TransferPlanner(SPACE, LADDER, min_trials=3)
     history = observations(planner, [0, 1], 3)  # few trials per rung: the engine warns
     with caplog.at_level(logging.INFO, logger="transfersearch"), warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -248,15 +246,13 @@ def test_a_fit_s_warnings_are_recorded_not_swallowed(caplog: pytest.LogCaptureFi
     assert attempt.ok and attempt.warnings
     assert all(w in caplog.text for w in attempt.warnings)
     with pytest.warns(ts.TransferSearchWarning) as warned:
-        ts.extrapolate(
-            history, target=planner.ladder[3], params=["base_lr", "tau_epoch"], n_bootstrap=0
-        )
+        ts.extrapolate(history, target=planner.ladder[3], params=["base_lr", "tau_epoch"])
     assert attempt.warnings == tuple(f"TransferSearchWarning: {w.message}" for w in warned)
 
 
 def test_a_ledger_gives_the_same_decisions_as_a_list() -> None:
-    planner = TransferPlanner(SPACE, LADDER, min_trials=6, n_bootstrap=0, seed=3)
-    twin = TransferPlanner(SPACE, LADDER, min_trials=6, n_bootstrap=0, seed=3)
+    planner = TransferPlanner(SPACE, LADDER, min_trials=6, seed=3)
+    twin = TransferPlanner(SPACE, LADDER, min_trials=6, seed=3)
     history = finished(planner, [6, 4, 0, 0])
     ledger = TrialLedger(history)
     assert len(ledger) == len(history) and list(ledger) == history and ledger[-1] == history[-1]
@@ -382,7 +378,7 @@ def test_gating_never_changes_the_rung_without_running_trials_or_a_pending_law(
 
 def test_the_planner_draws_fresh_per_process_by_default_and_repeats_with_an_explicit_seed() -> None:
     def draws(**kwargs: Any) -> list[float]:
-        planner = TransferPlanner(SPACE, LADDER, min_trials=6, focus=1.0, n_bootstrap=0, **kwargs)
+        planner = TransferPlanner(SPACE, LADDER, min_trials=6, focus=1.0, **kwargs)
         obs = observations(planner, [0, 1], 12)
         return [planner.propose(2, obs, started_at_rung=i).params["base_lr"] for i in (1, 2, 3)]
 
@@ -402,7 +398,7 @@ def test_a_collinear_ladder_makes_the_planner_suggest_the_separating_rung(
         ts.Scale(width=w, dataset_size=n, batch_size=64)
         for w, n in ((64, 2e4), (128, 4e4), (256, 8e4), (512, 1.6e5))
     ]
-    planner = TransferPlanner(SPACE, diagonal, min_trials=6, n_bootstrap=0, seed=0)
+    planner = TransferPlanner(SPACE, diagonal, min_trials=6, seed=0)
     assert planner.suggested_rung is None  # nothing fitted yet
     history = observations(planner, [0, 1, 2], 12)
     with caplog.at_level(logging.INFO, logger="transfersearch.ladder"):
@@ -412,6 +408,6 @@ def test_a_collinear_ladder_makes_the_planner_suggest_the_separating_rung(
     assert {suggested["width"], suggested["dataset_size"]} in ({64, 8e4}, {256, 2e4})
     assert "would separate them" in caplog.text
     # a ladder that varies them apart suggests nothing
-    apart = TransferPlanner(SPACE, LADDER, min_trials=6, n_bootstrap=0, seed=0)
+    apart = TransferPlanner(SPACE, LADDER, min_trials=6, seed=0)
     assert apart.prediction(3, observations(apart, [0, 1, 2], 12)) is not None
     assert apart.suggested_rung is None

@@ -248,8 +248,8 @@ def test_extrapolate_takes_the_csv_path_and_says_how_to_read_a_storage(
 
     path = write_csv(tmp_path / "sweep.csv", sweep_rows())
     target = parse_scale(TARGET)
-    from_path = ts.extrapolate(str(path), target=target, n_bootstrap=0)
-    from_rows = ts.extrapolate(as_observations(path), target=target, n_bootstrap=0)
+    from_path = ts.extrapolate(str(path), target=target)
+    from_rows = ts.extrapolate(as_observations(path), target=target)
     assert from_path.params == from_rows.params
     with pytest.raises(TransferSearchError, match=r"optuna\.load_study\(study_name='<name>'"):
         ts.extrapolate("sqlite:///proxy.db", target=target)

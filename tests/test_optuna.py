@@ -210,7 +210,7 @@ def test_concurrent_workers_detour_until_the_law_opens_for_the_larger_rungs() ->
     law, and all of them are law-guided (focus=1)."""
     sampler = TransferSampler(
         SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=0),
-        trials_per_rung=[4, 4, 3, 3], min_trials=4, focus=1.0, n_bootstrap=5,
+        trials_per_rung=[4, 4, 3, 3], min_trials=4, focus=1.0,
     )  # fmt: skip
     study = optuna.create_study(sampler=sampler)
 
@@ -390,7 +390,7 @@ def test_a_sweep_with_diverging_trials_climbs_every_rung_and_extrapolates() -> N
     # Diverged trials cost compute and use up their rung's budget, so the sweep climbs.
     per_rung = [sum(rung == r for rung, _ in states) for r in range(len(CLIFF_LADDER))]
     assert all(n >= budget for n, budget in zip(per_rung, sampler.planner.budgets)), per_rung
-    result = ts.extrapolate(study, target=BASE.replace(width=1024), n_bootstrap=0)
+    result = ts.extrapolate(study, target=BASE.replace(width=1024))
     lr_star = optimum(BASE.replace(width=1024))[0]
     assert abs(math.log(result.params["base_lr"]) - lr_star) < 0.5
 
@@ -481,7 +481,7 @@ def test_extrapolate_reads_a_study() -> None:
     )
     study = optuna.create_study(sampler=sampler)
     study.optimize(make_objective(sampler, noise=0.0), n_trials=42)
-    result = extrapolate(study, target=TOP, params=["base_lr", "tau_epoch"], n_bootstrap=0)
+    result = extrapolate(study, target=TOP, params=["base_lr", "tau_epoch"])
     lr_star, tau_star = optimum(TOP)
     assert abs(math.log(result.params["base_lr"]) - lr_star) < 0.35
     assert abs(math.log(result.params["tau_epoch"]) - tau_star) < 0.35
@@ -591,7 +591,7 @@ def test_extrapolate_fixture_sanity() -> None:
                 "tau_epoch": float(math.exp(rng.uniform(-2.0, 2.0))),
             }
             observations.append(ts_obs(scale, params, 1.0 + regret(scale, params)))
-    result = extrapolate(observations, target=TOP, params=["base_lr", "tau_epoch"], n_bootstrap=0)
+    result = extrapolate(observations, target=TOP, params=["base_lr", "tau_epoch"])
     assert abs(math.log(result.params["base_lr"]) - optimum(TOP)[0]) < 0.2
 
 

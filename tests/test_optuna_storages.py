@@ -88,7 +88,7 @@ OBJECTIVE = textwrap.dedent(
 
     sampler = Sampler(
         space, ladder, base_sampler=optuna.samplers.RandomSampler(seed=0),
-        trials_per_rung=BUDGETS, min_trials=3, n_bootstrap=0,
+        trials_per_rung=BUDGETS, min_trials=3,
     )
 
 
@@ -184,7 +184,7 @@ def test_worker_processes_share_one_study(kind: str, tmp_path: Path, request: An
     # ...and the fit reads the study back from its storage.
     result = extrapolate(
         study, target=ts.Scale(width=1024, dataset_size=2e4, batch_size=64),
-        params=["base_lr"], n_bootstrap=0,
+        params=["base_lr"],
     )  # fmt: skip
     assert 1e-5 <= result.params["base_lr"] <= 1.0 and math.isfinite(result.params["base_lr"])
 

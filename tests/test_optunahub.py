@@ -55,7 +55,7 @@ def test_load_local_module_gives_the_sampler_that_transfers() -> None:
     assert any(t.user_attrs["transfer"].startswith("law") for t in study.trials)
     assert stored_space(study) is not None
     target = module.Scale(width=1024, dataset_size=3.2e5, batch_size=64)
-    res = module.extrapolate(study, target=target, n_bootstrap=0)
+    res = module.extrapolate(study, target=target)
     truth = math.exp(synthetic.log_optimum(target)[0])
     assert 0.5 < res.params["base_lr"] / truth < 2.0
 

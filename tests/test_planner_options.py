@@ -17,7 +17,7 @@ LADDER = list(synthetic.LADDER)
 
 def test_defaults_are_the_planner_s_and_a_copy_is_checked_again() -> None:
     options = PlannerOptions()
-    assert (options.min_trials, options.focus, options.n_bootstrap) == (6, 0.75, 40)
+    assert (options.min_trials, options.focus, options.n_bootstrap) == (6, 0.75, None)
     assert options.direction == "minimize" and options.seed is None
     assert TransferPlanner(SPACE, LADDER).options == options
     with pytest.raises(dataclasses.FrozenInstanceError):

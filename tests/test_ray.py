@@ -182,7 +182,7 @@ def test_state_round_trip_continues_identically(tmp_path):
             out.append(config)
         return out
 
-    kwargs = dict(metric="loss", mode="min", trials_per_rung=4, min_trials=3, n_bootstrap=5)
+    kwargs = dict(metric="loss", mode="min", trials_per_rung=4, min_trials=3)
     original = TransferSearch(make_space(), make_ladder(), **kwargs)
     drive(original, [f"t{i}" for i in range(7)])
     original.suggest("live")  # a live trial is part of the state
@@ -226,7 +226,6 @@ def test_law_guides_the_third_rung_to_the_moved_optimum():
         mode="min",
         trials_per_rung=(12, 12, 4),
         min_trials=10,
-        n_bootstrap=10,
     )
     configs = []
     for i in range(25):
@@ -255,7 +254,6 @@ def test_suggest_waits_while_the_third_rungs_law_is_pending():
             mode="min",
             trials_per_rung=(4, 4, 2),
             min_trials=3,
-            n_bootstrap=5,
             **options,
         )
 
@@ -286,9 +284,7 @@ def test_suggest_waits_while_the_third_rungs_law_is_pending():
 def test_mode_max_guides_the_third_rung_to_the_maximum_of_the_raw_metric():
     """mode='max' (here from TuneConfig via set_search_properties) sets the planner's direction;
     the searcher keeps the raw metric, and the law point is the metric's maximum."""
-    search = TransferSearch(
-        make_space(), make_ladder(), trials_per_rung=(12, 12, 4), min_trials=10, n_bootstrap=10
-    )
+    search = TransferSearch(make_space(), make_ladder(), trials_per_rung=(12, 12, 4), min_trials=10)
     assert search.set_search_properties("score", "max", {})
     configs, scores = [], []
     for i in range(25):
@@ -483,9 +479,7 @@ def test_extrapolate_reads_an_experiment_directory(cluster, tmp_path):
     from_reader = observations_from_result_grid(experiment)
     assert sorted(map(_key, from_path)) == sorted(map(_key, from_reader))
     assert len(from_path) == 16 and all(o.usable for o in from_path)
-    result = ts.extrapolate(
-        experiment, target=BASE.replace(width=128), params=["base_lr"], n_bootstrap=0
-    )
+    result = ts.extrapolate(experiment, target=BASE.replace(width=128), params=["base_lr"])
     # quadratic_loss: ln lr* = ln(3e-3) - ln(width/64), so 1.5e-3 at width 128
     assert abs(math.log(result.params["base_lr"] / 1.5e-3)) < math.log(2.0)
     # the searcher's saved state carries its space: the big run's numbers need no user code
@@ -681,7 +675,6 @@ def test_law_gating_under_max_concurrent_trials(cluster, tmp_path):
         mode="min",
         trials_per_rung=(4, 4, 2),
         min_trials=3,
-        n_bootstrap=5,
         focus=1.0,
     )
     tuner = tune.Tuner(

@@ -53,9 +53,7 @@ def ladder_observations() -> list[Observation]:
 def test_plot_report_writes_a_png_with_both_rows(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     obs = ladder_observations()
-    result = extrapolate(
-        obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"], n_bootstrap=20, seed=0
-    )
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"], seed=0)
     out = plot_report(
         obs,
         result,
@@ -74,9 +72,7 @@ def test_plot_report_writes_a_png_with_both_rows(tmp_path: Path) -> None:
 def test_plot_report_needs_observations(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     obs = ladder_observations()
-    result = extrapolate(
-        obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"], n_bootstrap=0, seed=0
-    )
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"], seed=0)
     with pytest.raises(TransferSearchError, match="needs the proxy observations"):
         plot_report([], result, tmp_path / "r.png")
 
@@ -85,7 +81,7 @@ def test_plot_report_returns_the_path_it_really_wrote(tmp_path: Path) -> None:
     """A bare name gets .png, a folder gets report.png inside: the returned path is the file."""
     pytest.importorskip("matplotlib")
     obs = ladder_observations()
-    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=0, seed=0)
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], seed=0)
     bare = plot_report(obs, result, tmp_path / "picture")
     assert bare == tmp_path / "picture.png" and bare.read_bytes()[:4] == b"\x89PNG"
     folder = tmp_path / "pics"
@@ -99,7 +95,7 @@ def test_plot_report_returns_the_path_it_really_wrote(tmp_path: Path) -> None:
 def test_plot_report_refuses_an_unknown_extension_before_drawing(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     obs = ladder_observations()
-    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=0, seed=0)
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], seed=0)
     with pytest.raises(TransferSearchError, match=r"extension '\.xyz'.*\.png") as info:
         plot_report(obs, result, tmp_path / "x.xyz")
     assert "x.xyz" in str(info.value)
@@ -148,7 +144,7 @@ def readme_ladder_observations() -> list[Observation]:
 def test_trials_above_the_metric_axis_are_marked_and_counted(tmp_path: Path) -> None:
     # was: clipped trials drawn as ordinary points at the top edge, nothing said
     obs = ladder_observations()
-    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=0, seed=0)
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], seed=0)
     finite = sorted(o.value for o in obs if o.usable)
     top = finite[0] + 2.5 * (finite[len(finite) // 2] - finite[0])  # the axis' end, by hand
     above = [o.value for o in obs if o.usable and o.value > top]
@@ -162,7 +158,7 @@ def test_trials_above_the_metric_axis_are_marked_and_counted(tmp_path: Path) -> 
 def test_titles_fit_and_leave_out_a_scale_variable_never_varied(tmp_path: Path) -> None:
     obs = readme_ladder_observations()
     target = ts.Scale(width=512, dataset_size=1.6e5, batch_size=64)
-    result = extrapolate(obs, target=target, params=["base_lr"], n_bootstrap=0, seed=0)
+    result = extrapolate(obs, target=target, params=["base_lr"], seed=0)
     assert result.laws["base_lr"].exponents.get("batch_size", 0.0) == 0.0
     texts = draw_svg(obs, result, tmp_path / "report.svg")
     law_titles = [t for t in texts if t.startswith("optimal base_lr ∝")]
@@ -176,7 +172,7 @@ def test_titles_fit_and_leave_out_a_scale_variable_never_varied(tmp_path: Path) 
 
 def test_the_band_and_the_interval_are_named_for_what_they_are(tmp_path: Path) -> None:
     obs = ladder_observations()
-    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=20, seed=0)
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], seed=0)
     texts = draw_svg(obs, result, tmp_path / "report.svg")
     assert "law's own 90% band" in texts
     assert "target: decision, 90% prediction interval" in texts
@@ -195,15 +191,15 @@ def test_a_law_known_to_no_useful_width_draws_without_overflow(tmp_path: Path) -
     )
     assert band_ends(0.5, 0.1, 2.0, False) == pytest.approx((0.5, 0.3, 0.7))
     obs = ladder_observations()
-    result = extrapolate(
-        obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"], n_bootstrap=0
-    )
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr", "weight_decay"])
     vague = {
         name: dataclasses.replace(law, covariance=law.covariance * 1e8 + 1e6)
         for name, law in result.laws.items()
     }
-    stderr = {name: 1e3 for name in result.stderr}  # an interval of (0, inf) at the target
-    result = dataclasses.replace(result, laws=vague, stderr=stderr)
+    samples = result.samples.copy()  # draws of log lr past the float range: (0, inf)
+    samples[: len(samples) // 2, 0], samples[len(samples) // 2 :, 0] = -1e4, 1e4
+    stderr = {name: 1e3 for name in result.stderr}
+    result = dataclasses.replace(result, laws=vague, stderr=stderr, samples=samples)
     assert result.laws["lr"].predict_coord(ts.Scale(width=1024))[1] > 500  # exp() would overflow
     assert result.interval(0.9)["lr"] == (0.0, math.inf)
     out = plot_report(obs, result, tmp_path / "vague.png")
@@ -221,7 +217,7 @@ def test_the_law_panel_info_is_the_fit_s_own_numbers() -> None:
     from transfersearch._figure_info import MAX_LOG_BAR, PATH_POINTS, law_panel_info
 
     obs = ladder_observations()
-    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=20, seed=0)
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], seed=0)
     info = law_panel_info(result, "lr", level=0.8)
     z = NormalDist().inv_cdf(0.9)
     assert info.log_space and info.percent == "80%"
@@ -255,7 +251,7 @@ def test_the_png_and_the_plotly_figures_draw_the_same_numbers() -> None:
     from transfersearch.report import draw_report
 
     obs = ladder_observations()
-    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=20, seed=0)
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], seed=0)
     figure = draw_report(obs, result, level=0.8)
     top, bottom = figure.axes
     plotly = tsv.plot_optimum_vs_scale(result, level=0.8)
@@ -289,7 +285,7 @@ def test_crashed_trials_are_drawn_apart_from_diverged_ones_and_counted(tmp_path:
         Observation({"width": 64}, {"lr": lr, "weight_decay": 0.1}, math.nan, state="failed")
         for lr in (1e-3, 2e-3, 4e-3, 8e-3)
     ]
-    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=0, seed=0)
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], seed=0)
     diverged = sum(o.diverged for o in obs)
     texts = " ".join(draw_svg(obs + crashes, result, tmp_path / "report.svg"))
     assert f"× {diverged} diverged" in texts  # the crashes are not among them
@@ -302,7 +298,7 @@ def test_the_title_names_the_target_and_the_decision_and_rungs_have_distinct_col
     # issue 27 item 8: no title naming target and decision; two of six rung colours looked alike
     obs = readme_ladder_observations()
     target = ts.Scale(width=512, dataset_size=1.6e5, batch_size=64)
-    result = extrapolate(obs, target=target, params=["base_lr"], n_bootstrap=0, seed=0)
+    result = extrapolate(obs, target=target, params=["base_lr"], seed=0)
     texts = draw_svg(obs, result, tmp_path / "report.svg")
     decision = f"decision base_lr={result.params['base_lr']:.3g}"
     assert f"target batch_size=64, dataset_size=1.6e+05, width=512: {decision}" in texts
@@ -326,7 +322,7 @@ def test_a_decision_moved_from_the_law_is_drawn_with_the_law_point_and_the_stabl
     from transfersearch._figure_info import law_panel_info
 
     obs = ladder_observations()
-    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], n_bootstrap=0, seed=0)
+    result = extrapolate(obs, target=ts.Scale(width=1024), params=["lr"], seed=0)
     law = result.law_params["lr"]
     assert law_panel_info(dataclasses.replace(result, params={"lr": law}), "lr").law_point is None
     moved = dataclasses.replace(result, params={"lr": law / 2}, stable_up_to={"lr": law * 0.6})

@@ -192,11 +192,9 @@ def test_the_benchmarks_one_rung_draws_the_larger_rungs_where_the_user_searched(
 def test_the_runner_scores_a_family_against_the_null(tmp_path: Path, runner: ModuleType) -> None:
     module = runner
     out = tmp_path / "scenarios.md"
-    module.main(
-        ["--families", "no_drift", "--seeds", "0-1", "--n-bootstrap", "10", "--out", str(out)]
-    )
+    module.main(["--families", "no_drift", "--seeds", "0-1", "--out", str(out)])
     text = out.read_text()
-    assert "--families no_drift --seeds 0-1 --n-bootstrap 10" in text
+    assert "--families no_drift --seeds 0-1" in text
     table = text.split("```")[1]
     rows = {
         cells[1]: cells

@@ -451,7 +451,7 @@ def test_extrapolated_optimum_past_the_swept_box_gives_hyperparameters_with_a_wa
             loss = synthetic.regret(rung, point) + rng.normal(0.0, 0.002)
             observations.append(ts.Observation(rung, point, loss))
     target = ts.Scale(width=4096, dataset_size=8e4, batch_size=64)
-    result = ts.extrapolate(observations, target=target, seed=0, n_bootstrap=50)
+    result = ts.extrapolate(observations, target=target, seed=0)
     predicted = result.params["base_lr"]
     assert predicted < 1e-3, "precondition: the prediction lies below the swept box"
     decades = math.log10(1e-3 / predicted)
@@ -499,7 +499,7 @@ def test_cli_json_gives_hyperparameters_past_the_swept_box(
                 )
             )
     argv = ["extrapolate", "--storage", storage, "--study", "box", "--json"]
-    argv += ["--target", "width=4096,dataset_size=8e4,batch_size=64", "--n-bootstrap", "50"]
+    argv += ["--target", "width=4096,dataset_size=8e4,batch_size=64"]
     with pytest.warns(ts.TransferSearchWarning, match="decades below the swept range"):
         status = main(argv)
     captured = capsys.readouterr()
@@ -552,7 +552,7 @@ def test_an_extrapolated_int_coordinate_lands_on_its_grid() -> None:
                     value=float(loss + rng.normal(0, 1e-3)),
                 )
             )
-    res = ts.extrapolate(obs, target={"width": 1024}, n_bootstrap=0)
+    res = ts.extrapolate(obs, target={"width": 1024})
     assert res.params["warmup_steps"] != round(res.params["warmup_steps"])  # precondition
     hp = res.hyperparameters(space)
     assert hp.extra["warmup_steps"] % 10 == 0

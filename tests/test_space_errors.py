@@ -198,7 +198,7 @@ CASES: list[tuple[str, Callable[[], object], tuple[str, ...]]] = [
     ("min_spread=nan", lambda: planner(min_spread=math.nan), ("min_spread=nan", "e.g. 0.15")),
     ("min_spread=-1", lambda: planner(min_spread=-1), ("min_spread=-1", "e.g. 0.15")),
     ("transfer='no'", lambda: planner(transfer="no"), ("transfer='no'", "True or False")),
-    ("n_bootstrap=-1", lambda: planner(n_bootstrap=-1), ("n_bootstrap=-1", "0 turns")),
+    ("n_bootstrap=-1", lambda: planner(n_bootstrap=-1), ("n_bootstrap=-1", "Drop it")),
     (
         "gate_on_law='yes'",
         lambda: planner(gate_on_law="yes"),
@@ -239,7 +239,7 @@ def test_valid_neighbours_of_the_bad_cases_are_accepted() -> None:
     assert ts.rules.MuP(vector_weight_decay=True).vector_weight_decay is True
     again = ts.Hyperparameters.from_dict(good_hp_dict())
     assert again.groups["vector"]["weight_decay"] == 0.0
-    assert planner(trials_per_rung=[8, 8, 6, 6], n_bootstrap=0, focus=1).budgets == (8, 8, 6, 6)
+    assert planner(trials_per_rung=[8, 8, 6, 6], focus=1).budgets == (8, 8, 6, 6)
 
 
 def test_a_misspelt_optional_coordinate_in_a_sufficient_space_warns_with_the_close_match() -> None:

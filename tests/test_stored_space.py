@@ -98,13 +98,13 @@ def test_the_sampler_stores_its_space_on_the_study(storage: str) -> None:
     space = stored_space(study)
     assert space is not None and space.rule == synthetic.make_space().rule
     assert space.distributions == synthetic.make_space().distributions
-    res = ts.extrapolate(study, target=TARGET, n_bootstrap=0)
+    res = ts.extrapolate(study, target=TARGET)
     hp = res.hyperparameters(space)
     assert hp.to_dict() == res.hyperparameters(synthetic.make_space()).to_dict()
     # the study's own space comes with the result: no argument needed
     assert res.space is not None and res.hyperparameters().to_dict() == hp.to_dict()
     # a source without a stored space says what to pass
-    plain = ts.extrapolate(as_observations(study), target=TARGET, n_bootstrap=0)
+    plain = ts.extrapolate(as_observations(study), target=TARGET)
     assert plain.space is None
     with pytest.raises(ts.TransferSearchError, match=r"res.hyperparameters\(space\)"):
         plain.hyperparameters()
@@ -117,10 +117,10 @@ def test_cli_extrapolate_prints_the_big_runs_hyperparameters(
 
     target = ",".join(f"{k}={v:g}" for k, v in TARGET.items())
     common = ["extrapolate", "--storage", storage, "--study", "proxy", "--target", target]
-    assert main([*common, "--json", "--n-bootstrap", "0", "--seed", "0"]) == 0
+    assert main([*common, "--json", "--seed", "0"]) == 0
     data = json.loads(capsys.readouterr().out)
     study = optuna.load_study(study_name="proxy", storage=storage)
-    res = ts.extrapolate(study, target=TARGET, n_bootstrap=0, seed=0)
+    res = ts.extrapolate(study, target=TARGET, seed=0)
     expected = res.hyperparameters(stored_space(study))  # type: ignore[arg-type]
     hp = data["hyperparameters"]
     assert hp["groups"]["hidden"]["lr"] == pytest.approx(expected.groups["hidden"]["lr"])
@@ -129,7 +129,7 @@ def test_cli_extrapolate_prints_the_big_runs_hyperparameters(
     assert hp["betas"] == [0.9, 0.999] and hp["eps"] == 1e-8 and hp["scale"]["width"] == 1024
     # µP: the hidden lr at width 1024 is the base lr / 16
     assert math.isclose(hp["groups"]["hidden"]["lr"], data["params"]["base_lr"] / 16)
-    assert main([*common, "--n-bootstrap", "0"]) == 0
+    assert main([*common]) == 0
     out = capsys.readouterr().out
     assert "hyperparameters at the target" in out and "hidden" in out and "betas=" in out
 
@@ -146,7 +146,7 @@ def test_cli_json_from_a_csv_has_no_hyperparameters(
     path = tmp_path / "sweep.csv"
     path.write_text("\n".join(rows))
     args = ["extrapolate", "--csv", str(path), "--target", "width=1024", "--json"]
-    assert main([*args, "--n-bootstrap", "0"]) == 0
+    assert main([*args]) == 0
     assert json.loads(capsys.readouterr().out)["hyperparameters"] is None
 
 

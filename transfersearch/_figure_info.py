@@ -61,9 +61,9 @@ CLIP_SPREADS = 2.5
 BAND_NOTE = (
     "band: the law's own uncertainty (its fitted coefficients and the rungs' scatter about it; "
     "on a log axis cut at a factor e^5 either way); "
-    "target bar: the prediction interval of the target's optimum, Extrapolation.interval(), which "
-    "also carries the rung-resampling spread, the misfit every rung shares and the scale "
-    "directions no rung measured, so it is never narrower than the band's end"
+    "target bar: the prediction interval of the target's optimum, Extrapolation.interval(): the "
+    "posterior predictive, which adds the rungs' scatter about the law and is calibrated on the "
+    "walk-forward folds, so it may be wider or narrower than the band's end"
 )
 
 

@@ -19,14 +19,8 @@ from typing import Any, TypedDict, Unpack
 from transfersearch.errors import TransferSearchError, TransferSearchWarning
 from transfersearch.fitting.coords import check_direction
 from transfersearch.fitting.diagnostics import Diagnostic
-from transfersearch.fitting.engine import (
-    FIT_DEFAULTS,
-    VALIDATE_BOOTSTRAP,
-    fit_sweep,
-    validate_sweep,
-)
-from transfersearch.fitting.local import locate_optimum
-from transfersearch.fitting.models import DEFAULT_MODELS, LawModel
+from transfersearch.fitting.engine import fit_sweep, validate_sweep
+from transfersearch.fitting.onemodel import rung_optimum
 from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.options import FitOptions
 from transfersearch.fitting.result import Extrapolation, Validation
@@ -55,10 +49,9 @@ class FitKeywords(TypedDict, total=False):
     """The keywords :func:`extrapolate` and :func:`validate` share.
 
     ``params``, ``log_params``, ``scale_variables``, ``fixed_exponents``, ``prior_exponents``,
-    ``model``, ``n_bootstrap`` and ``seed`` are the fields of
-    :class:`~transfersearch.fitting.options.FitOptions` (documented there; ``n_bootstrap`` is 200
-    for :func:`extrapolate`, 100 for :func:`validate`); ``params`` also chooses a DataFrame's
-    parameter columns. The others say how the source is read
+    ``model``, ``divergence_cost``, ``seed`` and the deprecated ``n_bootstrap`` are the fields of
+    :class:`~transfersearch.fitting.options.FitOptions` (documented there); ``params`` also
+    chooses a DataFrame's parameter columns. The others say how the source is read
     (:func:`~transfersearch.readers.read_sweep`).
 
     Attributes:
@@ -77,8 +70,9 @@ class FitKeywords(TypedDict, total=False):
     fixed_exponents: Mapping[str, Mapping[str, float]] | None
     prior_exponents: Mapping[str, Mapping[str, float]] | None
     model: str
-    n_bootstrap: int
+    divergence_cost: float | None
     seed: int | None
+    n_bootstrap: int | None
     scale_columns: Sequence[str] | None
     value_column: str
     cost: Callable[[Scale], float] | None
@@ -101,7 +95,7 @@ def report_diagnostics(diagnostics: Iterable[Diagnostic], stacklevel: int = 1) -
 
 
 def _boundary(
-    source: Any, keywords: FitKeywords, options: FitOptions | None, n_bootstrap: int
+    source: Any, keywords: FitKeywords, options: FitOptions | None
 ) -> tuple[Sweep, FitOptions]:
     """The sweep read from ``source`` and the fit's options, from the keywords both public
     functions share (fit options are checked first, as the source may be slow to read)."""
@@ -109,12 +103,12 @@ def _boundary(
     read = {name: given.pop(name) for name in _READ_KEYWORDS if name in given}
     fit = {name: read[name] for name in _SHARED if name in read}
     fit.update(given)
-    checked = FitOptions.from_kwargs(**{"n_bootstrap": n_bootstrap, **fit})
+    checked = FitOptions.from_kwargs(**fit)
     if options is not None and not isinstance(options, FitOptions):
         raise TransferSearchError(
-            f"`options` must be a FitOptions, e.g. FitOptions(n_bootstrap=0), but got "
+            f"`options` must be a FitOptions, e.g. FitOptions(seed=1), but got "
             f"{options!r:.80}. Or pass the options as keywords: extrapolate(source, target=..., "
-            "n_bootstrap=0)."
+            "seed=1)."
         )
     if options is not None:
         checked = dataclasses.replace(options, **fit) if fit else options
@@ -127,18 +121,17 @@ def extrapolate(
     *,
     target: Scale | Mapping[str, float],
     options: FitOptions | None = None,
-    models: Sequence[LawModel] = DEFAULT_MODELS,
     **keywords: Unpack[FitKeywords],
 ) -> Extrapolation:
     """Predict the optimal ``params`` at ``target`` from proxy trials over a ladder of scales.
 
-    Method (docs/science.md §7): a valley pooled over every rung gives each rung's optimum; the
-    family of optimum-vs-scale models (no drift, the prior's exponents, power laws shrunk toward
-    the prior by empirical Bayes, free power laws) is scored walk-forward — each rung predicted
-    from strictly cheaper ones, charged its regret on that rung's fitted surface — and a drifting
-    model is kept only when it beats no drift by more than one standard error. The point returned
-    in ``params`` minimises the expected loss under the prediction's uncertainty and the valley's
-    asymmetric walls; ``law_params`` keeps the model's own point.
+    Method (docs/science.md §7–9): one model of every trial of every rung — a valley whose
+    centre moves with the log scales, the drift's prior centred on theory's (no drift in
+    invariant coordinates) with its scale integrated over, near-optimal trials weighing most,
+    divergence a law of each trial's offset from its rung's optimum. ``params`` is the point of
+    least posterior expected loss at the target (a diverged run charged ``divergence_cost``);
+    ``law_params`` is the law's own point; the interval is the posterior predictive, calibrated
+    on walk-forward folds (each rung predicted from cheaper ones).
 
     Args:
         source: a :class:`~transfersearch.sweep.Sweep`, a list of
@@ -152,10 +145,9 @@ def extrapolate(
             must be given.
         options: the fit's options as one :class:`~transfersearch.fitting.options.FitOptions`
             (the keywords below, when given too, replace its fields).
-        models: the optimum-vs-scale models to choose from (default: the whole family).
         **keywords: the options of :class:`FitKeywords` (``params``, ``direction``,
             ``log_params``, ``scale_variables``, ``fixed_exponents``, ``prior_exponents``,
-            ``model``, ``n_bootstrap`` = 200, ``seed`` = 0, ``scale_columns``, ``value_column``,
+            ``model``, ``divergence_cost``, ``seed`` = 0, ``scale_columns``, ``value_column``,
             ``cost``).
 
     Returns:
@@ -168,8 +160,8 @@ def extrapolate(
             log coordinate, a target missing a scale variable the laws need, a bad or unknown
             option (the message names the close match).
     """
-    sweep, checked = _boundary(source, keywords, options, FIT_DEFAULTS.n_bootstrap)
-    result = fit_sweep(sweep, target, checked, models)
+    sweep, checked = _boundary(source, keywords, options)
+    result = fit_sweep(sweep, target, checked)
     report_diagnostics(result.diagnostics, stacklevel=2)
     return result
 
@@ -179,21 +171,20 @@ def validate(
     *,
     held_out: Scale | Mapping[str, float] | None = None,
     options: FitOptions | None = None,
-    models: Sequence[LawModel] = DEFAULT_MODELS,
     **keywords: Unpack[FitKeywords],
 ) -> Validation:
     """Hold the costliest rung out, predict it from the rest, and charge the regret there.
 
-    The same machinery as :func:`extrapolate` (its walk-forward table is on the result); the
-    held-out rung's surface is read off the valley fitted to every rung, and the regret is the
-    prediction's excess on it, in the metric's units.
+    The same model as :func:`extrapolate`; the held-out rung's optimum and valley are read off
+    the model fitted to every rung, and the regret is the prediction's excess on it, in the
+    metric's units.
 
     Args:
         source: as for :func:`extrapolate`; needs three or more scales.
         held_out: the scale to hold out (default: the costliest by ``cost``, the order of
             :func:`transfersearch.cost.by_cost`).
-        options, models: as for :func:`extrapolate`.
-        **keywords: as for :func:`extrapolate` (:class:`FitKeywords`), with ``n_bootstrap`` = 100.
+        options: as for :func:`extrapolate`.
+        **keywords: as for :func:`extrapolate` (:class:`FitKeywords`).
 
     Returns:
         A :class:`~transfersearch.fitting.result.Validation`.
@@ -202,8 +193,8 @@ def validate(
         TransferSearchError: fewer than three scales, ``held_out`` is not a proxy scale, or any
             error :func:`extrapolate` raises.
     """
-    sweep, checked = _boundary(source, keywords, options, VALIDATE_BOOTSTRAP)
-    result = validate_sweep(sweep, checked, held_out=held_out, models=models)
+    sweep, checked = _boundary(source, keywords, options)
+    result = validate_sweep(sweep, checked, held_out=held_out)
     report_diagnostics(result.extrapolation.diagnostics, stacklevel=2)
     return result
 
@@ -216,8 +207,9 @@ def estimate_optimum(
     log_params: Iterable[str] | None = None,
     warn: bool = True,
 ) -> ScaleOptimum:
-    """Estimate the optimum of the trials at one scale with a local quadratic model
-    (:func:`transfersearch.fitting.local.locate_optimum` has the method).
+    """Estimate the optimum of the trials at one scale: the one model (docs/science.md §7) on a
+    single rung — a quadratic valley whose misfit grows with the excess it predicts, near-optimal
+    trials weighing most, its centre held near the trials by the box prior.
 
     Args:
         observations: trials at a single scale (any source
@@ -225,11 +217,11 @@ def estimate_optimum(
         params: the swept parameters to locate jointly.
         direction: ``"minimize"`` (default) or ``"maximize"`` the value.
         log_params: names fitted in log space (default: every all-positive parameter).
-        warn: warn (TransferSearchWarning) when falling back to the best trial or rejecting the
-            local model as implausible (the warning names the scale and the numbers).
+        warn: warn (TransferSearchWarning) for what the user must act on (an optimum past the
+            trials' edge is only logged).
 
     Returns:
-        A :class:`~transfersearch.fitting.local.ScaleOptimum`.
+        A :class:`~transfersearch.fitting.optimum.ScaleOptimum`.
 
     Raises:
         TransferSearchError: no observations, more than one scale, an empty or unknown ``params``,
@@ -238,7 +230,7 @@ def estimate_optimum(
     """
     check_direction(direction)
     obs = as_observations(observations, params=params)
-    optimum, diagnostics = locate_optimum(obs, params, direction=direction, log_params=log_params)
+    optimum, diagnostics = rung_optimum(obs, params, direction=direction, log_params=log_params)
     if warn:
         report_diagnostics(diagnostics, stacklevel=2)
     else:

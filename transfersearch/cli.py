@@ -271,8 +271,8 @@ def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
         "direction": args.direction,
         "seed": _seed(args),
     }
-    if args.n_bootstrap is not None:
-        options["n_bootstrap"] = args.n_bootstrap
+    if args.divergence_cost is not None:
+        options["divergence_cost"] = args.divergence_cost
     if args.log_params is not None:  # "" fits every parameter linearly
         options["log_params"] = [n.strip() for n in args.log_params.split(",") if n.strip()]
     return options
@@ -482,18 +482,18 @@ def _add_fit_flags(parser: argparse.ArgumentParser) -> None:
         "else minimize)",
     )
     parser.add_argument(
-        "--n-bootstrap",
-        type=int,
+        "--divergence-cost",
+        type=float,
         default=None,
-        metavar="N",
-        help="bootstrap resamples for the intervals (default: Python's, 200 for extrapolate "
-        "and report, 100 for validate)",
+        metavar="C",
+        help="the loss charged to a run that diverges, in the metric's units (default: the "
+        "sweep's worst excess, as in Python)",
     )
     parser.add_argument(
         "--seed",
         type=int,
         default=0,
-        help="bootstrap seed (default: 0, as in Python: the same answer every run)",
+        help="seed of the posterior draws (default: 0, as in Python: the same answer every run)",
     )
     parser.add_argument(
         "--log-params",

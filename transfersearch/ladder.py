@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
@@ -92,7 +93,8 @@ class PlannerOptions:
             instead of by the base sampler.
         min_spread: the smallest spread (in natural-log units for log coordinates, as a fraction of
             the range otherwise) of the neighbourhood, so it never collapses to a point.
-        n_bootstrap: bootstrap resamples for the law's uncertainty.
+        n_bootstrap: deprecated since 0.4 and ignored (the law's uncertainty is the one model's
+            posterior); giving it warns.
         seed: seed of the planner's random draws (an int >= 0: reproducible). None (the
             default): fresh OS entropy, so independent processes draw different
             neighbourhood points instead of the same ones.
@@ -122,7 +124,7 @@ class PlannerOptions:
     min_trials: int = 6
     focus: float = 0.75
     min_spread: float = 0.15
-    n_bootstrap: int = 40
+    n_bootstrap: int | None = None
     seed: int | None = None
     transfer: bool = True
     refit_growth: float = 1.25
@@ -144,12 +146,14 @@ class PlannerOptions:
         )
         self._set("focus", _check_focus(self.focus))
         self._set("min_spread", _check_min_spread(self.min_spread))
-        self._set(
-            "n_bootstrap",
-            check_int(
-                "n_bootstrap", self.n_bootstrap, minimum=0, fix="0 turns the law's resampling off."
-            ),
-        )
+        if self.n_bootstrap is not None:
+            check_int("n_bootstrap", self.n_bootstrap, minimum=0, fix="Drop it: it is ignored.")
+            warnings.warn(
+                "n_bootstrap is deprecated and ignored since transfersearch 0.4: the law's "
+                "uncertainty is the one model's posterior. Drop the argument.",
+                DeprecationWarning,
+                stacklevel=3,
+            )
         _check_seed(self.seed)
         check_bool(
             "transfer", self.transfer, fix="False searches each rung independently (no law)."
@@ -294,7 +298,6 @@ class TransferPlanner:
             cost=self.cost,
             min_trials=self.options.min_trials,
             min_spread=self.options.min_spread,
-            n_bootstrap=self.options.n_bootstrap,
             seed=self.options.seed,
             refit_growth=self.options.refit_growth,
             direction=self.options.direction,

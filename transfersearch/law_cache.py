@@ -106,7 +106,6 @@ class LawCache:
         min_trials: complete trials a rung needs to be a source of the law.
         min_spread: the neighbourhood's smallest spread (see :class:`LawPrediction`; a fraction
             of the range for a linear coordinate).
-        n_bootstrap: bootstrap resamples for the law's uncertainty.
         seed: the fit's seed (None: 0, so that the law is the same in every process).
         refit_growth: refit when a source rung's complete trials have grown by this factor.
         direction: whether the observations' values are minimised or maximised.
@@ -120,7 +119,6 @@ class LawCache:
         cost: Callable[[Scale], float],
         min_trials: int,
         min_spread: float,
-        n_bootstrap: int,
         seed: int | None,
         refit_growth: float,
         direction: Direction,
@@ -130,7 +128,6 @@ class LawCache:
         self.cost = cost
         self.min_trials = min_trials
         self.min_spread = min_spread
-        self.n_bootstrap = n_bootstrap
         self.seed = seed
         self.refit_growth = refit_growth
         self.direction: Direction = direction
@@ -196,11 +193,10 @@ class LawCache:
         sweep = Sweep(tuple(usable), self.space, self.direction, self.cost)
         options = FitOptions(
             params=tuple(self.names),
-            n_bootstrap=self.n_bootstrap,
             seed=0 if self.seed is None else self.seed,
         )
         try:
-            fit = fit_sweep(sweep, self.ladder[rung], options)
+            fit = fit_sweep(sweep, self.ladder[rung], options, walk_forward=False)
             self._note_collinearity(fit.collinearity)
             result = self._predicted(fit)
         except _FIT_ERRORS as exc:

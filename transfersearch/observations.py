@@ -267,13 +267,15 @@ def check_log_swept(
         if all(obs.params.get(name, 1.0) > 0.0 for obs in observations):
             continue  # the common case, checked in one pass
         values = [(i, obs.params[name]) for i, obs in enumerate(observations) if name in obs.params]
-        bad = [i for i, value in values if value <= 0.0]
-        if len(bad) == len(values):
-            continue
         declared = distributions.get(name)
         declared_log = getattr(declared, "log", None)
         if declared_log is False:
             continue  # the space says linear
+        # without a declaration a 0 is an ordinary value (a weight decay of 0 is "off": the fit
+        # puts the parameter on a linear axis and says so); a negative one is a stray
+        bad = [i for i, value in values if (value <= 0.0 if declared_log else value < 0.0)]
+        if not bad or len(bad) == len(values):
+            continue
         if declared_log is not True and len(bad) > STRAY_NONPOSITIVE_SHARE * len(values):
             continue  # a linear parameter that crosses zero
         example = next(value for i, value in values if i == bad[0])
@@ -282,10 +284,11 @@ def check_log_swept(
             if declared_log
             else f"{len(values) - len(bad)} of {len(values)} trials have it positive"
         )
+        sign = "<= 0" if declared_log else "< 0"
         raise TransferSearchError(
-            f"`{name}` is swept on a log scale ({why}), but {len(bad)} trials have {name} <= 0 "
+            f"`{name}` is swept on a log scale ({why}), but {len(bad)} trials have {name} {sign} "
             f"(trials {shown_positions(bad)}, counted from 0 in the source's order; e.g. "
-            f"{name}={example!r}): a learning rate, weight decay or timescale cannot be <= 0, and "
+            f"{name}={example!r}): a learning rate, weight decay or timescale cannot be {sign}, and "
             "fitting it linearly instead would move the prediction. Fix or drop those trials; if "
             f"{name!r} is truly linear, list the log parameters without it (log_params=[...], "
             "on the command line --log-params)."

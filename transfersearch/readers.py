@@ -424,15 +424,7 @@ def observations_from_records(
             len(records),
             shown_positions([i for i in range(len(records)) if i not in set(kept)]),
         )
-    for column in scale_map.values():
-        empty = [i for i in kept if _is_missing(records[i][column])]
-        if empty:
-            raise TransferSearchError(
-                f"scale column {column!r} is empty in {len(empty)} of {len(records)} rows "
-                f"({shown_positions(empty)}; rows counted from 0 after the header): every trial needs "
-                f"its whole scale, or the fit would drop {column!r} and ignore it at the target. "
-                "Fill in those cells or drop those rows."
-            )
+    _check_scales_filled(scale_map, records, kept)
     result: list[Observation] = []
     for i in kept:
         row = records[i]
@@ -450,6 +442,21 @@ def observations_from_records(
             )
         )
     return result
+
+
+def _check_scales_filled(
+    scale_map: Mapping[str, str], records: Sequence[Mapping[str, Any]], kept: Sequence[int]
+) -> None:
+    """Every kept row has every scale cell (else the fit would drop a scale variable)."""
+    for column in scale_map.values():
+        empty = [i for i in kept if _is_missing(records[i][column])]
+        if empty:
+            raise TransferSearchError(
+                f"scale column {column!r} is empty in {len(empty)} of {len(records)} rows "
+                f"({shown_positions(empty)}; rows counted from 0 after the header): every trial needs "
+                f"its whole scale, or the fit would drop {column!r} and ignore it at the target. "
+                "Fill in those cells or drop those rows."
+            )
 
 
 def _crash_or_divergence(row: Mapping[str, Any], state: str) -> str:

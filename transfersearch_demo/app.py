@@ -382,9 +382,7 @@ def run(
     study = sweep(config, space, f"sqlite:///{folder / 'study.db'}", dev, config.trials, seed)
     sweep_seconds = time.perf_counter() - started
     observations = as_observations(study)
-    result = extrapolate(
-        observations, target=target, params=list(PARAMS), n_bootstrap=200, seed=seed
-    )
+    result = extrapolate(observations, target=target, params=list(PARAMS), seed=seed)
     best = best_proxy(observations)
     hps = method_hyperparameters(config, space, result.params, best)
     target_runs = TargetRuns(folder / "target_runs.json", config, dev)

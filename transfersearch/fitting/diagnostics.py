@@ -17,16 +17,16 @@ __all__ = ["KINDS", "Diagnostic"]
 
 #: The kinds of record, and what each one reports.
 KINDS: dict[str, str] = {
-    "fallback": "a rung the pooled valley could not hold, located from its own few trials",
     "edge": "a rung's optimum past the edge of its trials, read off the valley's shape",
     "bound": "a rung's optimum known only as a bound (a censored observation in the laws)",
     "unvaried": "a parameter no trial varied: dropped from the fit, its one value kept",
     "collinearity": "scale variables the ladder moves together",
-    "instability": "predictions that swing past their interval when the trials are resampled",
+    "linear": "a parameter with values <= 0 and no declaration, fitted on a linear axis",
+    "crashed": "trials that raised an exception: left out of the fit, not divergences",
     "far_target": "a target far beyond the ladder: the prediction leans on the law's form",
-    "dropped": "scales left out because every trial there diverged or failed",
+    "dropped": "scales left out because every trial there diverged or crashed",
     "unseen": "a scale variable the target moves along that the ladder does not",
-    "boundary": "a stability boundary (runs diverge past it) and P(diverge)",
+    "boundary": "what is known of divergence: how far the trials stayed stable",
 }
 
 

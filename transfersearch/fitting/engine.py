@@ -1,13 +1,8 @@
 """The engine: from a :class:`~transfersearch.sweep.Sweep` to the target's hyperparameters.
 
-1. Group the trials by scale (:mod:`.rungs`); fit one valley over every rung (:mod:`.surface`) and
-   read each rung's optimum off it.
-2. Score each model passed (:data:`.models.DEFAULT_MODELS`: no drift first, then the prior's
-   exponents, shrunk and free power laws; only those that apply to the data) walk-forward
-   (:mod:`.selection`) and keep the one that earned it.
-3. Fit the kept model on every rung and predict the target (:mod:`.predict`); resample each rung's
-   trials to measure how much that prediction moves (:mod:`.stability`).
-4. Decide: the point of least expected loss under the valley's shape (:mod:`.decision`).
+Check the trials and arrange them by rung (:mod:`.rungs`), fit the one model of every trial and
+decide (:mod:`.onemodel`: :mod:`.valley`, :mod:`.divergence`, :mod:`.target`), and build the
+:class:`~transfersearch.fitting.result.Extrapolation` once, in the user's units.
 
 Pure: it reads no source, warns nothing and logs no advice. What it finds worth saying comes back
 as :class:`~transfersearch.fitting.diagnostics.Diagnostic` records on ``diagnostics``; the public
@@ -26,17 +21,14 @@ import numpy as np
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import FloatArray, natural_params
-from transfersearch.fitting.decision import safe_shift, with_stability
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.findings import findings
-from transfersearch.fitting.models import DEFAULT_MODELS, LawModel, check_models, model_named
+from transfersearch.fitting.laws import PowerLaw
+from transfersearch.fitting.onemodel import LadderFit, fit_ladder
 from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.options import FitOptions
-from transfersearch.fitting.predict import Prediction, predict
 from transfersearch.fitting.result import Collinearity, Extrapolation, Validation
-from transfersearch.fitting.rungs import Ladder, law_data, prepare, read_optima
-from transfersearch.fitting.selection import walk_forward
-from transfersearch.fitting.stability import resample_predictions
+from transfersearch.fitting.rungs import Ladder, prepare
 from transfersearch.observations import (
     Observation,
     check_log_swept,
@@ -56,14 +48,10 @@ FAR_FACTOR = 2.0
 #: ladder then pins only their joint direction (a 2-variable design with |corr| 0.95 has a
 #: variance inflation factor of 10 on each exponent).
 COLLINEAR_CORRELATION = 0.95
-#: z of a two-sided 90% interval, for the stability flag.
-_Z90 = 1.6448536269514722
-#: Resamples of :func:`validate_sweep` by default (half of a fit's: it is a check, not the answer).
-VALIDATE_BOOTSTRAP = 100
 #: The options of :func:`fit_sweep` by default (frozen, so one shared instance is safe).
 FIT_DEFAULTS = FitOptions()
 #: The options of :func:`validate_sweep` by default.
-VALIDATE_DEFAULTS = FitOptions(n_bootstrap=VALIDATE_BOOTSTRAP)
+VALIDATE_DEFAULTS = FIT_DEFAULTS
 
 
 def as_scale(target: Any) -> Scale:
@@ -133,16 +121,6 @@ def _separating_rung(ladder: Ladder, moving: Sequence[int]) -> Scale:
     return Scale(base)
 
 
-def candidates(
-    ladder: Ladder, optima: Sequence[ScaleOptimum], models: Sequence[LawModel]
-) -> list[LawModel]:
-    """The models walk-forward scores: each that applies to some parameter's data
-    (:meth:`~transfersearch.fitting.models.LawModel.applies`), in the order given."""
-    subset = list(range(len(optima)))
-    data = [law_data(ladder, optima, subset, j) for j in range(len(ladder.names))]
-    return [m for m in models if any(m.applies(d) for d in data)]
-
-
 def _decades(ladder: Ladder, target: Scale) -> tuple[float, float, list[Diagnostic]]:
     """Distance from the target to the nearest rung and the ladder's span (log10 units), and a
     note when the target lies more than :data:`FAR_FACTOR` spans away."""
@@ -162,50 +140,35 @@ def _decades(ladder: Ladder, target: Scale) -> tuple[float, float, list[Diagnost
     return near, span, notes
 
 
-def _spread(
-    ladder: Ladder, samples: FloatArray, point: Prediction
-) -> tuple[FloatArray, FloatArray, tuple[str, ...]]:
-    """(bootstrap sd, stderr, unstable names) per parameter."""
-    law_sd = np.sqrt(point.variance)
-    boot_sd = np.full(len(ladder.names), math.nan)
-    unstable: list[str] = []
-    for j, name in enumerate(ladder.names):
-        column = samples[:, j][np.isfinite(samples[:, j])] if samples.size else np.zeros(0)
-        if len(column) < 2:
-            continue
-        boot_sd[j] = float(column.std(ddof=1))
-        low, high = np.quantile(column, [0.05, 0.95])
-        if 0.5 * float(high - low) > _Z90 * law_sd[j]:
-            unstable.append(name)
-    stderr = np.where(np.isfinite(boot_sd), np.maximum(law_sd, boot_sd), law_sd)
-    return boot_sd, stderr, tuple(unstable)
-
-
 def fit_sweep(
     sweep: Sweep,
     target: Scale | Mapping[str, float],
     options: FitOptions = FIT_DEFAULTS,
-    models: Sequence[LawModel] = DEFAULT_MODELS,
+    *,
+    walk_forward: bool = True,
 ) -> Extrapolation:
     """Predict the optimal parameters at ``target`` from a sweep over a ladder of scales.
 
-    Method (module docstring; docs/science.md §7, §7.6): a valley pooled over every rung gives each
-    rung's optimum; the models that apply (no drift, the prior's exponents, power laws shrunk
-    toward the prior by empirical Bayes, free power laws) are scored walk-forward — each rung
-    predicted from strictly cheaper ones, charged its regret on that rung's fitted surface — and a
-    drifting model is kept only when it beats no drift by more than one standard error. The point
-    returned in ``params`` minimises the expected loss under the prediction's uncertainty and the
-    valley's asymmetric walls; ``law_params`` keeps the model's own point.
+    Method (docs/science.md §7–9): one model of every trial — a valley whose centre moves with
+    the log scales as ``μ(ℓ) = a + Bℓ``, the drift ``B`` with a prior centred on theory's (no
+    drift in invariant coordinates) whose scale is integrated over, the rungs' scatter about the
+    law likewise, trials weighed by how well a quadratic can hold them; divergence a logistic
+    law of each trial's offset from its rung's optimum; the point returned in ``params`` is the
+    least posterior expected loss at the target, a diverged run charged ``divergence_cost``;
+    ``law_params`` is the law's posterior-mean point. Walk-forward folds (each rung from the
+    cheaper ones) calibrate the predictive spread and are reported with the null's regret.
 
     Args:
         sweep: the trials, the stored space (copied to the result), the direction (None:
             minimise) and the cost that orders the rungs (None:
-            :func:`transfersearch.cost.default_cost`).
+            :func:`transfersearch.cost.default_cost`). Crashed trials (state ``"failed"``) are
+            left out and counted.
         target: the scale to predict for. A scale variable it leaves out that never varied over
             the ladder keeps the ladder's value (``target_from_ladder`` on the result); every
             other variable the laws use must be given.
         options: the fit's options (:class:`~transfersearch.fitting.options.FitOptions`).
-        models: the family walk-forward chooses from, null models first.
+        walk_forward: run the walk-forward folds that calibrate the spread (a planner's frequent
+            refits skip them: the spread is then the uncalibrated posterior's).
 
     Returns:
         An :class:`~transfersearch.fitting.result.Extrapolation`; what it found worth saying is on
@@ -213,27 +176,24 @@ def fit_sweep(
 
     Raises:
         TransferSearchError: fewer than two scales, a missing parameter, a non-positive value on a
-            log coordinate, a target missing a scale variable the laws need, a model unknown or
-            malformed.
+            log coordinate, a target missing a scale variable the laws need.
     """
-    family = check_models(models)
-    if options.model != "auto":
-        model_named(options.model, family)
     obs, duplicates = collapse_duplicates(list(sweep.observations))
+    crashed = sum(1 for o in obs if o.state == "failed")
+    obs = [o for o in obs if o.state != "failed"]
     target_scale, from_ladder = complete_target(obs, as_scale(target))
     check_scale_names(obs, target=target_scale)
     names = infer_params(obs) if options.params is None else options.params
     _check_observations(obs, names, options, sweep)
     ladder, notes = _prepare(obs, names, options, sweep, target_scale)
-    result = _extrapolate(ladder, target_scale, options, family, _direction(sweep))
-    result = with_stability(result, ladder, obs)  # the decision within the boundaries
-    return replace(
+    result = _extrapolate(ladder, target_scale, options, _direction(sweep), crashed, walk_forward)
+    result = replace(
         result,
         space=sweep.space,
         target_from_ladder=from_ladder,
         duplicates_collapsed=duplicates,
-        diagnostics=notes + result.diagnostics + findings(result),
     )
+    return replace(result, diagnostics=notes + result.diagnostics + findings(result))
 
 
 def _prepare(
@@ -243,19 +203,21 @@ def _prepare(
     sweep: Sweep,
     target: Scale | None,
 ) -> tuple[Ladder, tuple[Diagnostic, ...]]:
-    """:func:`~transfersearch.fitting.rungs.prepare` with the options and the sweep's direction
-    and cost."""
-    return prepare(
+    """:func:`~transfersearch.fitting.rungs.prepare` with the options and the sweep's direction,
+    cost and declared log parameters."""
+    logs, linear = _log_params(obs, names, options, sweep)
+    ladder, notes = prepare(
         obs,
         names,
         direction=_direction(sweep),
-        log_params=options.log_params,
+        log_params=logs,
         scale_variables=options.scale_variables,
         fixed_exponents=options.fixed_exponents,
         prior_exponents=options.prior_exponents,
         target=target,
         cost=sweep.cost,
     )
+    return ladder, tuple(linear) + notes
 
 
 def _direction(sweep: Sweep) -> Direction:
@@ -267,85 +229,215 @@ def _check_observations(
     obs: Sequence[Observation], names: Sequence[str], options: FitOptions, sweep: Sweep
 ) -> None:
     """The checks on the trials both entry points share: named parameters recorded, and no
-    non-positive value of a log-swept one (unless ``log_params`` says which are log)."""
+    non-positive value of a parameter the space declares log, nor a stray negative one of a
+    parameter that is otherwise positive (unless ``log_params`` says which are log)."""
     check_params_recorded(obs, names)
     if options.log_params is None:
         check_log_swept(obs, names, space=sweep.space)
+
+
+def _declared(sweep: Sweep) -> dict[str, bool]:
+    """Each coordinate's log/linear declaration in the sweep's space ({} without a space)."""
+    if sweep.space is None:
+        return {}
+    out: dict[str, bool] = {}
+    for name, dist in sweep.space.distributions.items():
+        log = getattr(dist, "log", None)
+        if isinstance(log, bool):
+            out[name] = log
+    return out
+
+
+def _log_params(
+    obs: Sequence[Observation], names: Sequence[str], options: FitOptions, sweep: Sweep
+) -> tuple[tuple[str, ...] | None, list[Diagnostic]]:
+    """Which parameters are fitted in log space: the caller's ``log_params``, else the space's
+    declaration, else every parameter whose values are all positive; a parameter with a value
+    ≤ 0 and no declaration is fitted linearly, and a note says so (docs/science.md §7.4)."""
+    if options.log_params is not None:
+        return options.log_params, []
+    declared = _declared(sweep)
+    chosen: list[str] = []
+    notes: list[Diagnostic] = []
+    for name in names:
+        values = [o.params[name] for o in obs if name in o.params]
+        if name in declared:
+            if declared[name]:
+                chosen.append(name)
+        elif all(v > 0.0 for v in values):
+            chosen.append(name)
+        else:
+            zeros = sum(1 for v in values if v <= 0.0)
+            notes.append(
+                Diagnostic(
+                    "linear",
+                    f"{name} has {zeros} value(s) <= 0 (e.g. {min(values):g}): fitted on a "
+                    f"linear axis{', kept >= 0' if min(values) >= 0 else ''}. Declare it in the "
+                    "space, or pass log_params=[...], to choose.",
+                    act=False,
+                    param=name,
+                )
+            )
+    return tuple(chosen), notes
 
 
 def _extrapolate(
     ladder: Ladder,
     target: Scale,
     options: FitOptions,
-    models: Sequence[LawModel],
     direction: Direction,
+    crashed: int = 0,
+    walk_forward: bool = True,
 ) -> Extrapolation:
-    """The fit on a prepared ladder: optima, model choice, prediction, resampling, decision."""
-    subset = list(range(len(ladder.scales)))
-    notes: list[Diagnostic] = []
-    optima, valley = read_optima(ladder, subset, notes=notes)
-    table = walk_forward(ladder, optima, candidates(ladder, optima, models))
-    model = options.model
-    chosen = model_named(table.chosen if model == "auto" else model, models)
-    reason = table.reason if model == "auto" else f"chosen by the caller (model={model!r})"
-    target_logs = ladder.target_logs(target)
-    point = predict(ladder, chosen, optima, subset, target_logs)
-    if valley is not None:  # a bias all rungs share moves the prediction too
-        point = replace(point, variance=point.variance + valley.shared_bias_var)
-    rng = np.random.default_rng(options.seed)
-    walls = None if valley is None else np.asarray(valley.wall != 0.0)
-    samples = resample_predictions(
-        ladder, chosen, target_logs, options.n_bootstrap, rng, optima, walls
+    """The one model on a prepared ladder, built into the result once."""
+    fit = fit_ladder(
+        ladder,
+        ladder.target_logs(target),
+        seed=options.seed,
+        divergence_cost=options.divergence_cost,
+        validate=walk_forward,
+        drift=options.model != "constant",
     )
-    boot_sd, stderr, unstable = _spread(ladder, samples, point)
-    if valley is not None:
-        shift = safe_shift(stderr, valley.hessian, valley.wall, valley.reach)
-    else:
-        shift = np.zeros(len(ladder.names))
+    names = ladder.names
+    model = "constant" if options.model == "constant" else "drift"
+    decision, law = _full(fit, fit.decision), _full(fit, fit.law_point)
+    samples, stderr = _samples(ladder, fit)
+    loss = fit.target_loss
     near, span, far = _decades(ladder, target)
     return Extrapolation(
         target=target,
-        params=natural_params(ladder.names, point.mean + shift, ladder.logs),
-        law_params=natural_params(ladder.names, point.mean, ladder.logs),
-        laws=point.laws,
-        optima=tuple(optima),
-        model=chosen.name,
-        model_scores=table.scores,
-        walk_forward=table.folds,
-        selection_reason=reason,
+        params=natural_params(names, decision, ladder.logs),
+        law_params=natural_params(names, law, ladder.logs),
+        laws=_laws(ladder, fit),
+        optima=fit.optima,
+        model=model,
+        model_scores=_scores(fit, model),
+        walk_forward=fit.folds,
+        selection_reason=_reason(fit, options),
         scale_variables=ladder.variables,
         log_params=ladder.logs,
-        stderr={n: float(s) for n, s in zip(ladder.names, stderr, strict=True)},
+        stderr={n: float(v) for n, v in zip(names, stderr, strict=True)},
         samples=samples,
-        stability={n: float(s) for n, s in zip(ladder.names, boot_sd, strict=True)},
-        unstable=unstable,
-        decision_shift={n: float(s) for n, s in zip(ladder.names, shift, strict=True)},
+        calibration=fit.calibration,
+        decision_shift={n: float(v) for n, v in zip(names, decision - law, strict=True)},
         collinearity=collinearity(ladder),
         extrapolation_decades=near,
         ladder_span_decades=span,
         direction=direction,
-        diagnostics=tuple(notes + far),
+        p_diverge=loss.p_diverge(fit.decision),
+        p_diverge_law=loss.p_diverge(fit.law_point),
+        stable_up_to=_stable_up_to(ladder),
+        target_loss=loss,
+        divergence_cost=fit.divergence_cost,
+        n_crashed=crashed,
+        diagnostics=tuple(far + _crash_notes(crashed)),
     )
+
+
+def _full(fit: LadderFit, active: FloatArray) -> FloatArray:
+    """A point over the active parameters as every parameter's fitted coordinate."""
+    point = fit.fixed_values.copy()
+    point[list(fit.active)] = active
+    return point
+
+
+def _samples(ladder: Ladder, fit: LadderFit) -> tuple[FloatArray, FloatArray]:
+    """The draws over every parameter (a non-negative linear one held ≥ 0) and their sd."""
+    cols = list(fit.active)
+    samples = np.tile(fit.fixed_values, (len(fit.draws), 1))
+    samples[:, cols] = fit.draws
+    for i, j in enumerate(cols):
+        if ladder.names[j] not in ladder.logs and fit.target_loss.lower[i] >= 0.0:
+            samples[:, j] = np.maximum(samples[:, j], 0.0)
+    stderr = np.zeros(len(ladder.names))
+    stderr[cols] = fit.draws.std(axis=0)
+    return samples, stderr
+
+
+def _scores(fit: LadderFit, model: str) -> dict[str, float]:
+    """The folds' mean regret of the model and of the null (copy the cheaper rungs' best)."""
+    folds = fit.folds
+    return {
+        name: float(np.mean([f.regret[name] for f in folds])) if folds else math.nan
+        for name in (model, "copy")
+    }
+
+
+def _reason(fit: LadderFit, options: FitOptions) -> str:
+    if options.model == "constant":
+        return "no drift: chosen by the caller (model='constant')"
+    return (
+        f"one model of every trial; the drift prior's scale integrated over "
+        f"(posterior weight beyond no drift {fit.valley.drift_weight:.0%}), "
+        f"predictive spread calibrated x{fit.calibration:.2f} on {len(fit.folds)} walk-forward "
+        "fold(s)"
+    )
+
+
+def _crash_notes(crashed: int) -> list[Diagnostic]:
+    if not crashed:
+        return []
+    message = (
+        f"{crashed} trial(s) crashed (raised an exception): left out of the fit, not counted as "
+        "divergences. Look at their tracebacks; rerun them if the crash was not the "
+        "configuration's fault."
+    )
+    return [Diagnostic("crashed", message, act=False)]
+
+
+def _laws(ladder: Ladder, fit: LadderFit) -> dict[str, PowerLaw]:
+    """Each parameter's law from the posterior draws of (intercept, exponents)."""
+    laws: dict[str, PowerLaw] = {}
+    variables = ladder.variables
+    for j, name in enumerate(ladder.names):
+        if j in fit.active:
+            i = fit.active.index(j)
+            mean = fit.law_point_coefficients[i]
+            cov = np.atleast_2d(np.cov(fit.law_coefficients[:, i, :].T))
+        else:
+            mean = np.concatenate([[fit.fixed_values[j]], np.zeros(len(variables))])
+            cov = np.zeros((1 + len(variables), 1 + len(variables)))
+        laws[name] = PowerLaw(
+            param=name,
+            log_space=name in ladder.logs,
+            intercept=float(mean[0]),
+            exponents={v: float(e) for v, e in zip(variables, mean[1:], strict=True)},
+            fixed=tuple(ladder.fixed.get(name, {})),
+            shrunk=(),
+            names=("intercept", *variables),
+            covariance=cov,
+            r_squared=math.nan,
+            chi2_per_dof=math.nan,
+            n_scales=len(ladder.scales),
+            model="constant" if j not in fit.active else "drift",
+        )
+    return laws
+
+
+def _stable_up_to(ladder: Ladder) -> dict[str, float]:
+    """The largest value of each parameter a stable trial reached at the costliest rung."""
+    top = ladder.trials[-1]
+    stable = top.coords[np.isfinite(top.values)]
+    if not len(stable):
+        return {}
+    return natural_params(ladder.names, stable.max(axis=0), ladder.logs)
 
 
 def validate_sweep(
     sweep: Sweep,
     options: FitOptions = VALIDATE_DEFAULTS,
     held_out: Scale | Mapping[str, float] | None = None,
-    models: Sequence[LawModel] = DEFAULT_MODELS,
 ) -> Validation:
     """Hold the costliest rung out, predict it from the rest, and charge the regret there.
 
-    The same machinery as :func:`fit_sweep` (its walk-forward table is on the result); the
-    held-out rung's surface is read off the valley fitted to every rung, and the regret is the
-    prediction's excess on it, in the metric's units.
+    The held-out rung's optimum and valley are read off the one model fitted to every rung; the
+    regret is the prediction's excess on that valley, in the metric's units.
 
     Args:
         sweep: as for :func:`fit_sweep`; needs three or more scales.
-        options: as for :func:`fit_sweep` (default: :data:`VALIDATE_BOOTSTRAP` resamples).
+        options: as for :func:`fit_sweep`.
         held_out: the scale to hold out (default: the costliest by the sweep's cost, the order
             of :func:`transfersearch.cost.by_cost`).
-        models: as for :func:`fit_sweep`.
 
     Returns:
         A :class:`~transfersearch.fitting.result.Validation`; its ``extrapolation`` carries the
@@ -355,10 +447,8 @@ def validate_sweep(
         TransferSearchError: fewer than three scales, ``held_out`` is not a proxy scale, or any
             error :func:`fit_sweep` raises.
     """
-    family = check_models(models)
-    if options.model != "auto":
-        model_named(options.model, family)
     obs, duplicates = collapse_duplicates(list(sweep.observations))
+    obs = [o for o in obs if o.state != "failed"]
     check_scale_names(obs)
     names = infer_params(obs) if options.params is None else options.params
     _check_observations(obs, names, options, sweep)
@@ -374,10 +464,10 @@ def validate_sweep(
             f"held_out={chosen!r} is not one of the proxy scales "
             f"{[repr(s) for s in full.scales]}. Pick one of them."
         )
-    optima, _ = read_optima(full, list(range(len(full.scales))))
-    observed = optima[full.scales.index(chosen)]
+    whole = fit_ladder(full, full.log_scales[-1], seed=options.seed, validate=False)
+    observed = whole.optima[full.scales.index(chosen)]
     rest = replace(sweep, observations=tuple(o for o in obs if o.scale != chosen))
-    result = fit_sweep(rest, chosen, replace(options, params=tuple(names)), family)
+    result = fit_sweep(rest, chosen, replace(options, params=tuple(names)))
     return _validation(replace(result, duplicates_collapsed=duplicates), observed, chosen)
 
 

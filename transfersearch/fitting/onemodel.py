@@ -59,8 +59,9 @@ class Fold:
         scale: the rung predicted.
         n_train: how many cheaper rungs it was predicted from.
         decades: its distance to the nearest of them (log10 units).
-        regret: the excess on the rung's fitted valley of ``"law"`` (the one model's point
-            from the cheaper rungs) and ``"copy"`` (the best trial of the costliest of them).
+        regret: the excess on the rung's fitted valley of the model's point from the cheaper
+            rungs (``"drift"``, or ``"constant"`` for the no-drift model) and of ``"copy"`` (the
+            best trial of the costliest of them).
         points: those two points, fitted units, every parameter (the ladder's order).
         surface: the rung's own optimum and valley, read off the fit of every rung.
         z: (d,) the standardised errors of the law's point, active parameters.
@@ -94,8 +95,9 @@ class LadderFit:
         divergence: the divergence model, or None (no trial diverged).
         target_loss: the decision's objective.
         decision: (d,) the point of least expected loss.
-        law_coefficients: (S, d, 1 + m) draws of each law's (intercept, exponents) in fitted
-            units per ln scale.
+        law_point_coefficients: (d, 1 + m) each law's (intercept, exponents) at the posterior
+            mean, fitted units per ln scale (a scale variable no rung varied: its prior's).
+        law_coefficients: (S, d, 1 + m) posterior draws of the same (their covariance).
         n_crashed: crashed trials left out (counted by the caller; kept here for the record).
         divergence_cost: the loss charged to a diverged run.
     """
@@ -113,6 +115,7 @@ class LadderFit:
     divergence: DivergenceModel | None
     target_loss: TargetLoss
     decision: FloatArray
+    law_point_coefficients: FloatArray
     law_coefficients: FloatArray
     divergence_cost: float
 
@@ -222,10 +225,10 @@ def _rung_optima(
     return tuple(out)
 
 
-def _law_coefficients(valley: Valley, rng: np.random.Generator) -> FloatArray:
-    """Draws of each law's (intercept, exponents) in fitted units per ln scale: ``B = H⁻¹G``
-    (the optimum's move per unit ln scale) and the intercept of that line at ℓ = 0."""
-    thetas, _ = valley.draws(N_DRAWS // 4, rng)
+def _law_coefficients(thetas: FloatArray, valley: Valley) -> FloatArray:
+    """Each law's (intercept, exponents) in fitted units per ln scale for each ``θ`` (S, d,
+    1 + m): ``B = H⁻¹G`` (the optimum's move per unit ln scale) and the intercept of that line
+    at ℓ = 0."""
     lay = valley.layout
     hess = valley.curvatures_u(thetas)
 
@@ -235,9 +238,9 @@ def _law_coefficients(valley: Valley, rng: np.random.Generator) -> FloatArray:
     middle = centre(np.zeros(lay.m))
     slopes = np.zeros((*middle.shape, lay.m))
     for k in range(lay.m):
-        slopes[:, :, k] = centre(np.eye(lay.m)[k]) - middle
-    intercept = middle - np.einsum("sdk,k->sd", slopes, valley.frame.scale_centre)
-    return np.concatenate([intercept[:, :, None], slopes], axis=2)
+        slopes[..., k] = centre(np.eye(lay.m)[k]) - middle
+    intercept = middle - np.einsum("...dk,k->...d", slopes, valley.frame.scale_centre)
+    return np.concatenate([intercept[..., None], slopes], axis=-1)
 
 
 def _fold(
@@ -250,7 +253,9 @@ def _fold(
     drift: bool,
 ) -> Fold | None:
     """Predict rung ``k`` from the cheaper rungs; charge each point its excess on rung ``k``'s
-    valley read off the full fit."""
+    valley read off the full fit. The law's point is named for the model (``"drift"`` or
+    ``"constant"``), the null's ``"copy"``."""
+    model = "drift" if drift else "constant"
     train = list(range(k))
     trials = _trials(ladder, train)
     data = _valley_input(ladder, trials, active, train)
@@ -278,10 +283,10 @@ def _fold(
         n_train=k,
         decades=decades,
         regret={
-            "law": float(surface.regret_coords(predicted) or 0.0),
+            model: float(surface.regret_coords(predicted) or 0.0),
             "copy": float(surface.regret_coords(copied) or 0.0),
         },
-        points={"law": predicted, "copy": copied},
+        points={model: predicted, "copy": copied},
         surface=surface,
         z=z,
     )
@@ -344,49 +349,26 @@ def fit_ladder(
     frame = valley.frame
     hessian = frame.hessian_x(valley.hessian_u)
     optima = _rung_optima(ladder, trials, valley, active, fixed_values, hessian, rng)
-    folds: list[Fold] = []
-    if validate:
-        for k in range(MIN_TRAIN_RUNGS, len(every)):
-            fold = _fold(ladder, active, k, optima[k], fixed_values, rng, drift)
-            if fold is not None:
-                folds.append(fold)
-    z2 = np.concatenate([f.z**2 for f in folds]) if folds else np.zeros(0)
-    z2 = z2[np.isfinite(z2)]
-    c0 = CALIBRATION_PRIOR_FOLDS * len(active)
-    calibration = math.sqrt((c0 + float(z2.sum())) / (c0 + len(z2)))
+    folds = _folds(ladder, active, optima, fixed_values, rng, drift) if validate else []
+    calibration = _calibration(folds, len(active))
     draws_u, hess_u = valley.predictive_u(target_logs, N_DRAWS, rng)
     draws = frame.to_x(draws_u)
-    law_point = frame.to_x(valley.law_centre_u(target_logs))
     raw_sd = draws.std(axis=0)
-    centre = draws.mean(axis=0)
-    draws = centre + calibration * (draws - centre)
-    curvatures = frame.hessian_x(hess_u)
+    draws = draws.mean(axis=0) + calibration * (draws - draws.mean(axis=0))
     centres = np.array([[o.coords[ladder.names[j]] for j in active] for o in optima])
-    offsets = trials.coords[:, list(active)] - centres[trials.rung]
-    divergence = fit_divergence(
-        offsets, ~np.isfinite(trials.values), trials.coords[:, list(active)]
-    )
+    coords = trials.coords[:, list(active)]
+    divergence = fit_divergence(coords - centres[trials.rung], ~np.isfinite(trials.values), coords)
     cost = worst_excess(trials) if divergence_cost is None else float(divergence_cost)
+    law_point = frame.to_x(valley.law_centre_u(target_logs))
     top_point = frame.to_x(valley.law_centre_u(ladder.log_scales[-1]))
-    lower, upper = _bounds(ladder, trials, active, law_point, top_point)
-    names = tuple(ladder.names[j] for j in active)
-    loss = TargetLoss(
-        names=names,
-        log_params=tuple(n for n in names if n in ladder.logs),
-        optima=draws,
-        curvatures=curvatures,
+    bounds = _bounds(ladder, trials, active, law_point, top_point)
+    loss = _target_loss(ladder, active, fixed_values, draws, frame.hessian_x(hess_u), bounds)
+    loss = replace(
+        loss,
         divergence=None if divergence is None else divergence.draws(N_DRAWS, rng),
         divergence_cost=cost,
-        lower=lower,
-        upper=upper,
-        decision=law_point,
-        full_names=ladder.names,
-        full_logs=ladder.logs,
-        fixed_values=fixed_values,
-        active=active,
     )
-    decision = loss.best_runs(law_point[None, :])[0]
-    loss = replace(loss, decision=decision)
+    loss = replace(loss, decision=loss.best_runs(law_point[None, :])[0])
     return LadderFit(
         active=active,
         fixed_values=fixed_values,
@@ -400,10 +382,64 @@ def fit_ladder(
         folds=tuple(folds),
         divergence=divergence,
         target_loss=loss,
-        decision=decision,
-        law_coefficients=_law_coefficients(valley, rng),
+        decision=loss.decision,
+        law_point_coefficients=_law_coefficients(valley.theta, valley),
+        law_coefficients=_law_coefficients(valley.draws(N_DRAWS // 4, rng)[0], valley),
         divergence_cost=cost,
     )
+
+
+def _target_loss(
+    ladder: Ladder,
+    active: tuple[int, ...],
+    fixed_values: FloatArray,
+    draws: FloatArray,
+    curvatures: FloatArray,
+    bounds: tuple[FloatArray, FloatArray],
+) -> TargetLoss:
+    """The decision's objective before divergence: the draws, inside the bounds."""
+    names = tuple(ladder.names[j] for j in active)
+    return TargetLoss(
+        names=names,
+        log_params=tuple(n for n in names if n in ladder.logs),
+        optima=draws,
+        curvatures=curvatures,
+        divergence=None,
+        divergence_cost=0.0,
+        lower=bounds[0],
+        upper=bounds[1],
+        decision=draws.mean(axis=0),
+        full_names=ladder.names,
+        full_logs=ladder.logs,
+        fixed_values=fixed_values,
+        active=active,
+    )
+
+
+def _folds(
+    ladder: Ladder,
+    active: Sequence[int],
+    optima: Sequence[ScaleOptimum],
+    fixed_values: FloatArray,
+    rng: np.random.Generator,
+    drift: bool,
+) -> list[Fold]:
+    """Walk-forward: each rung with :data:`MIN_TRAIN_RUNGS` cheaper ones predicted from them."""
+    folds = []
+    for k in range(MIN_TRAIN_RUNGS, len(ladder.scales)):
+        fold = _fold(ladder, active, k, optima[k], fixed_values, rng, drift)
+        if fold is not None:
+            folds.append(fold)
+    return folds
+
+
+def _calibration(folds: Sequence[Fold], dims: int) -> float:
+    """The walk-forward factor on the predictive spread: ``√((c₀ + Σz²)/(c₀ + n))``
+    (:data:`CALIBRATION_PRIOR_FOLDS`); 1 with no fold."""
+    z2 = np.concatenate([f.z**2 for f in folds]) if folds else np.zeros(0)
+    z2 = z2[np.isfinite(z2)]
+    c0 = CALIBRATION_PRIOR_FOLDS * dims
+    return math.sqrt((c0 + float(z2.sum())) / (c0 + len(z2)))
 
 
 def rung_optimum(

@@ -5,15 +5,15 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 from transfersearch.errors import TransferSearchError, check_keywords
 from transfersearch.fitting.coords import check_params
-from transfersearch.fitting.models import DEFAULT_MODELS
 
-__all__ = ["FitOptions"]
+__all__ = ["MODELS", "FitOptions"]
 
 
 def _names(value: Iterable[str] | None) -> tuple[str, ...] | None:
@@ -35,9 +35,15 @@ class FitOptions:
             ``{"lr": {"dataset_size": 0.0}}``.
         prior_exponents: theory's exponents per parameter, the centre of the ``"prior"`` and
             ``"shrunk"`` models (0 for any not given: no drift).
-        model: ``"auto"`` (walk-forward chooses) or the name of one of the models passed.
-        n_bootstrap: by-rung bootstrap resamples for the interval and ``stability`` (0: none).
-        seed: seed of the bootstrap (None: a fresh draw each call).
+        model: ``"auto"`` (the drift prior's scale integrated over, no drift nested in it) or
+            ``"constant"`` (no drift: the prior's exponents held exactly, 0 unless
+            ``prior_exponents`` gives them).
+        divergence_cost: the loss charged to a run that diverges, in the metric's units (None:
+            the sweep's worst excess — the largest amount by which a finished trial exceeded its
+            rung's best; a diverged run is at least that bad).
+        seed: seed of the posterior draws (None: a fresh draw each call).
+        n_bootstrap: deprecated since 0.4 and ignored: the interval is the posterior
+            predictive, calibrated walk-forward (docs/science.md §7.5); giving it warns.
 
     Raises:
         TransferSearchError: ``model`` is not a string, ``seed`` or ``n_bootstrap`` is not a
@@ -50,8 +56,9 @@ class FitOptions:
     fixed_exponents: Mapping[str, Mapping[str, float]] | None = None
     prior_exponents: Mapping[str, Mapping[str, float]] | None = None
     model: str = "auto"
-    n_bootstrap: int = 200
+    divergence_cost: float | None = None
     seed: int | None = 0
+    n_bootstrap: int | None = None
 
     def __post_init__(self) -> None:
         _check_model(self.model)
@@ -60,9 +67,25 @@ class FitOptions:
             raise TransferSearchError(
                 f"`seed` must be None or a non-negative integer, but got seed={seed!r}."
             )
-        if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 0:
+        if n_bootstrap is not None:
+            if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 0:
+                raise TransferSearchError(
+                    f"`n_bootstrap` must be a non-negative integer, but got "
+                    f"n_bootstrap={n_bootstrap!r}."
+                )
+            warnings.warn(
+                "n_bootstrap is deprecated and ignored since transfersearch 0.4: the interval is "
+                "the one model's posterior predictive. Drop the argument.",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+        cost = self.divergence_cost
+        if cost is not None and (
+            isinstance(cost, bool) or not isinstance(cost, (int, float)) or not cost > 0
+        ):
             raise TransferSearchError(
-                f"`n_bootstrap` must be a non-negative integer, but got n_bootstrap={n_bootstrap!r}."
+                f"`divergence_cost` must be None (the sweep's worst excess) or a positive number "
+                f"in the metric's units, but got divergence_cost={cost!r}."
             )
         if isinstance(self.params, str):
             check_params(self.params)  # raises, naming the fix
@@ -90,10 +113,13 @@ class FitOptions:
         return cls(**kwargs)
 
 
+#: The values of ``FitOptions.model``.
+MODELS = ("auto", "constant")
+
+
 def _check_model(model: object) -> None:
-    if not isinstance(model, str):
-        names = ", ".join(m.name for m in DEFAULT_MODELS)
+    if model not in MODELS:
         raise TransferSearchError(
-            f"`model` must be 'auto' or one model's name ({names}), "
-            f"but got model={model!r} ({type(model).__name__}). Write model='auto'."
+            f"`model` must be 'auto' (the drift's prior scale integrated over) or 'constant' (no "
+            f"drift), but got model={model!r}. Write model='auto'."
         )

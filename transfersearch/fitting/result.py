@@ -10,15 +10,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.fitting.boundary import StabilityBoundary
 from transfersearch.fitting.coords import FloatArray, to_fitted
-from transfersearch.fitting.decision import TargetLoss
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.findings import INDENTED_KINDS
 from transfersearch.fitting.laws import PowerLaw
+from transfersearch.fitting.onemodel import Fold
 from transfersearch.fitting.optimum import ScaleOptimum
-from transfersearch.fitting.portfolio import DEFAULT_SEED, N_DRAWS, Portfolio, choose_candidates
-from transfersearch.fitting.selection import Fold
+from transfersearch.fitting.portfolio import DEFAULT_SEED, Portfolio, choose_candidates
+from transfersearch.fitting.target import TargetLoss
 from transfersearch.scale import Scale
 from transfersearch.sweep import Direction
 
@@ -64,52 +63,44 @@ class Extrapolation:
 
     Attributes:
         target: the scale predicted for.
-        params: the decision: the point minimising the expected target loss under the prediction's
-            uncertainty and the valley's shape (natural units). Use this for the big run.
-        law_params: the chosen model's point prediction (natural units).
-        laws: the chosen model's law per parameter.
-        optima: the per-rung optima (read off the pooled valley), cheapest rung first.
-        model: the model walk-forward validation kept.
-        model_scores: each candidate's weighted mean walk-forward regret (metric units; NaN when
-            too few rungs to validate).
-        walk_forward: the folds behind the scores.
-        selection_reason: why ``model`` was kept, in words.
+        params: the decision: the point of least posterior expected loss at the target, a
+            diverged run charged :attr:`divergence_cost` (natural units). Use this for the big
+            run.
+        law_params: the law's posterior-mean point (natural units).
+        laws: each parameter's law (posterior mean and covariance of intercept and exponents).
+        optima: the per-rung optima read off the one model, cheapest rung first.
+        model: ``"drift"`` (the drift prior's scale integrated over) or ``"constant"``.
+        model_scores: the mean walk-forward regret of the model (named as :attr:`model`) and of
+            copying the costliest training rung's best trial (``"copy"``), metric units (NaN: no
+            fold).
+        walk_forward: the folds behind the scores (each rung predicted from cheaper ones).
+        selection_reason: the method, in words.
         scale_variables: the scale variables the laws use.
         log_params: parameters fitted in log space.
-        stderr: predictive standard error of each law point, fitted coordinates (log for log
-            parameters): the larger of the law's own (covariance and scatter) and the resampling
-            spread.
-        samples: (n, d) predictions of the by-rung bootstrap, fitted coordinates.
-        stability: the bootstrap standard deviation of each prediction, fitted coordinates.
-        unstable: parameters whose bootstrap swing (90%) exceeds the law's own 90% interval.
+        stderr: the posterior-predictive standard deviation of the target's optimum, fitted
+            coordinates (log for log parameters), calibrated walk-forward.
+        samples: (n, d) posterior-predictive draws of the target's optimum, fitted coordinates
+            (calibrated; a non-negative linear parameter's draws held at ≥ 0).
+        calibration: the factor walk-forward put on the predictive spread.
         decision_shift: ``params − law_params`` in fitted coordinates.
         collinearity: scale variables the ladder moves together, or None.
         extrapolation_decades: distance from the target to the nearest rung, log10 units.
         ladder_span_decades: the largest distance between two rungs, log10 units.
         direction: ``"minimize"`` or ``"maximize"``.
-        space: the :class:`~transfersearch.space.TransferSpace` the sweep stored (a study run with
-            ``TransferSampler``, an experiment run with ``TransferSearch``; see
-            :func:`transfersearch.stored_space`), or None.
-        boundary: the stability boundary of each parameter whose trials diverged on one side
-            (:class:`~transfersearch.fitting.boundary.StabilityBoundary`: the censored law, its
-            prediction at the target, ``p_diverge(x)``); empty when no trial diverged.
-        boundary_shift: how far the boundary moved the decision back from the valley's own
-            (fitted coordinates; 0 where it did not): included in ``decision_shift``.
-        p_diverge: the probability that a run at ``params`` diverges (every boundary; 0 when
-            no trial diverged). docs/science.md §8.
+        space: the :class:`~transfersearch.space.TransferSpace` the sweep stored, or None.
+        p_diverge: the posterior probability that a run at ``params`` diverges (0 when no
+            trial diverged). docs/science.md §8.
         p_diverge_law: the same at ``law_params``.
+        divergence_cost: the loss the decision charges a diverged run (metric units).
+        n_crashed: trials that crashed (raised) and were left out of the fit.
         stable_up_to: the largest value of each parameter that a stable trial reached at the
-            costliest rung (natural units): any boundary there lies above it.
-        target_loss: what the decision knows about the target's loss (prediction, valley,
-            boundaries), used by :meth:`candidates`.
+            costliest rung (natural units).
+        target_loss: the decision's objective (posterior draws), used by :meth:`candidates`.
         target_from_ladder: scale variables the caller's target left out that never varied over
             the ladder, kept at the ladder's value (already in ``target``).
-        duplicates_collapsed: exact copies among the observations (same scale, parameters and
-            value), each counted once (:func:`transfersearch.observations.collapse_duplicates`).
-        diagnostics: what the fit found worth saying
-            (:class:`~transfersearch.fitting.diagnostics.Diagnostic`: rungs left out or fallen
-            back, a far target, ...), in the order found; ``act=True`` ones are what
-            :func:`transfersearch.extrapolate` warns about.
+        duplicates_collapsed: exact copies among the observations, each counted once.
+        diagnostics: what the fit found worth saying, in the order found; ``act=True`` ones are
+            what :func:`transfersearch.extrapolate` warns about.
     """
 
     target: Scale
@@ -125,44 +116,46 @@ class Extrapolation:
     log_params: tuple[str, ...]
     stderr: dict[str, float]
     samples: FloatArray = field(repr=False)
-    stability: dict[str, float]
-    unstable: tuple[str, ...]
+    calibration: float
     decision_shift: dict[str, float]
     collinearity: Collinearity | None
     extrapolation_decades: float
     ladder_span_decades: float
     direction: Direction
     space: TransferSpace | None = field(default=None, repr=False)
-    boundary: dict[str, StabilityBoundary] = field(default_factory=dict)
-    boundary_shift: dict[str, float] = field(default_factory=dict)
     p_diverge: float = 0.0
     p_diverge_law: float = 0.0
+    divergence_cost: float = 0.0
+    n_crashed: int = 0
     stable_up_to: dict[str, float] = field(default_factory=dict)
     target_loss: TargetLoss | None = field(default=None, repr=False)
     target_from_ladder: dict[str, float] = field(default_factory=dict)
     duplicates_collapsed: int = 0
-    diagnostics: tuple[Diagnostic, ...] = ()
+    diagnostics: tuple[Diagnostic, ...] = field(default=(), repr=False)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v:.4g}" for k, v in self.params.items())
+        return f"Extrapolation(target={self.target!r}, params={{{params}}}, model={self.model!r})"
 
     def interval(self, level: float = 0.9) -> dict[str, tuple[float, float]]:
-        """Central interval of the target optimum per parameter, natural units.
-
-        Around the law's point; each side the wider of ``z·stderr`` and the bootstrap percentile.
+        """Central interval of the target optimum per parameter, natural units: the quantiles
+        of the calibrated posterior-predictive draws (:attr:`samples`).
 
         Raises:
             TransferSearchError: ``level`` is not in (0, 1).
         """
-        z = _check_level(level)
+        _check_level(level)
         result: dict[str, tuple[float, float]] = {}
         for j, name in enumerate(self.laws):
-            point = self._coord(name)
-            below = above = z * self.stderr[name]
             column = self.samples[:, j] if self.samples.size else np.zeros(0)
             column = column[np.isfinite(column)]
-            if len(column) >= 2:
-                low_q, high_q = np.quantile(column, [0.5 - level / 2.0, 0.5 + level / 2.0])
-                below = max(below, point - float(low_q))
-                above = max(above, float(high_q) - point)
-            low, high = point - below, point + above
+            if len(column) < 2:
+                point = self._coord(name)
+                low = high = point
+            else:
+                low, high = (
+                    float(q) for q in np.quantile(column, [0.5 - level / 2, 0.5 + level / 2])
+                )
             if name in self.log_params:
                 result[name] = (_exp(low), _exp(high))
             else:
@@ -199,21 +192,21 @@ class Extrapolation:
         *,
         space: TransferSpace | None = None,
         seed: int = DEFAULT_SEED,
-        n_draws: int = N_DRAWS,
+        n_draws: int | None = None,
     ) -> Portfolio:
         """The ``k`` target runs that minimise the expected best loss among them.
 
-        ``E[min_i L(x_i)]`` under the prediction's uncertainty (the optimum ``N(law, stderr²)``,
-        each stability boundary ``N(b̂, sd²)``) and the valley's shape, a diverged run
-        charged the sweep's worst excess (docs/science.md §9). ``k = 1`` is :attr:`params`;
-        every run keeps the decision's stability limits. Deterministic for a given ``seed``.
+        ``E[min_i L(x_i)]`` over the posterior draws of the target's optimum, curvature and
+        divergence law, a diverged run charged :attr:`divergence_cost` (docs/science.md §9):
+        the decision's own objective, so ``k = 1`` is :attr:`params`. Deterministic for a
+        given ``seed``.
 
         Args:
             k: how many runs (1–3 is typical for big runs).
             space: concretise each run with this space (default :attr:`space`; none: the
                 runs carry no hyperparameters).
-            seed: seed of the draws.
-            n_draws: draws of the optimum and boundaries.
+            seed: seed of the starting points.
+            n_draws: deprecated and ignored (the draws are the fit's own).
 
         Returns:
             A :class:`~transfersearch.fitting.portfolio.Portfolio` (iterable of
@@ -229,12 +222,12 @@ class Extrapolation:
                 "needs a result made by transfersearch.extrapolate(). Re-run extrapolate()."
             )
         chosen = space if space is not None else self.space
-        return choose_candidates(self.target_loss, k, seed=seed, n_draws=n_draws, space=chosen)
+        return choose_candidates(self.target_loss, self.target, k, seed=seed, space=chosen)
 
     def summary(self) -> str:
-        """A few lines: the decision, the model and why, how the decision differs from the law,
-        then the :attr:`diagnostics` that ask nothing of the user (unstable parameters, collinear
-        scale variables, rungs' edges and bounds, stability boundaries), in order."""
+        """A few lines: the decision, the model and why, each parameter's decision, law point and
+        90% interval, the divergence risk and cost, crashed trials, then the :attr:`diagnostics`
+        that ask nothing of the user, in order."""
         lines = [
             f"target {self.target!r}: {self.extrapolation_decades:.2g} decades beyond the ladder "
             f"(which spans {self.ladder_span_decades:.2g}); model {self.model!r} "
@@ -260,17 +253,25 @@ class Extrapolation:
                 "predicts a rung from two or more cheaper ones that vary the way it moves). Add a "
                 "rung to validate the model."
             )
+        interval = self.interval(0.9)
         for name in self.params:
-            shift = self.decision_shift[name] - self.boundary_shift.get(name, 0.0)
+            shift = self.decision_shift[name]
+            low, high = interval[name]
             lines.append(
-                f"  {name}: decision {self.params[name]:.4g}, law {self.law_params[name]:.4g}"
+                f"  {name}: decision {self.params[name]:.4g}, law {self.law_params[name]:.4g}, "
+                f"90% interval [{low:.4g}, {high:.4g}]"
                 + (
-                    f" (moved {shift:+.3g} in {'log ' if name in self.log_params else ''}units "
-                    "toward the gentler wall: the valley is asymmetric and the prediction "
-                    "uncertain)"
-                    if abs(shift) > 1e-12
+                    f" (moved {shift:+.3g} {'log ' if name in self.log_params else ''}units from "
+                    "the law's point: less expected loss, divergence risk included)"
+                    if abs(shift) > 1e-3 * max(1.0, abs(self.stderr.get(name, 0.0)))
                     else ""
                 )
+            )
+        if self.p_diverge_law > 0 or self.p_diverge > 0:
+            lines.append(
+                f"P(diverge): {self.p_diverge:.1%} at the decision, {self.p_diverge_law:.1%} at "
+                f"the law's point; a diverged run is charged {self.divergence_cost:.4g} "
+                "(divergence_cost: the sweep's worst excess unless you set it)."
             )
         for note in self.diagnostics:
             if not note.act:  # the act=True ones are the warnings extrapolate() raised

@@ -136,13 +136,14 @@ class TargetLoss:
             starts.append(pool[int(np.argmin(scores))][None, :])
         best, best_value = starts[0], self.expected_best(starts[0])
         bounds = [(float(lo), float(hi)) for lo, hi in zip(self.lower, self.upper)] * k
+        unit = self.divergence_cost if self.divergence_cost > 0 else 1.0  # the metric's units
         for x0 in starts:
             result = minimize(
-                lambda flat: self.expected_best(flat.reshape(k, d)),
+                lambda flat: self.expected_best(flat.reshape(k, d)) / unit,
                 x0.ravel(),
                 method="L-BFGS-B",
                 bounds=bounds,
             )
-            if result.fun < best_value:
-                best, best_value = np.asarray(result.x).reshape(k, d), float(result.fun)
+            if result.fun * unit < best_value:
+                best, best_value = np.asarray(result.x).reshape(k, d), float(result.fun) * unit
         return np.asarray(best)

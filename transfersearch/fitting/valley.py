@@ -63,6 +63,10 @@ DRIFT_GRID_POINTS = 9
 #: the loss by less than the noise across the trials' span (±2 standardised units): the data
 #: cannot tell it from flat, and the curvature is held there (the direction is then "flat").
 FLAT_CURVATURE = 0.5
+#: The diagonal curvatures' prior ``N(h₀, h₀²)``, ``h₀`` = this × the values' spread (standardised
+#: units): ``½h₀·2² = `` the spread, the loss rising by its own spread two standardised units
+#: (about the sweep's edge) from the optimum — what a sweep that brackets its optimum shows.
+CURVATURE_PRIOR = 0.5
 #: Prior on an off-diagonal curvature: ``H_jk ~ N(0, (c·√(H_jj H_kk))²)``: axes a priori
 #: independent, with ±2 sd inside the positive-definite range |corr| < 1.
 OFFDIAGONAL_PRIOR_CORRELATION = 0.5
@@ -85,8 +89,16 @@ SCATTER_GRID_POINTS = 5
 FIXED_SD = 1e-6
 #: A curvature below this fraction of the largest scales no prior (numerical conditioning).
 CONDITION_FLOOR = 1e-6
-#: Rounds of (solve, re-fit σ and ρ, re-weight). The weights move little after two.
-REWEIGHT_ROUNDS = 4
+#: The noise is at least this fraction of the values' spread: noise-free trials get a floor
+#: instead of weights of 1/0 — about single precision's resolution of a loss that varies over its
+#: spread (relative, so the metric's units and offset do not matter). The relative misfit
+#: starts at least at :data:`MISFIT_START`.
+NOISE_FLOOR = 1e-6
+MISFIT_START = 1e-3
+#: At most this many rounds of (solve, re-fit σ and ρ, re-weight, re-centre the priors on the
+#: new curvature); they stop once σ, ρ and the curvature move by less than σ's own relative
+#: standard error, ``1/√(2n)`` for ``n`` trials (a further move is within what the data say).
+MAX_ROUNDS = 30
 
 
 @dataclass(frozen=True)
@@ -342,7 +354,10 @@ class _Prior:
 
     @property
     def mean(self) -> FloatArray:
-        return np.asarray(np.linalg.solve(self.precision, self.linear))
+        try:
+            return np.asarray(np.linalg.solve(self.precision, self.linear))
+        except np.linalg.LinAlgError:  # round-off on a near-singular direction
+            return np.asarray(np.linalg.lstsq(self.precision, self.linear, rcond=None)[0])
 
 
 @dataclass(frozen=True)
@@ -372,6 +387,7 @@ def _prior(
     frame: Frame,
     data: ValleyInput,
     boxes: tuple[FloatArray, FloatArray],
+    typical_curvature: float,
 ) -> _PriorParts:
     """The prior of ``θ`` given the current curvature, in parts a drift scale ``s`` and a
     scatter ``τ`` multiply (:class:`_PriorParts`).
@@ -382,6 +398,9 @@ def _prior(
       law by τ (standardised units);
     * each rung's optimum lies about where its trials are: ``μ_r ~ N(box centre, box sd²)``,
       the sweep's own design as the prior on where its optimum lies (:data:`BOX_PRIOR_SD`);
+    * diagonal curvatures ``N(h₀, h₀²)`` with ``h₀`` the curvature that raises the loss by the
+      values' spread two standardised units from the optimum (:data:`CURVATURE_PRIOR`): weak
+      beside any rung that resolves its valley, decisive where too few trials do;
     * off-diagonal curvatures ``N(0, (c√(H_jj H_kk))²)``; everything else flat.
 
     ``H`` is held at the current estimate: the prior is conditional on it.
@@ -392,7 +411,13 @@ def _prior(
         [np.arange(lay.n_rungs + lay.n_curv), np.arange(lay.grad.start, lay.grad.stop)]
     )
     fixed.precision[flat, flat] += FLAT_PRECISION
-    diag = np.sqrt(np.clip(np.diag(hess), FLAT_PRECISION, None))
+    for col, (j, k) in enumerate(_pairs(d)):
+        if j == k:
+            entry = lay.n_rungs + col
+            fixed.precision[entry, entry] += 1.0 / typical_curvature**2
+            fixed.linear[entry] += 1.0 / typical_curvature
+    curv = np.diag(hess)
+    diag = np.sqrt(np.maximum(curv, CONDITION_FLOOR * float(curv.max())))
     for col, (j, k) in enumerate(_pairs(d)):
         if j != k:
             sd = OFFDIAGONAL_PRIOR_CORRELATION * diag[j] * diag[k]
@@ -477,7 +502,10 @@ def _solve(data: _DataTerms, prior: _Prior) -> tuple[FloatArray, FloatArray, flo
         chol = np.linalg.cholesky(post)
     rhs = data.linear + prior.linear
     theta = np.linalg.solve(post, rhs)
-    sign, logdet_prior = np.linalg.slogdet(prior.precision)
+    # positive-definite by construction: round-off may not know it, so the eigenvalues are
+    # floored at the smallest precision the prior gives
+    eig = np.linalg.eigvalsh(0.5 * (prior.precision + prior.precision.T))
+    logdet_prior = float(np.log(np.maximum(eig, FLAT_PRECISION)).sum())
     mean = prior.mean
     quad = data.y_w_y + float(mean @ prior.linear) - float(theta @ rhs)
     log_ev = 0.5 * (data.log_w + logdet_prior - 2.0 * float(np.log(np.diag(chol)).sum()) - quad)
@@ -485,7 +513,7 @@ def _solve(data: _DataTerms, prior: _Prior) -> tuple[FloatArray, FloatArray, flo
     cov = np.linalg.inv(post)
     cov = 0.5 * (cov + cov.T)
     dof = float(np.einsum("ij,ji->", cov, data.precision))
-    return np.asarray(theta), cov, (float(log_ev) if sign > 0 else -math.inf), dof
+    return np.asarray(theta), cov, float(log_ev), dof
 
 
 def _fit_noise(
@@ -501,12 +529,43 @@ def _fit_noise(
         var = math.exp(2 * params[0]) + math.exp(2 * params[1]) * e2
         return float(0.5 * (np.log(var) + r2 / var).sum())
 
-    x0 = np.log(np.maximum(np.array(start), 1e-12))
+    x0 = np.log(np.array(start))
     best = minimize(nll, x0, method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-6})
     n = len(resid)
     inflate = math.sqrt(n / max(n - dof, 1.0))
     sigma, rho = np.exp(best.x) * inflate
     return float(sigma), float(rho)
+
+
+def _settled(
+    before: tuple[float, float, FloatArray], after: tuple[float, float, FloatArray], n: int
+) -> bool:
+    """Whether σ, ρ and the curvature moved by less than σ's relative standard error."""
+    moved = [
+        abs(after[0] - before[0]) / before[0],
+        abs(after[1] - before[1]) / max(before[1], MISFIT_START),
+        float(np.abs(after[2] - before[2]).max() / np.abs(before[2]).max()),
+    ]
+    return max(moved) < 1.0 / math.sqrt(2.0 * n)
+
+
+def _grid(drift: bool) -> list[tuple[float, float]]:
+    """The hyperpriors' quadrature points: (drift scale, scatter)."""
+    drift_grid = (
+        np.geomspace(DRIFT_SCALE_MIN, DRIFT_SCALE_MAX, DRIFT_GRID_POINTS) if drift else [FIXED_SD]
+    )
+    scatter_grid = np.geomspace(SCATTER_MIN, SCATTER_MAX, SCATTER_GRID_POINTS)
+    return [(float(s), float(t)) for s in drift_grid for t in scatter_grid]
+
+
+def _excess_over_bottoms(
+    y: FloatArray, rung: np.ndarray, theta: FloatArray, hess: FloatArray, lay: _Layout
+) -> FloatArray:
+    """Each trial's excess over its rung's fitted bottom (not its best trial, whose own noise
+    would make it the one trial weighed as exact), ≥ 0."""
+    grads = np.array([theta[lay.rung_grad(r)] for r in range(lay.n_rungs)])
+    bottoms = theta[: lay.n_rungs] - 0.5 * np.einsum("ri,ri->r", grads, solve_centre(hess, grads))
+    return np.asarray(np.maximum(y - bottoms[rung], 0.0))
 
 
 def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
@@ -523,46 +582,40 @@ def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
     """
     frame = _frame(data)
     u = frame.to_u(data.coords)
-    n_rungs, m = data.log_scales.shape
-    d = u.shape[1]
-    lay = _Layout(n_rungs, d, m)
+    lay = _Layout(data.log_scales.shape[0], u.shape[1], data.log_scales.shape[1])
     phi = _design(u, data.rung, lay)
     y = data.values
-    boxes = _boxes(u, data.rung, n_rungs)
-    best = np.array([y[data.rung == r].min() for r in range(n_rungs)])
-    excess = y - best[data.rung]  # each trial's excess over its rung's best, ≥ 0
-    drift_grid = (
-        np.geomspace(DRIFT_SCALE_MIN, DRIFT_SCALE_MAX, DRIFT_GRID_POINTS) if drift else [FIXED_SD]
-    )
-    grid = [
-        (float(s), float(t))
-        for s in drift_grid
-        for t in np.geomspace(SCATTER_MIN, SCATTER_MAX, SCATTER_GRID_POINTS)
-    ]
+    boxes = _boxes(u, data.rung, lay.n_rungs)
+    best = np.array([y[data.rung == r].min() for r in range(lay.n_rungs)])
+    excess = y - best[data.rung]  # the first round's: over each rung's best trial
+    grid = _grid(drift)
     spread_y = float(np.std(y)) or 1.0
+    resolution = NOISE_FLOOR * spread_y
     sigma, rho = spread_y, 0.0
-    hess = np.eye(d) * spread_y
+    hess = np.eye(lay.d) * spread_y
     w = np.full(len(y), 1.0 / sigma**2)
-    components: list[_Component] = []
-    weights = np.ones(len(grid)) / len(grid)
-    theta = np.zeros(lay.size)
-    for _ in range(REWEIGHT_ROUNDS):
-        components, dofs = [], []
-        parts = _prior(lay, hess, frame, data, boxes)
+    for _ in range(MAX_ROUNDS):
+        previous = (sigma, rho, hess)
+        parts = _prior(lay, hess, frame, data, boxes, CURVATURE_PRIOR * spread_y)
         terms = _data_terms(phi, y, w)
-        for s, t in grid:
-            mean, cov, log_ev, dof = _solve(terms, parts.at(s, t))
-            components.append(_Component(s, t, mean, cov, log_ev))
-            dofs.append(dof)
+        solved = [_solve(terms, parts.at(s, t)) for s, t in grid]
+        components = [
+            _Component(s, t, mean, cov, log_ev)
+            for (s, t), (mean, cov, log_ev, _) in zip(grid, solved, strict=True)
+        ]
         logs = np.array([c.log_evidence for c in components])
         weights = np.exp(logs - logs.max())
         weights /= weights.sum()
         theta = np.einsum("s,sp->p", weights, np.array([c.mean for c in components]))
-        resid = y - phi @ theta
-        dof = float(weights @ np.array(dofs))
-        sigma, rho = _fit_noise(resid, excess, (max(sigma, 1e-9), max(rho, 1e-3)), dof)
-        w = 1.0 / (sigma**2 + rho**2 * excess**2)
+        dof = float(weights @ np.array([item[3] for item in solved]))
+        start = (max(sigma, resolution), max(rho, MISFIT_START))
+        sigma, rho = _fit_noise(y - phi @ theta, excess, start, dof)
+        sigma = max(sigma, resolution)  # noise-free trials: a floor, not 1/0
         hess = _positive(curvature(theta, lay), FLAT_CURVATURE * sigma)
+        excess = _excess_over_bottoms(y, data.rung, theta, hess, lay)
+        w = 1.0 / (sigma**2 + rho**2 * excess**2)
+        if _settled(previous, (sigma, rho, hess), len(y)):
+            break
     return Valley(
         frame=frame,
         components=tuple(components),
@@ -571,7 +624,7 @@ def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
         noise_sd=sigma,
         relative_misfit=rho,
         floor=FLAT_CURVATURE * sigma,
-        n_rungs=n_rungs,
-        d=d,
-        m=m,
+        n_rungs=lay.n_rungs,
+        d=lay.d,
+        m=lay.m,
     )

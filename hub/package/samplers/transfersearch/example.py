@@ -30,7 +30,7 @@ def objective(trial: optuna.Trial) -> float:
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 study.optimize(objective, n_trials=40)
 target = module.Scale(width=1024, dataset_size=3.2e5, batch_size=64)
-res = module.extrapolate(study, target=target, n_bootstrap=0)
+res = module.extrapolate(study, target=target)
 print(res.summary())
 print(
     "hidden lr / weight decay at the target:",
