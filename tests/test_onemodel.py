@@ -1,4 +1,4 @@
-"""The one model of every trial (issue 25's engine, previewed by ``fitting.onemodel.preview``):
+"""The one model of every trial (issue 25's engine, docs/science.md §7–9):
 the linear form of the valley's likelihood, the divergence term and the decision, each against a
 hand computation, then whole sweeps of the shapes real data take."""
 
@@ -9,9 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from transfersearch import Observation, Scale
+from transfersearch import Observation, Scale, extrapolate
 from transfersearch.fitting.divergence import fit_divergence
-from transfersearch.fitting.onemodel import preview
 from transfersearch.fitting.target import TargetLoss
 from transfersearch.fitting.valley import ValleyInput, _design, _Layout, fit_valley
 
@@ -133,13 +132,13 @@ def test_a_one_at_a_time_table_with_weight_decay_zero_and_a_two_trial_rung() -> 
         Observation({"width": 256}, {"lr": 8e-3, "weight_decay": 0.1}, 3.024),
     ]
     crash = Observation({"width": 256}, {"lr": 1e-3, "weight_decay": 0.1}, math.nan, state="failed")
-    res = preview(obs, Scale(width=1024), ["lr", "weight_decay"])
-    with_crash = preview([*obs, crash], Scale(width=1024), ["lr", "weight_decay"])
+    res = extrapolate(obs, target=Scale(width=1024), params=["lr", "weight_decay"])
+    with_crash = extrapolate([*obs, crash], target=Scale(width=1024), params=["lr", "weight_decay"])
     assert res.params == with_crash.params  # a crash is left out, not a divergence
     assert res.params["lr"] == pytest.approx(4e-3, rel=0.35)  # no drift in the truth
     assert 0.0 <= res.params["weight_decay"] < 0.3
-    low, high = res.interval["weight_decay"]
+    low, high = res.interval()["weight_decay"]
     assert 0.0 <= low <= res.law_params["weight_decay"] <= high
-    low, high = res.interval["lr"]
+    low, high = res.interval()["lr"]
     assert low < 4e-3 < high
     assert 0.0 <= res.p_diverge < 0.5

@@ -24,7 +24,7 @@ from transfersearch.fitting.coords import FloatArray, natural_params
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.findings import findings
 from transfersearch.fitting.laws import PowerLaw
-from transfersearch.fitting.onemodel import LadderFit, fit_ladder
+from transfersearch.fitting.onemodel import LadderFit, fit_ladder, robust_sd
 from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.options import FitOptions
 from transfersearch.fitting.result import Collinearity, Extrapolation, Validation
@@ -350,7 +350,7 @@ def _samples(ladder: Ladder, fit: LadderFit) -> tuple[FloatArray, FloatArray]:
         if ladder.names[j] not in ladder.logs and fit.target_loss.lower[i] >= 0.0:
             samples[:, j] = np.maximum(samples[:, j], 0.0)
     stderr = np.zeros(len(ladder.names))
-    stderr[cols] = fit.draws.std(axis=0)
+    stderr[cols] = robust_sd(fit.draws)
     return samples, stderr
 
 

@@ -38,7 +38,7 @@ from transfersearch.fitting.valley import (
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
-__all__ = ["N_DRAWS", "Fold", "LadderFit", "Preview", "fit_ladder", "preview", "rung_optimum"]
+__all__ = ["N_DRAWS", "Fold", "LadderFit", "fit_ladder", "robust_sd", "rung_optimum"]
 
 #: Posterior draws behind the target's interval and decision: the Monte-Carlo error of a 90%
 #: quantile is then under 2% of the spread.
@@ -89,7 +89,7 @@ class LadderFit:
         hessian: (d, d) the valley's curvature (fitted units).
         law_point: (d,) the law's posterior-mean optimum at the target.
         draws: (S, d) calibrated posterior-predictive draws of the target's optimum.
-        raw_sd: (d,) the draws' sd before calibration.
+        raw_sd: (d,) the draws' spread before calibration (:func:`robust_sd`).
         calibration: the walk-forward factor applied to the draws' spread.
         folds: the walk-forward folds.
         divergence: the divergence model, or None (no trial diverged).
@@ -353,8 +353,9 @@ def fit_ladder(
     calibration = _calibration(folds, len(active))
     draws_u, hess_u = valley.predictive_u(target_logs, N_DRAWS, rng)
     draws = frame.to_x(draws_u)
-    raw_sd = draws.std(axis=0)
-    draws = draws.mean(axis=0) + calibration * (draws - draws.mean(axis=0))
+    raw_sd = robust_sd(draws)
+    middle = np.median(draws, axis=0)  # robust: a draw with a near-flat curvature runs far
+    draws = middle + calibration * (draws - middle)
     centres = np.array([[o.coords[ladder.names[j]] for j in active] for o in optima])
     coords = trials.coords[:, list(active)]
     divergence = fit_divergence(coords - centres[trials.rung], ~np.isfinite(trials.values), coords)
@@ -433,6 +434,13 @@ def _folds(
     return folds
 
 
+def robust_sd(draws: FloatArray) -> FloatArray:
+    """Half the central 68.27% range of each column: the sd for a normal posterior, and not
+    ruled by the few draws whose near-flat curvature puts their optimum far away."""
+    low, high = np.quantile(draws, [0.158655, 0.841345], axis=0)
+    return np.asarray(0.5 * (high - low))
+
+
 def _calibration(folds: Sequence[Fold], dims: int) -> float:
     """The walk-forward factor on the predictive spread: ``√((c₀ + Σz²)/(c₀ + n))``
     (:data:`CALIBRATION_PRIOR_FOLDS`); 1 with no fold."""
@@ -505,93 +513,3 @@ def rung_optimum(
         for name, dist in optimum.past_edge.items()
     ]
     return optimum, tuple(notes)
-
-
-@dataclass(frozen=True, eq=False)
-class Preview:
-    """The one model's answer at a target, in natural units (the preview of issue 25's engine).
-
-    Attributes:
-        params: the decision: least posterior expected loss, a diverged run charged
-            ``divergence_cost``.
-        law_params: the law's posterior-mean point.
-        interval: each parameter's 90% posterior-predictive interval (calibrated).
-        p_diverge: the posterior probability that a run at ``params`` diverges.
-        fit: everything the fit knows (fitted units).
-    """
-
-    params: dict[str, float]
-    law_params: dict[str, float]
-    interval: dict[str, tuple[float, float]]
-    p_diverge: float
-    fit: LadderFit
-
-
-def _exp(value: float) -> float:
-    """``exp`` that gives ``inf`` past the float range (an interval that wide says "unknown")."""
-    return math.exp(value) if value < 700.0 else math.inf
-
-
-def preview(
-    observations: Sequence[Observation],
-    target: Scale,
-    params: Sequence[str],
-    *,
-    direction: str = "minimize",
-    log_params: Iterable[str] | None = None,
-    seed: int | None = 0,
-    divergence_cost: float | None = None,
-) -> Preview:
-    """Fit the one model to ``observations`` and decide at ``target``.
-
-    Crashed trials (state ``"failed"``) are left out; a parameter with a value ≤ 0 is fitted on
-    a linear axis (kept ≥ 0 when its values are) unless ``log_params`` says otherwise.
-
-    Raises:
-        TransferSearchError: as :func:`transfersearch.fitting.rungs.prepare` (fewer than two
-            scales, a missing parameter, a target missing a scale variable).
-    """
-    from transfersearch.fitting.coords import natural_params
-    from transfersearch.fitting.rungs import prepare
-
-    obs = [o for o in observations if o.state != "failed"]
-    ladder, _ = prepare(
-        obs,
-        params,
-        direction=direction,
-        log_params=log_params,
-        scale_variables=None,
-        fixed_exponents=None,
-        prior_exponents=None,
-        target=target,
-    )
-    fit = fit_ladder(ladder, ladder.target_logs(target), seed=seed, divergence_cost=divergence_cost)
-    cols = list(fit.active)
-    decision = fit.fixed_values.copy()
-    decision[cols] = fit.decision
-    law = fit.fixed_values.copy()
-    law[cols] = fit.law_point
-    interval: dict[str, tuple[float, float]] = {}
-    loss = fit.target_loss
-    for j, name in enumerate(ladder.names):
-        if j in fit.active:
-            i = cols.index(j)
-            low, high = np.quantile(fit.draws[:, i], [0.05, 0.95])
-            low = (
-                max(float(low), float(loss.lower[i]))
-                if name not in ladder.logs and loss.lower[i] >= 0
-                else float(low)
-            )
-        else:
-            low = high = float(fit.fixed_values[j])
-        if name in ladder.logs:
-            interval[name] = (_exp(float(low)), _exp(float(high)))
-        else:
-            interval[name] = (float(low), float(high))
-    return Preview(
-        params=natural_params(ladder.names, decision, ladder.logs),
-        law_params=natural_params(ladder.names, law, ladder.logs),
-        interval=interval,
-        p_diverge=loss.p_diverge(fit.decision),
-        fit=fit,
-    )

@@ -77,8 +77,9 @@ class Extrapolation:
         selection_reason: the method, in words.
         scale_variables: the scale variables the laws use.
         log_params: parameters fitted in log space.
-        stderr: the posterior-predictive standard deviation of the target's optimum, fitted
-            coordinates (log for log parameters), calibrated walk-forward.
+        stderr: the posterior-predictive spread of the target's optimum — half its central
+            68% interval, the standard deviation for a normal posterior — fitted coordinates (log
+            for log parameters), calibrated walk-forward.
         samples: (n, d) posterior-predictive draws of the target's optimum, fitted coordinates
             (calibrated; a non-negative linear parameter's draws held at ≥ 0).
         calibration: the factor walk-forward put on the predictive spread.
