@@ -118,7 +118,7 @@ def test_the_cli_shows_what_summary_says(
 ) -> None:
     res = ts.extrapolate(_study(study_url), target=TARGET_SCALE)
     summary = res.summary()
-    assert f"{res.extrapolation_decades:.2g} decades beyond the ladder" in summary
+    assert f"{res.extrapolation_decades:.2g} decades from the nearest rung" in summary
     argv = ["extrapolate", "--storage", study_url, "--study", "proxy", "--target", TARGET]
     assert summary in _run(argv, capsys)
     data = json.loads(_run([*argv, "--json"], capsys))

@@ -200,3 +200,19 @@ def test_the_cli_on_a_study_with_a_malformed_space_prints_one_error_line(
         err = capsys.readouterr().err.strip().splitlines()
         assert status == 2 and len(err) == 1 and err[0].startswith("error: the stored space")
         assert fragment in err[0]
+
+
+def test_a_space_with_the_complete_p_depth_rule_is_stored_and_read_back() -> None:
+    """A TransferSampler stores its space: a CompleteP depth rule must round-trip (issue 26)."""
+    from transfersearch import rules
+    from transfersearch.stored_space import space_from_json, space_to_json
+
+    space = ts.TransferSpace(
+        ts.Scale(width=64, depth=4, dataset_size=1e5, batch_size=32),
+        {"base_lr": ts.Float(1e-4, 1e-1, log=True), "tau_epoch": ts.Float(0.1, 10.0, log=True)},
+        rule=rules.MuP(depth=rules.CompleteP(alpha=0.5)),
+    )
+    back = space_from_json(space_to_json(space))
+    target = ts.Scale(width=256, depth=16, dataset_size=4e5, batch_size=32)
+    point = {"base_lr": 3e-3, "tau_epoch": 1.0}
+    assert back.concretize(point, target).to_dict() == space.concretize(point, target).to_dict()

@@ -334,8 +334,8 @@ def _prediction_table(result: Extrapolation, level: float) -> str:
     interval = result.interval(level)
     rows = []
     for name, value in result.params.items():
-        law = result.laws[name]
-        exps = ", ".join(f"{k}^{v:+.3f}" for k, v in sorted(law.exponents.items()))
+        varied = result.varied_exponents(name)  # a variable never varied: no exponent shown
+        exps = ", ".join(f"{k}^{v:+.3f}" for k, v in sorted(varied.items()))
         rows.append([name, value, interval[name][0], interval[name][1], exps])
     percent = f"{round(level * 100)}%"
     return format_table(["param", "predicted", f"{percent} low", f"{percent} high", "law"], rows)

@@ -53,6 +53,7 @@ _RULE_CLASSES: dict[str, type] = {
         rules.PowerLinesTau,
         rules.AdamBatch,
         rules.SGDBatch,
+        rules.CompleteP,
     )
 }
 

@@ -643,7 +643,9 @@ def _law_table(result: Extrapolation, interval: Mapping[str, tuple[float, float]
                 value,
                 interval[name][0],
                 interval[name][1],
-                ", ".join(f"{k}^{v:+.2f}" for k, v in sorted(result.laws[name].exponents.items())),
+                ", ".join(
+                    f"{k}^{v:+.2f}" for k, v in sorted(result.varied_exponents(name).items())
+                ),
             ]
             for name, value in result.params.items()
         ],

@@ -163,6 +163,15 @@ class Extrapolation:
                 result[name] = (low, high)
         return result
 
+    def varied_exponents(self, name: str) -> dict[str, float]:
+        """``name``'s law exponents over the scale variables the ladder varied (one it held
+        constant has only its prior's exponent, which the target may still move along)."""
+        return {
+            variable: exponent
+            for variable, exponent in self.laws[name].exponents.items()
+            if len({o.scale[variable] for o in self.optima}) > 1
+        }
+
     def _coord(self, name: str) -> float:
         return to_fitted(self.law_params[name], name in self.log_params)
 
@@ -230,8 +239,8 @@ class Extrapolation:
         90% interval, the divergence risk and cost, crashed trials, then the :attr:`diagnostics`
         that ask nothing of the user, in order."""
         lines = [
-            f"target {self.target!r}: {self.extrapolation_decades:.2g} decades beyond the ladder "
-            f"(which spans {self.ladder_span_decades:.2g}); model {self.model!r} "
+            f"target {self.target!r}: {self.extrapolation_decades:.2g} decades from the nearest rung "
+            f"(the ladder spans {self.ladder_span_decades:.2g}); model {self.model!r} "
             f"({self.selection_reason})."
         ]
         if self.target_from_ladder:
