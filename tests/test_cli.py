@@ -334,7 +334,9 @@ def test_report_prints_the_file_it_wrote(
     written = tmp_path / "figures.png"
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"wrote {written}"
-    assert out[1].startswith("target Scale(dataset_size=160000, width=1024): 0.85 decades from the nearest rung")
+    assert out[1].startswith(
+        "target Scale(dataset_size=160000, width=1024): 0.85 decades from the nearest rung"
+    )
     assert written.read_bytes()[:4] == b"\x89PNG"
 
 
