@@ -245,14 +245,6 @@ def test_weight_decay_zero_rows_are_fitted_linearly_and_stay_non_negative() -> N
     assert res.law_params["lr"] == pytest.approx(1e-2 * 32**-0.5, rel=0.2)
 
 
-@pytest.mark.xfail(
-    reason=(
-        "measured at 47c055f (seed 0): the 90% intervals exclude the law's own point and the "
-        "truth: lr [2.00e-3, 8.38e-3] beside law 1.79e-3 (truth 1.77e-3), weight decay "
-        "[0, 0.068] beside law 0.092 (truth 0.1): the draws' centre is not the law's point"
-    ),
-    strict=True,
-)
 def test_weight_decay_zero_rows_interval_covers_the_law_and_the_truth() -> None:
     res = _fit(_weight_decay_ladder(), Scale(width=2048), params=["lr", "weight_decay"])
     interval = res.interval(0.9)
