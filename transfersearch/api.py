@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict, Unpack
 
-from transfersearch.errors import TransferSearchError, TransferSearchWarning
+from transfersearch.errors import TransferSearchWarning
 from transfersearch.fitting.coords import check_direction
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.engine import fit_sweep, validate_sweep
@@ -29,6 +29,7 @@ from transfersearch.scale import Scale
 from transfersearch.sweep import Direction, Sweep
 
 __all__ = [
+    "READ_KEYWORDS",
     "FitKeywords",
     "estimate_optimum",
     "extrapolate",
@@ -38,11 +39,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: The keywords that choose how the source is read (the rest are the fit's options).
-_READ_KEYWORDS = ("params", "scale_columns", "value_column", "direction", "cost")
+#: The keywords that choose how the source is read (:func:`~transfersearch.readers.read_sweep`'s);
+#: the others of :class:`FitKeywords` are the fields of
+#: :class:`~transfersearch.fitting.options.FitOptions` (``tests/test_api.py`` checks both).
+READ_KEYWORDS = ("params", "scale_columns", "value_column", "direction", "cost")
 #: The read keywords that are fit options too: ``params`` chooses a DataFrame's columns and what
 #: is fitted.
-_SHARED = ("params",)
+_SHARED = tuple(n for n in READ_KEYWORDS if n in {f.name for f in dataclasses.fields(FitOptions)})
 
 
 class FitKeywords(TypedDict, total=False):
@@ -97,21 +100,13 @@ def report_diagnostics(diagnostics: Iterable[Diagnostic], stacklevel: int = 1) -
 def _boundary(
     source: Any, keywords: FitKeywords, options: FitOptions | None
 ) -> tuple[Sweep, FitOptions]:
-    """The sweep read from ``source`` and the fit's options, from the keywords both public
-    functions share (fit options are checked first, as the source may be slow to read)."""
+    """The sweep read from ``source`` and the fit's options: the one place where the keywords
+    both public functions share are split into read keywords and fit options and merged with
+    ``options`` (checked first, as the source may be slow to read)."""
     given: dict[str, Any] = dict(keywords)
-    read = {name: given.pop(name) for name in _READ_KEYWORDS if name in given}
+    read = {name: given.pop(name) for name in READ_KEYWORDS if name in given}
     fit = {name: read[name] for name in _SHARED if name in read}
-    fit.update(given)
-    checked = FitOptions.from_kwargs(**fit)
-    if options is not None and not isinstance(options, FitOptions):
-        raise TransferSearchError(
-            f"`options` must be a FitOptions, e.g. FitOptions(seed=1), but got "
-            f"{options!r:.80}. Or pass the options as keywords: extrapolate(source, target=..., "
-            "seed=1)."
-        )
-    if options is not None:
-        checked = dataclasses.replace(options, **fit) if fit else options
+    checked = FitOptions.from_kwargs(options, **fit, **given)
     read.setdefault("params", checked.params)
     return read_sweep(source, **read), checked
 
@@ -125,13 +120,8 @@ def extrapolate(
 ) -> Extrapolation:
     """Predict the optimal ``params`` at ``target`` from proxy trials over a ladder of scales.
 
-    Method (docs/science.md §7–9): one model of every trial of every rung — a valley whose
-    centre moves with the log scales, the drift's prior centred on theory's (no drift in
-    invariant coordinates) with its scale integrated over, near-optimal trials weighing most,
-    divergence a law of each trial's offset from its rung's optimum. ``params`` is the point of
-    least posterior expected loss at the target (a diverged run charged ``divergence_cost``);
-    ``law_params`` is the law's own point; the interval is the posterior predictive, calibrated
-    on walk-forward folds (each rung predicted from cheaper ones).
+    The method is the engine's, :func:`~transfersearch.fitting.engine.fit_sweep` (docs/science.md
+    §7–9): this function reads the source, builds the options once and reports the diagnostics.
 
     Args:
         source: a :class:`~transfersearch.sweep.Sweep`, a list of

@@ -1,25 +1,47 @@
-"""The one error family of transfersearch."""
+"""The one error family of transfersearch, and the declared argument checks.
+
+A table maps each argument to what it may be (:class:`Allowed`: constraints such as
+``Interval(Integral, 0)``, ``Options("auto", "constant")``, ``None``) and one function,
+:func:`check_table`, checks the arguments against it, so every message has one shape: the rule,
+the value that broke it, its type when that is what is wrong, and the fix.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from numbers import Integral, Real
+from typing import Any, TypeVar
 
 __all__ = [
+    "Allowed",
+    "Boolean",
+    "Constraint",
+    "Function",
+    "InstanceOf",
+    "Interval",
+    "Names",
+    "Options",
     "TransferSearchError",
     "TransferSearchWarning",
     "check_bool",
     "check_int",
     "check_keywords",
     "check_positive",
+    "check_table",
+    "check_value",
+    "options_from",
     "shown_positions",
 ]
 
 #: How many offending rows or trials an error message lists before "and N more": enough to find
 #: the pattern (a whole rung, every n-th row), short enough to stay one readable line.
 SHOWN_POSITIONS = 5
+
+_Options = TypeVar("_Options")
 
 
 class TransferSearchError(ValueError):
@@ -30,46 +52,250 @@ class TransferSearchWarning(UserWarning):
     """A result was produced, but something about it deserves the user's attention."""
 
 
-def check_positive(name: str, value: object, *, fix: str = "") -> float:
-    """Return ``value`` as a float after checking that it is a finite number > 0.
+class Constraint:
+    """What an argument may be: :meth:`holds` decides, :meth:`describe` words it for a message."""
+
+    def holds(self, value: object) -> bool:
+        """Whether ``value`` satisfies the constraint."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """The rule, to follow "`name` must be ", e.g. ``"an int >= 2"``."""
+        raise NotImplementedError
+
+    def typed(self, value: object) -> bool:
+        """Whether ``value`` has the right type (a message shows the type when it has not)."""
+        return self.holds(value)
+
+    def normalised(self, value: Any) -> Any:
+        """The value as stored once it holds (``Interval`` turns a numpy number into a float)."""
+        return value
+
+    def shown(self, value: object) -> str:
+        """The value as a message quotes it, once its type is right."""
+        return repr(value)
+
+
+@dataclass(frozen=True)
+class Interval(Constraint):
+    """A number of ``kind`` (``Integral`` or ``Real``; a bool is neither) between ``low`` and
+    ``high`` (None: unbounded); ``closed`` says which ends are included. A ``Real`` is finite
+    unless ``finite=False`` (NaN never holds)."""
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    closed: str = "both"
+    finite: bool = True
+
+    def typed(self, value: object) -> bool:
+        return isinstance(value, self.kind) and not isinstance(value, bool)
+
+    def holds(self, value: object) -> bool:
+        if not self.typed(value):
+            return False
+        number = float(value)  # type: ignore[arg-type]
+        if math.isnan(number) or (self.finite and math.isinf(number)):
+            return False
+        low_ok = self.low is None or number > self.low or (self._closed_low and number == self.low)
+        high_ok = (
+            self.high is None or number < self.high or (self._closed_high and number == self.high)
+        )
+        return low_ok and high_ok
+
+    @property
+    def _closed_low(self) -> bool:
+        return self.closed in ("both", "left")
+
+    @property
+    def _closed_high(self) -> bool:
+        return self.closed in ("both", "right")
+
+    def normalised(self, value: Any) -> Any:
+        return int(value) if self.kind is Integral else float(value)
+
+    def shown(self, value: object) -> str:
+        return repr(self.normalised(value))
+
+    def describe(self) -> str:
+        low, high = self.low, self.high
+        if self.kind is Integral:
+            if high is None and low in (0, 1) and self._closed_low:
+                word = "non-negative" if low == 0 else "positive"
+                return f"a {word} integer (int >= {low:g})"
+            return f"an int {self._bounds()}".rstrip()
+        number = "finite number" if self.finite else "number"
+        if low == 0 and high is None and not self._closed_low:
+            return f"a positive {number}"
+        return f"a {number} {self._bounds()}".rstrip()
+
+    def _bounds(self) -> str:
+        low, high = self.low, self.high
+        if low is not None and high is not None:
+            left, right = "[" if self._closed_low else "(", "]" if self._closed_high else ")"
+            return f"in {left}{low:g}, {high:g}{right}"
+        if low is not None:
+            return f"{'>=' if self._closed_low else '>'} {low:g}"
+        if high is not None:
+            return f"{'<=' if self._closed_high else '<'} {high:g}"
+        return ""
+
+
+@dataclass(frozen=True)
+class Options(Constraint):
+    """One of a fixed set of values, e.g. ``Options("auto", "constant")``."""
+
+    values: tuple[object, ...]
+
+    def __init__(self, *values: object) -> None:
+        object.__setattr__(self, "values", values)
+
+    def holds(self, value: object) -> bool:
+        return any(isinstance(value, type(v)) and value == v for v in self.values)
+
+    def typed(self, value: object) -> bool:
+        return any(isinstance(value, type(v)) for v in self.values)
+
+    def describe(self) -> str:
+        return f"one of {', '.join(repr(v) for v in self.values)}"
+
+
+@dataclass(frozen=True)
+class Boolean(Constraint):
+    """``True`` or ``False`` only: a truthy ``'no'`` or ``1`` would silently mean something."""
+
+    def holds(self, value: object) -> bool:
+        return isinstance(value, bool)
+
+    def describe(self) -> str:
+        return "True or False"
+
+
+@dataclass(frozen=True)
+class Names(Constraint):
+    """A list (or other iterable) of non-empty strings; a single string is refused, since it
+    would be read as its letters."""
+
+    def typed(self, value: object) -> bool:
+        return isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping))
+
+    def holds(self, value: object) -> bool:
+        if not self.typed(value):
+            return False
+        return all(isinstance(n, str) and n for n in value)  # type: ignore[attr-defined]
+
+    def normalised(self, value: Any) -> Any:
+        return tuple(value)
+
+    def describe(self) -> str:
+        return "a list of names"
+
+
+@dataclass(frozen=True)
+class Function(Constraint):
+    """A callable."""
+
+    what: str = "a function"
+
+    def holds(self, value: object) -> bool:
+        return callable(value)
+
+    def describe(self) -> str:
+        return self.what
+
+
+@dataclass(frozen=True)
+class InstanceOf(Constraint):
+    """An instance of ``cls``; ``what`` words it (default: "a <cls name>")."""
+
+    cls: type
+    what: str = ""
+
+    def holds(self, value: object) -> bool:
+        return isinstance(value, self.cls)
+
+    def describe(self) -> str:
+        return self.what or f"a {self.cls.__name__}"
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """One argument's entry in a table: the constraints any one of which it must satisfy
+    (``None`` among them allows None) and the fix the message ends with (a string, or a
+    function of the bad value for a fix that quotes it)."""
+
+    constraints: tuple[Constraint | None, ...]
+    fix: str | Callable[[object], str] = ""
+
+    def __init__(self, *constraints: Constraint | None, fix: str | Callable[[object], str] = ""):
+        object.__setattr__(self, "constraints", constraints)
+        object.__setattr__(self, "fix", fix)
+
+
+def check_value(name: str, value: object, allowed: Allowed, *, owner: str = "") -> Any:
+    """Return ``value`` (normalised: an ``Interval`` gives an int or a float) after checking it
+    against ``allowed``.
 
     Args:
-        name: the field the value belongs to, quoted in the error.
-        value: the value to check.
-        fix: an optional hint appended to the message.
+        name: the argument, quoted in the message.
+        value: its value.
+        allowed: what it may be.
+        owner: the class or function it belongs to, opening the message (``"Int"``).
+
+    Raises:
+        TransferSearchError: "`name` must be <the rule>, but got name=<value> (<type> when the
+            type is wrong).<the fix>".
+    """
+    for constraint in allowed.constraints:
+        if constraint is None:
+            if value is None:
+                return None
+        elif constraint.holds(value):
+            return constraint.normalised(value)
+    real = [c for c in allowed.constraints if c is not None]
+    rule = " or ".join(
+        ["None"] * (len(real) < len(allowed.constraints)) + [c.describe() for c in real]
+    )
+    typed = [c for c in real if c.typed(value)]
+    shown = typed[0].shown(value) if typed else f"{value!r:.80} ({type(value).__name__})"
+    fix = allowed.fix(value) if callable(allowed.fix) else allowed.fix
+    opening = f"{owner} `{name}`" if owner else f"`{name}`"
+    raise TransferSearchError(
+        f"{opening} must be {rule}, but got {name}={shown}.{f' {fix}' if fix else ''}"
+    )
+
+
+def check_table(table: Mapping[str, Allowed], values: object, *, owner: str = "") -> dict[str, Any]:
+    """Check each argument ``table`` names (read from ``values``, a mapping or an object's
+    attributes), in the table's order; return them normalised.
+
+    Raises:
+        TransferSearchError: the first argument that breaks its entry (see :func:`check_value`).
+    """
+    read = values.__getitem__ if isinstance(values, Mapping) else lambda n: getattr(values, n)
+    return {
+        name: check_value(name, read(name), entry, owner=owner) for name, entry in table.items()
+    }
+
+
+def check_positive(name: str, value: object, *, fix: str = "") -> float:
+    """Return ``value`` as a float after checking that it is a finite number > 0.
 
     Raises:
         TransferSearchError: the value is not a real number, is NaN, infinite, zero or negative.
     """
-    hint = f" {fix}" if fix else ""
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TransferSearchError(
-            f"`{name}` must be a positive finite number, but got {value!r} "
-            f"({type(value).__name__}).{hint}"
-        )
-    number = float(value)
-    if not math.isfinite(number) or number <= 0.0:
-        raise TransferSearchError(
-            f"`{name}` must be a positive finite number, but got {name}={number!r}.{hint}"
-        )
+    number: float = check_value(name, value, Allowed(POSITIVE, fix=fix))
     return number
 
 
 def check_bool(name: str, value: object, *, fix: str = "") -> bool:
     """Return ``value`` after checking that it is a ``bool`` (``'no'`` or ``1`` are refused).
 
-    A truthy string such as ``'no'`` would silently mean True; so only ``True``/``False`` pass.
-
     Raises:
         TransferSearchError: the value is not a bool.
     """
-    if not isinstance(value, bool):
-        hint = f" {fix}" if fix else ""
-        raise TransferSearchError(
-            f"`{name}` must be True or False, but got {name}={value!r} ({type(value).__name__})."
-            f"{hint}"
-        )
-    return value
+    flag: bool = check_value(name, value, Allowed(Boolean(), fix=fix))
+    return flag
 
 
 def check_int(name: str, value: object, *, minimum: int, fix: str = "") -> int:
@@ -78,15 +304,45 @@ def check_int(name: str, value: object, *, minimum: int, fix: str = "") -> int:
     Raises:
         TransferSearchError: the value is not an int (``2.5``, ``'3'``, ``True``) or is too small.
     """
-    hint = f" {fix}" if fix else ""
-    if isinstance(value, bool) or not isinstance(value, Integral):
+    number: int = check_value(name, value, Allowed(Interval(Integral, minimum), fix=fix))
+    return number
+
+
+#: A finite number > 0: a learning rate, a scale, a cost.
+POSITIVE = Interval(Real, 0, None, closed="neither")
+
+
+def options_from(
+    cls: type[_Options],
+    options: _Options | None,
+    keywords: Mapping[str, Any],
+    *,
+    unknown: str,
+    fix: str,
+) -> _Options:
+    """Options of the dataclass ``cls`` from a public function's ``options=`` and its keywords:
+    ``options`` (default: the defaults) with the keywords replacing its fields.
+
+    Args:
+        cls: the options' dataclass (``FitOptions``, ``PlannerOptions``).
+        options: the caller's options object, or None.
+        keywords: the caller's keywords, each a field of ``cls``.
+        unknown: the message's opening for an unknown keyword (see :func:`check_keywords`).
+        fix: the end of the message when ``options`` is not a ``cls``.
+
+    Raises:
+        TransferSearchError: an unknown keyword (naming the closest field), ``options`` of
+            another type, or a value ``cls`` refuses.
+    """
+    known = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    check_keywords(keywords, known, unknown=unknown)
+    if options is None:
+        return cls(**keywords)
+    if not isinstance(options, cls):
         raise TransferSearchError(
-            f"`{name}` must be an int >= {minimum}, but got {name}={value!r} "
-            f"({type(value).__name__}).{hint}"
+            f"`options` must be a {cls.__name__}, but got {options!r:.80}. {fix}"
         )
-    if value < minimum:
-        raise TransferSearchError(f"`{name}` must be >= {minimum}, but got {name}={value!r}.{hint}")
-    return int(value)
+    return dataclasses.replace(options, **keywords) if keywords else options  # type: ignore[type-var]
 
 
 def shown_positions(positions: Sequence[int]) -> str:

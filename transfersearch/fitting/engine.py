@@ -209,11 +209,9 @@ def _prepare(
     ladder, notes = prepare(
         obs,
         names,
+        options,
         direction=_direction(sweep),
         log_params=logs,
-        scale_variables=options.scale_variables,
-        fixed_exponents=options.fixed_exponents,
-        prior_exponents=options.prior_exponents,
         target=target,
         cost=sweep.cost,
     )

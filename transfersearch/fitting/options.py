@@ -6,18 +6,21 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any
 
-from transfersearch.errors import TransferSearchError, check_keywords
-from transfersearch.fitting.coords import check_params
+from transfersearch.errors import (
+    Allowed,
+    Interval,
+    Names,
+    Options,
+    check_table,
+    options_from,
+)
 
-__all__ = ["MODELS", "FitOptions"]
-
-
-def _names(value: Iterable[str] | None) -> tuple[str, ...] | None:
-    return None if value is None else tuple(value)
+__all__ = ["DEPRECATED", "MODELS", "OPTIONS", "FitOptions"]
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,9 @@ class FitOptions:
             predictive, calibrated walk-forward (docs/science.md §7.5); giving it warns.
 
     Raises:
-        TransferSearchError: ``model`` is not a string, ``seed`` or ``n_bootstrap`` is not a
-            non-negative integer, ``params`` or ``scale_variables`` is a single string.
+        TransferSearchError: a value :data:`OPTIONS` refuses (``model`` not one of
+            :data:`MODELS`, ``seed`` or ``n_bootstrap`` not a non-negative integer, ``params`` or
+            ``scale_variables`` a single string); the message names the value and the fix.
     """
 
     params: tuple[str, ...] | None = None
@@ -61,65 +65,79 @@ class FitOptions:
     n_bootstrap: int | None = None
 
     def __post_init__(self) -> None:
-        _check_model(self.model)
-        seed, n_bootstrap = self.seed, self.n_bootstrap
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise TransferSearchError(
-                f"`seed` must be None or a non-negative integer, but got seed={seed!r}."
-            )
-        if n_bootstrap is not None:
-            if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, int) or n_bootstrap < 0:
-                raise TransferSearchError(
-                    f"`n_bootstrap` must be a non-negative integer, but got "
-                    f"n_bootstrap={n_bootstrap!r}."
-                )
+        for name in ("params", "log_params", "scale_variables"):
+            object.__setattr__(self, name, _as_names(getattr(self, name), one=name == "log_params"))
+        for name, value in check_table(OPTIONS, self).items():
+            object.__setattr__(self, name, value)
+        if self.n_bootstrap is not None:
+            check_table(DEPRECATED, self)
             warnings.warn(
                 "n_bootstrap is deprecated and ignored since transfersearch 0.4: the interval is "
                 "the one model's posterior predictive. Drop the argument.",
                 DeprecationWarning,
                 stacklevel=3,
             )
-        cost = self.divergence_cost
-        if cost is not None and (
-            isinstance(cost, bool) or not isinstance(cost, (int, float)) or not cost > 0
-        ):
-            raise TransferSearchError(
-                f"`divergence_cost` must be None (the sweep's worst excess) or a positive number "
-                f"in the metric's units, but got divergence_cost={cost!r}."
-            )
-        if isinstance(self.params, str):
-            check_params(self.params)  # raises, naming the fix
-        if isinstance(self.scale_variables, str):
-            raise TransferSearchError(
-                f"`scale_variables` must be a list of names, but got the string "
-                f"{self.scale_variables!r}. Write scale_variables=[{self.scale_variables!r}]."
-            )
-        log_params = self.log_params
-        object.__setattr__(self, "params", _names(self.params))
-        object.__setattr__(self, "scale_variables", _names(self.scale_variables))
-        object.__setattr__(
-            self, "log_params", (log_params,) if isinstance(log_params, str) else _names(log_params)
-        )
 
     @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> FitOptions:
-        """``FitOptions(**kwargs)``, with an unknown keyword named along with its closest option.
+    def from_kwargs(cls, options: FitOptions | None = None, /, **kwargs: Any) -> FitOptions:
+        """``options`` (default: the defaults) with ``kwargs`` replacing its fields; an unknown
+        keyword is named along with its closest option.
 
         Raises:
-            TransferSearchError: an unknown keyword, or a bad value (see the class).
+            TransferSearchError: an unknown keyword, ``options`` not a FitOptions, or a bad value
+                (see the class).
         """
-        known = [f.name for f in fields(cls)]
-        check_keywords(kwargs, known, unknown="unknown fit option {name!r}")
-        return cls(**kwargs)
+        return options_from(
+            cls,
+            options,
+            kwargs,
+            unknown="unknown fit option {name!r}",
+            fix="Pass e.g. FitOptions(seed=1), or the options as keywords: extrapolate(source, "
+            "target=..., seed=1).",
+        )
 
 
 #: The values of ``FitOptions.model``.
 MODELS = ("auto", "constant")
 
 
-def _check_model(model: object) -> None:
-    if model not in MODELS:
-        raise TransferSearchError(
-            f"`model` must be 'auto' (the drift's prior scale integrated over) or 'constant' (no "
-            f"drift), but got model={model!r}. Write model='auto'."
-        )
+def _write_list(name: str) -> Callable[[object], str]:
+    """The fix for a single string given where a list of names belongs."""
+    return lambda value: f"Write {name}=[{value!r}]." if isinstance(value, str) else ""
+
+
+#: What each option may be (``log_params`` may be one name: it is made a tuple first).
+OPTIONS: Mapping[str, Allowed] = {
+    "params": Allowed(None, Names(), fix=_write_list("params")),
+    "log_params": Allowed(None, Names()),
+    "scale_variables": Allowed(None, Names(), fix=_write_list("scale_variables")),
+    "model": Allowed(
+        Options(*MODELS),
+        fix="Write 'auto' (the drift's prior scale integrated over) or 'constant' (no drift), "
+        "e.g. model='auto'.",
+    ),
+    "divergence_cost": Allowed(
+        None,
+        Interval(Real, 0, None, closed="neither", finite=False),
+        fix="None charges the sweep's worst excess; a number is a loss in the metric's units.",
+    ),
+    "seed": Allowed(
+        None,
+        Interval(Integral, 0),
+        fix="E.g. seed=0 (the same draws every call), or None for fresh ones.",
+    ),
+}
+#: The deprecated options, checked only when given.
+DEPRECATED: Mapping[str, Allowed] = {
+    "n_bootstrap": Allowed(Interval(Integral, 0), fix="Drop it: it is ignored since 0.4."),
+}
+
+
+def _as_names(value: object, *, one: bool) -> object:
+    """A list of names as a tuple (a single string too when ``one``); anything else as it is,
+    for the table to refuse."""
+    if isinstance(value, str):
+        return (value,) if one else value
+    if isinstance(value, Iterable) and not isinstance(value, (bytes, Mapping)):
+        return tuple(value)
+    return value

@@ -23,6 +23,7 @@ from transfersearch.fitting.coords import (
     to_natural,
 )
 from transfersearch.fitting.diagnostics import Diagnostic
+from transfersearch.fitting.options import FitOptions
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
@@ -149,16 +150,18 @@ def _rung_trials(
 def prepare(
     observations: Sequence[Observation],
     params: Sequence[str],
+    options: FitOptions,
     *,
     direction: str,
     log_params: Iterable[str] | None,
-    scale_variables: Sequence[str] | None,
-    fixed_exponents: Exponents | None,
-    prior_exponents: Exponents | None,
     target: Scale | None,
     cost: Callable[[Scale], float] | None = None,
 ) -> tuple[Ladder, tuple[Diagnostic, ...]]:
     """Check and arrange the trials for the fits.
+
+    ``options`` gives the scale variables and the exponent tables; the sweep gives ``direction``
+    and ``cost``; ``log_params`` are those the engine resolved (the caller's, else the space's
+    declaration, else the all-positive ones).
 
     Returns:
         The ladder, and what the checks found worth saying (scales left out, a target that moves
@@ -180,14 +183,15 @@ def prepare(
     notes: list[Diagnostic] = []
     rungs = _rung_trials(groups, names, logs, sign, cost, notes)
     scales = tuple(scale for scale, _ in rungs)
+    scale_variables = options.scale_variables
     variables = common_variables(scales, scale_variables, purpose="fit the power laws")
     if not variables:
         raise TransferSearchError(
             f"the proxy scales share no scale variable ({[repr(s) for s in scales]}). Give every "
             "Scale the same names, e.g. width and dataset_size."
         )
-    fixed = _check_exponents(fixed_exponents, "fixed_exponents", names, variables)
-    prior = _check_exponents(prior_exponents, "prior_exponents", names, variables)
+    fixed = _check_exponents(options.fixed_exponents, "fixed_exponents", names, variables)
+    prior = _check_exponents(options.prior_exponents, "prior_exponents", names, variables)
     log_scales = np.log(np.array([[s[v] for v in variables] for s in scales]))
     _log_unvaried(names, logs, [t for _, t in rungs])
     if target is not None:
