@@ -17,6 +17,7 @@ from numbers import Integral, Real
 from typing import Any, TypeVar
 
 __all__ = [
+    "POSITIVE",
     "Allowed",
     "Boolean",
     "Constraint",

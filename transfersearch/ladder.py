@@ -23,14 +23,24 @@ import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
 from transfersearch.cost import default_cost
-from transfersearch.errors import TransferSearchError, check_bool, check_int, check_keywords
-from transfersearch.fitting.coords import check_direction
+from transfersearch.errors import (
+    POSITIVE,
+    Allowed,
+    Boolean,
+    Function,
+    Interval,
+    Options,
+    TransferSearchError,
+    check_int,
+    check_table,
+    options_from,
+)
 from transfersearch.law_cache import FitAttempt, LawCache, LawPrediction
 from transfersearch.ledger import complete_counts
 from transfersearch.observations import Observation
@@ -40,6 +50,7 @@ from transfersearch.space import Float, Int, TransferSpace
 from transfersearch.sweep import Direction
 
 __all__ = [
+    "OPTIONS",
     "FitAttempt",
     "LawPrediction",
     "PlannerOptions",
@@ -63,14 +74,6 @@ class Proposal:
     rung: int
     params: Mapping[str, float]
     source: str
-
-
-def _real(value: object) -> float | None:
-    """``value`` as a float when it is a real number, not a bool, a string or NaN (``'0.5'`` is
-    refused, not read); else None."""
-    if isinstance(value, Real) and not isinstance(value, bool) and not math.isnan(float(value)):
-        return float(value)
-    return None
 
 
 @dataclass(frozen=True)
@@ -134,59 +137,71 @@ class PlannerOptions:
 
     def __post_init__(self) -> None:
         self._set("trials_per_rung", _check_budgets(self.trials_per_rung))
-        if self.cost is not None and not callable(self.cost):
-            raise TransferSearchError(
-                f"`cost` must be a function of a Scale or None, but got cost={self.cost!r}."
-            )
-        for name in ("first_rungs_trials", "later_rungs_trials"):
-            self._set(name, check_int(name, getattr(self, name), minimum=1))
-        self._set(
-            "min_trials",
-            check_int("min_trials", self.min_trials, minimum=1, fix="E.g. min_trials=6."),
-        )
-        self._set("focus", _check_focus(self.focus))
-        self._set("min_spread", _check_min_spread(self.min_spread))
+        for name, value in check_table(OPTIONS, self).items():
+            self._set(name, value)
         if self.n_bootstrap is not None:
-            check_int("n_bootstrap", self.n_bootstrap, minimum=0, fix="Drop it: it is ignored.")
+            check_table(DEPRECATED, self)
             warnings.warn(
                 "n_bootstrap is deprecated and ignored since transfersearch 0.4: the law's "
                 "uncertainty is the one model's posterior. Drop the argument.",
                 DeprecationWarning,
                 stacklevel=3,
             )
-        _check_seed(self.seed)
-        check_bool(
-            "transfer", self.transfer, fix="False searches each rung independently (no law)."
-        )
-        self._set("refit_growth", _check_refit_growth(self.refit_growth))
-        self._set("detour_limit", _check_detour_limit(self.detour_limit))
-        check_bool(
-            "gate_on_law", self.gate_on_law, fix="False assigns rungs in plain budget order."
-        )
-        check_direction(self.direction)
 
     def _set(self, name: str, value: object) -> None:
         """Store the checked (normalised) value on the frozen instance."""
         object.__setattr__(self, name, value)
 
     @classmethod
-    def from_kwargs(cls, **kwargs: Any) -> PlannerOptions:
-        """The options from keywords; an unknown keyword is refused, naming the closest option.
+    def from_kwargs(cls, options: PlannerOptions | None = None, /, **kwargs: Any) -> PlannerOptions:
+        """``options`` (default: the defaults) with ``kwargs`` replacing its fields; an unknown
+        keyword is refused, naming the closest option.
 
         Raises:
-            TransferSearchError: an unknown keyword, or a value :class:`PlannerOptions` refuses.
+            TransferSearchError: an unknown keyword, ``options`` not a PlannerOptions, or a value
+                :class:`PlannerOptions` refuses.
         """
-        _check_names(kwargs)
-        return cls(**kwargs)
+        return options_from(
+            cls,
+            options,
+            kwargs,
+            unknown="the planner has no option {name!r}",
+            fix="Pass e.g. PlannerOptions(min_trials=6), or the options as keywords.",
+        )
 
 
 OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(PlannerOptions))
 
-
-def _check_names(kwargs: Mapping[str, object]) -> None:
-    """Refuse a keyword that is no :class:`PlannerOptions` field, naming the closest one."""
-    check_keywords(kwargs, sorted(OPTION_NAMES), unknown="the planner has no option {name!r}")
-
+#: What each option but ``trials_per_rung`` may be (:func:`_check_budgets` checks that one).
+OPTIONS: Mapping[str, Allowed] = {
+    "cost": Allowed(None, Function("a function of a Scale")),
+    "first_rungs_trials": Allowed(Interval(Integral, 1)),
+    "later_rungs_trials": Allowed(Interval(Integral, 1)),
+    "min_trials": Allowed(Interval(Integral, 1), fix="E.g. min_trials=6."),
+    "focus": Allowed(Interval(Real, 0, 1), fix="It is a probability, e.g. 0.75."),
+    "min_spread": Allowed(
+        POSITIVE,
+        fix="Write e.g. 0.15 (natural-log units for log coordinates, a fraction of the range else).",
+    ),
+    "seed": Allowed(
+        None,
+        Interval(Integral, 0),
+        fix="Pass e.g. seed=0 for reproducible draws, or leave it out for fresh ones per process.",
+    ),
+    "transfer": Allowed(Boolean(), fix="False searches each rung independently (no law)."),
+    "refit_growth": Allowed(
+        Interval(Real, 1), fix="Write e.g. 1.25 (refit when a rung's trials grew by 25%)."
+    ),
+    "direction": Allowed(Options("minimize", "maximize")),
+    "gate_on_law": Allowed(Boolean(), fix="False assigns rungs in plain budget order."),
+    "detour_limit": Allowed(
+        Interval(Real, 1, finite=False), fix="E.g. 2.0 (1: no detour to a lower rung)."
+    ),
+}
+#: The deprecated options, checked only when given.
+DEPRECATED: Mapping[str, Allowed] = {
+    "n_bootstrap": Allowed(Interval(Integral, 0), fix="Drop it: it is ignored."),
+}
 
 _BUDGET_FIX = "Give an int per rung (in cost order), e.g. trials_per_rung=16 or [16, 16, 8]."
 
@@ -202,53 +217,6 @@ def _check_budgets(trials_per_rung: object) -> int | tuple[int, ...] | None:
     return tuple(
         check_int("trials_per_rung", b, minimum=1, fix=_BUDGET_FIX) for b in trials_per_rung
     )
-
-
-def _check_focus(focus: object) -> float:
-    number = _real(focus)
-    if number is None or not 0.0 <= number <= 1.0:
-        raise TransferSearchError(
-            f"`focus` must be a probability in [0, 1], but got focus={focus!r}, e.g. 0.75."
-        )
-    return number
-
-
-def _check_min_spread(min_spread: object) -> float:
-    number = _real(min_spread)
-    if number is None or not 0.0 < number < math.inf:
-        raise TransferSearchError(
-            f"`min_spread` must be a finite number > 0, but got min_spread={min_spread!r}, "
-            "e.g. 0.15 (natural-log units for log coordinates, a fraction of the range else)."
-        )
-    return number
-
-
-def _check_seed(seed: object) -> None:
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise TransferSearchError(
-            f"`seed` must be None or an int >= 0, but got seed={seed!r}. Pass e.g. seed=0 "
-            "for reproducible draws, or leave it out for fresh ones per process."
-        )
-
-
-def _check_refit_growth(refit_growth: object) -> float:
-    number = _real(refit_growth)
-    if number is None or not 1.0 <= number < math.inf:
-        raise TransferSearchError(
-            f"`refit_growth` must be a number >= 1, but got refit_growth={refit_growth!r}, "
-            "e.g. 1.25 (refit when a rung's trials grew by 25%)."
-        )
-    return number
-
-
-def _check_detour_limit(detour_limit: object) -> float:
-    if isinstance(detour_limit, bool) or not (
-        isinstance(detour_limit, (int, float)) and detour_limit >= 1.0
-    ):
-        raise TransferSearchError(
-            f"`detour_limit` must be a number >= 1, but got detour_limit={detour_limit!r}."
-        )
-    return float(detour_limit)
 
 
 class TransferPlanner:
@@ -278,30 +246,13 @@ class TransferPlanner:
         options: PlannerOptions | None = None,
         **kwargs: Any,
     ) -> None:
-        self.options = _options(options, kwargs)
+        self.options = PlannerOptions.from_kwargs(options, **kwargs)
         if not isinstance(space, TransferSpace):
             raise TransferSearchError(f"`space` must be a TransferSpace, but got {space!r}.")
         self.space = space
         self.cost: Callable[[Scale], float] = self.options.cost or default_cost
-        self._schedule = RungSchedule.build(
-            ladder,
-            trials_per_rung=self.options.trials_per_rung,
-            first_rungs_trials=self.options.first_rungs_trials,
-            later_rungs_trials=self.options.later_rungs_trials,
-            cost=self.cost,
-            gate_on_law=self.options.gate_on_law,
-            detour_limit=self.options.detour_limit,
-        )
-        self._laws = LawCache(
-            space,
-            self._schedule.ladder,
-            cost=self.cost,
-            min_trials=self.options.min_trials,
-            min_spread=self.options.min_spread,
-            seed=self.options.seed,
-            refit_growth=self.options.refit_growth,
-            direction=self.options.direction,
-        )
+        self._schedule = RungSchedule.build(ladder, self.options)
+        self._laws = LawCache(space, self._schedule.ladder, self.options)
         self._rng = np.random.default_rng(self.options.seed)
 
     @property
@@ -321,9 +272,8 @@ class TransferPlanner:
 
     @budgets.setter
     def budgets(self, budgets: Sequence[int]) -> None:
-        schedule = RungSchedule.build(
-            self.ladder, trials_per_rung=_check_budgets(tuple(budgets)), cost=self.cost
-        )
+        given = PlannerOptions(trials_per_rung=tuple(budgets), cost=self.cost)
+        schedule = RungSchedule.build(self.ladder, given)
         self._schedule = dataclasses.replace(self._schedule, budgets=schedule.budgets)
 
     @property
@@ -343,8 +293,7 @@ class TransferPlanner:
         Raises:
             TransferSearchError: an unknown option, or a value :class:`PlannerOptions` refuses.
         """
-        _check_names(changes)
-        options = dataclasses.replace(self.options, **changes)
+        options = PlannerOptions.from_kwargs(self.options, **changes)
         planner = TransferPlanner(self.space, self.ladder, options)
         if "seed" not in changes:
             planner.load_state_dict(self.state_dict())
@@ -510,19 +459,6 @@ class TransferPlanner:
                 f"planner state version {version!r} is not supported (expected {STATE_VERSION})."
             )
         self._rng.bit_generator.state = state["rng"]
-
-
-def _options(options: PlannerOptions | None, kwargs: Mapping[str, Any]) -> PlannerOptions:
-    """The planner's options: ``options`` (default: the defaults) changed by ``kwargs``."""
-    if options is None:
-        return PlannerOptions.from_kwargs(**kwargs)
-    if not isinstance(options, PlannerOptions):
-        raise TransferSearchError(
-            f"`options` must be a PlannerOptions, but got {options!r}. Pass e.g. "
-            "PlannerOptions(min_trials=6), or the options as keywords."
-        )
-    _check_names(kwargs)
-    return dataclasses.replace(options, **kwargs) if kwargs else options
 
 
 def _planner_signature() -> inspect.Signature:

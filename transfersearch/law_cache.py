@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from transfersearch.cost import default_cost
 from transfersearch.errors import TransferSearchError, TransferSearchWarning
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.engine import fit_sweep
@@ -26,10 +27,11 @@ from transfersearch.ledger import complete_counts
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 from transfersearch.space import Float, Int, TransferSpace
-from transfersearch.sweep import Direction, Sweep
+from transfersearch.sweep import Sweep
 
 if TYPE_CHECKING:
     from transfersearch.fitting.result import Collinearity, Extrapolation
+    from transfersearch.ladder import PlannerOptions
 
 __all__ = ["FitAttempt", "LawCache", "LawPrediction"]
 
@@ -102,40 +104,31 @@ class LawCache:
     Args:
         space: the swept space; its Float and Int coordinates are the law's parameters.
         ladder: the rungs in cost order.
-        cost: the cost of a scale (passed to the fit).
-        min_trials: complete trials a rung needs to be a source of the law.
-        min_spread: the neighbourhood's smallest spread (see :class:`LawPrediction`; a fraction
-            of the range for a linear coordinate).
-        seed: the fit's seed (None: 0, so that the law is the same in every process).
-        refit_growth: refit when a source rung's complete trials have grown by this factor.
-        direction: whether the observations' values are minimised or maximised.
+        options: the planner's options; the cache reads ``cost`` (passed to the fit),
+            ``min_trials`` (complete trials a rung needs to be a source of the law),
+            ``min_spread`` (the neighbourhood's smallest spread, see :class:`LawPrediction`),
+            ``seed`` (the fit's; None: 0, so that the law is the same in every process),
+            ``refit_growth`` and ``direction``.
+
+    Attributes:
+        fit_options: the options of every fit of the law, made once.
     """
 
     def __init__(
-        self,
-        space: TransferSpace,
-        ladder: tuple[Scale, ...],
-        *,
-        cost: Callable[[Scale], float],
-        min_trials: int,
-        min_spread: float,
-        seed: int | None,
-        refit_growth: float,
-        direction: Direction,
+        self, space: TransferSpace, ladder: tuple[Scale, ...], options: PlannerOptions
     ) -> None:
         self.space = space
         self.ladder = ladder
-        self.cost = cost
-        self.min_trials = min_trials
-        self.min_spread = min_spread
-        self.seed = seed
-        self.refit_growth = refit_growth
-        self.direction: Direction = direction
+        self.options = options
+        self.cost: Callable[[Scale], float] = options.cost or default_cost
         self.names = [n for n, d in space.distributions.items() if isinstance(d, (Float, Int))]
         # rung -> (complete trials per source rung at the last fit, the fit's prediction)
         self._cache: dict[int, tuple[dict[Scale, int], LawPrediction | None]] = {}
         self._attempts: list[FitAttempt] = []
         self._suggested: Scale | None = None
+        self.fit_options = FitOptions(
+            params=tuple(self.names), seed=0 if options.seed is None else options.seed
+        )
 
     @property
     def attempts(self) -> tuple[FitAttempt, ...]:
@@ -150,7 +143,7 @@ class LawCache:
     def sources(self, rung: int, complete: Mapping[Scale, int]) -> dict[Scale, int]:
         """The rungs other than ``rung`` with at least ``min_trials`` complete trials."""
         target = self.ladder[rung]
-        return {s: n for s, n in complete.items() if s != target and n >= self.min_trials}
+        return {s: n for s, n in complete.items() if s != target and n >= self.options.min_trials}
 
     def pending(self, rung: int, complete: Mapping[Scale, int], in_flight: Sequence[int]) -> bool:
         """Whether fewer than two rungs feed the law for ``rung`` now but two would once the
@@ -165,7 +158,7 @@ class LawCache:
             if other != rung and count > 0:
                 scale = self.ladder[other]
                 merged[scale] = merged.get(scale, 0) + count
-        return sum(n >= self.min_trials for n in merged.values()) >= MIN_SOURCE_RUNGS
+        return sum(n >= self.options.min_trials for n in merged.values()) >= MIN_SOURCE_RUNGS
 
     def prediction(self, rung: int, observations: Sequence[Observation]) -> LawPrediction | None:
         """The law's prediction at ``rung``, from the cache unless a source rung is new or has
@@ -178,7 +171,9 @@ class LawCache:
         cached = self._cache.get(rung)
         if cached is not None and set(cached[0]) == set(counts):
             last = cached[0]
-            if all(n < self.refit_growth * last[s] or n == last[s] for s, n in counts.items()):
+            if all(
+                n < self.options.refit_growth * last[s] or n == last[s] for s, n in counts.items()
+            ):
                 return cached[1]
         result = self._fit(rung, [o for o in observations if o.scale in counts], counts)
         self._cache[rung] = (counts, result)
@@ -190,13 +185,9 @@ class LawCache:
         """Fit the law on ``usable`` and predict at ``rung``; a failure is logged and recorded,
         and so are the fit's diagnostics (INFO for those a user of ``extrapolate`` is warned
         of, DEBUG for the rest)."""
-        sweep = Sweep(tuple(usable), self.space, self.direction, self.cost)
-        options = FitOptions(
-            params=tuple(self.names),
-            seed=0 if self.seed is None else self.seed,
-        )
+        sweep = Sweep(tuple(usable), self.space, self.options.direction, self.cost)
         try:
-            fit = fit_sweep(sweep, self.ladder[rung], options, walk_forward=False)
+            fit = fit_sweep(sweep, self.ladder[rung], self.fit_options, walk_forward=False)
             self._note_collinearity(fit.collinearity)
             result = self._predicted(fit)
         except _FIT_ERRORS as exc:
@@ -228,7 +219,7 @@ class LawCache:
             rung,
             error,
             sources,
-            self.refit_growth,
+            self.options.refit_growth,
         )
 
     def _note_collinearity(self, found: Collinearity | None) -> None:
@@ -250,5 +241,5 @@ class LawCache:
         dist = self.space.distributions[name]
         assert isinstance(dist, (Float, Int))  # self.names holds Float and Int coordinates only
         if dist.log and low > 0 and high > 0:
-            return max(0.5 * math.log(high / low), self.min_spread)
-        return max(0.5 * (high - low), self.min_spread * (dist.high - dist.low))
+            return max(0.5 * math.log(high / low), self.options.min_spread)
+        return max(0.5 * (high - low), self.options.min_spread * (dist.high - dist.low))

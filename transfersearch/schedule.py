@@ -6,7 +6,8 @@ knows nothing of the law except, when trials run concurrently, whether a rung's 
 and its reasons are in ``docs/design.md``.
 
     >>> from transfersearch import synthetic
-    >>> schedule = RungSchedule.build(synthetic.LADDER, trials_per_rung=None)
+    >>> from transfersearch.ladder import PlannerOptions
+    >>> schedule = RungSchedule.build(synthetic.LADDER, PlannerOptions())
     >>> schedule.budgets, schedule.assign([16, 3, 0, 0])
     ((16, 16, 8, 8), RungDecision(rung=1, detoured_from=None, wait=False))
 """
@@ -17,11 +18,14 @@ import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from transfersearch.cost import by_cost, default_cost
 from transfersearch.errors import TransferSearchError
 from transfersearch.scale import Scale
+
+if TYPE_CHECKING:
+    from transfersearch.ladder import PlannerOptions
 
 __all__ = ["RungDecision", "RungSchedule"]
 
@@ -75,17 +79,11 @@ class RungSchedule:
 
     @classmethod
     def build(
-        cls,
-        ladder: Sequence[Scale | Mapping[str, float]],
-        *,
-        trials_per_rung: int | Sequence[int] | None = None,
-        first_rungs_trials: int = 16,
-        later_rungs_trials: int = 8,
-        cost: Callable[[Scale], float] | None = None,
-        gate_on_law: bool = True,
-        detour_limit: float = 2.0,
+        cls, ladder: Sequence[Scale | Mapping[str, float]], options: PlannerOptions
     ) -> RungSchedule:
-        """The schedule of ``ladder`` (any order) with checked, already valid option values.
+        """The schedule of ``ladder`` (any order) under the planner's checked ``options``
+        (``trials_per_rung``, ``first_rungs_trials``, ``later_rungs_trials``, ``cost``,
+        ``gate_on_law``, ``detour_limit``).
 
         Raises:
             TransferSearchError: an empty ladder, duplicate scales, costs that are not positive
@@ -99,18 +97,23 @@ class RungSchedule:
         scales = [s if isinstance(s, Scale) else Scale(s) for s in ladder]
         if len(set(scales)) != len(scales):
             raise TransferSearchError(f"`ladder` holds duplicate scales: {scales}.")
-        cost = cost or default_cost
+        cost = options.cost or default_cost
         costs = [float(cost(s)) for s in scales]
         if any(not math.isfinite(c) or c <= 0 for c in costs):
             raise TransferSearchError(f"`cost` must give positive finite costs, but gave {costs}.")
         ordered = tuple(by_cost(scales, cost))
-        budgets = _budgets(len(ordered), trials_per_rung, first_rungs_trials, later_rungs_trials)
+        budgets = _budgets(
+            len(ordered),
+            options.trials_per_rung,
+            options.first_rungs_trials,
+            options.later_rungs_trials,
+        )
         return cls(
             ladder=ordered,
             costs=tuple(costs[scales.index(s)] for s in ordered),
             budgets=budgets,
-            gate_on_law=gate_on_law,
-            detour_limit=detour_limit,
+            gate_on_law=options.gate_on_law,
+            detour_limit=options.detour_limit,
         )
 
     def rung_of(self, scale: Scale | Mapping[str, float]) -> int:
