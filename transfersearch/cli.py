@@ -40,6 +40,7 @@ from typing import Any
 
 from transfersearch.api import extrapolate, validate
 from transfersearch.errors import TransferSearchError
+from transfersearch.fitting.options import FitOptions
 from transfersearch.fitting.portfolio import Portfolio
 from transfersearch.fitting.result import Extrapolation, Validation
 from transfersearch.observations import Observation
@@ -263,19 +264,16 @@ def _params(args: argparse.Namespace) -> list[str] | None:
     return _split_names(args.params)
 
 
-def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The keyword arguments the fit takes from the shared flags; a flag not given is left to the
-    Python function's default (so the command line and Python give the same answer)."""
-    options: dict[str, Any] = {
-        "params": _params(args),
-        "direction": args.direction,
-        "seed": _seed(args),
-    }
+def _fit_options(args: argparse.Namespace) -> FitOptions:
+    """The fit's options from the shared flags, made once; a flag not given keeps the Python
+    default (so the command line and Python give the same answer). ``--direction`` is how the
+    source is read, passed beside them."""
+    given: dict[str, Any] = {"params": _params(args), "seed": _seed(args)}
     if args.divergence_cost is not None:
-        options["divergence_cost"] = args.divergence_cost
+        given["divergence_cost"] = args.divergence_cost
     if args.log_params is not None:  # "" fits every parameter linearly
-        options["log_params"] = [n.strip() for n in args.log_params.split(",") if n.strip()]
-    return options
+        given["log_params"] = [n.strip() for n in args.log_params.split(",") if n.strip()]
+    return FitOptions.from_kwargs(**given)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -286,8 +284,12 @@ def _fit(args: argparse.Namespace) -> tuple[Any, Sweep, Extrapolation]:
     options = _fit_options(args)
     source = load_observations(args)
     target = parse_scale(args.target)
-    sweep = read_sweep(source, params=options["params"])
-    return source, sweep, extrapolate(sweep, target=target, **options)
+    sweep = read_sweep(source, params=options.params)
+    return (
+        source,
+        sweep,
+        extrapolate(sweep, target=target, options=options, direction=args.direction),
+    )
 
 
 def _cmd_extrapolate(args: argparse.Namespace) -> int:
@@ -356,7 +358,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     options = _fit_options(args)
     source = load_observations(args)
     held = parse_scale(args.held_out, option="--held-out") if args.held_out else None
-    result: Validation = validate(source, held_out=held, **options)
+    result: Validation = validate(source, held_out=held, options=options, direction=args.direction)
     if args.as_json:
         print(json.dumps(validation_to_dict(result), indent=2, allow_nan=True))
         return 0
@@ -468,7 +470,8 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_fit_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags of the fit's options, named as the Python keywords (``FitKeywords``)."""
+    """The flags of the fit's options (:func:`_fit_options` makes the ``FitOptions``) and
+    ``--direction``, named as the Python keywords (``FitKeywords``)."""
     parser.add_argument(
         "--params",
         metavar="A,B",

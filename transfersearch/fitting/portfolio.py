@@ -10,13 +10,14 @@ is the single decision: the same objective.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from numbers import Integral
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import Allowed, Interval, check_table
 from transfersearch.fitting.target import TargetLoss
 from transfersearch.scale import Scale
 
@@ -102,6 +103,13 @@ class Portfolio:
         }
 
 
+#: What the arguments of :func:`choose_candidates` may be.
+ARGUMENTS: Mapping[str, Allowed] = {
+    "k": Allowed(Interval(Integral, 1), fix="E.g. k=2 target runs."),
+    "seed": Allowed(Interval(Integral, 0), fix="E.g. seed=0."),
+}
+
+
 def choose_candidates(
     loss: TargetLoss,
     target: Scale,
@@ -126,12 +134,10 @@ def choose_candidates(
         space: concretise each run with this space (None: no hyperparameters).
 
     Raises:
-        TransferSearchError: ``k`` is not a positive integer.
+        TransferSearchError: ``k`` is not a positive integer or ``seed`` not a non-negative one
+            (:data:`ARGUMENTS`).
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise TransferSearchError(f"`k` must be a positive integer, e.g. 2, but got k={k!r}.")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise TransferSearchError(f"`seed` must be a non-negative integer, but got seed={seed!r}.")
+    k, seed = check_table(ARGUMENTS, {"k": k, "seed": seed}).values()
     if k == 1:
         members = loss.decision[None, :]
     else:
