@@ -8,9 +8,14 @@ suggests) for a fixed number of steps. Configurations, all driven by ``TransferS
 * always: ``noop`` (a trainable that reports at once: Tune's scheduling overhead per trial) and
   the training loop on CPUs at ``cpu=1`` and at ``cpu=0.5`` (two trials per core).
 
-Writes ``benchmarks/results/ray_packing.md``.
+Writes ``benchmarks/results/ray_packing.md`` (``--out`` another file). On a GPU machine,
+``--gpu-only`` skips the CPU rows and ``--large-width``/``--large-steps`` add a second, larger proxy
+(where the GPU, not Tune's per-trial cost, bounds the rate); the GPU table is
+``benchmarks/results/ray_packing.gpu.md``:
 
     python benchmarks/ray_packing.py [--trials 12] [--steps 150] [--width 256]
+    python benchmarks/ray_packing.py --gpu-only --trials 16 --large-width 2048 --large-steps 2000 \
+        --out benchmarks/results/ray_packing.gpu.md
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ def train_fn(config: dict) -> None:
     scale, hp = hyperparameters(config)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(0)
-    width, batch = int(scale["width"]), int(scale["batch_size"])
+    width, batch = int(config.get("width", scale["width"])), int(scale["batch_size"])
     model = torch.nn.Sequential(
         torch.nn.Linear(64, width),
         torch.nn.GELU(),
@@ -81,6 +86,7 @@ def run(
     cpu: float,
     storage: str,
     reuse: bool = False,
+    large: bool = False,
 ) -> dict[str, float | str]:
     """Run ``trials`` proxies under one resource rule; return throughput figures."""
     space = ts.TransferSpace(
@@ -93,7 +99,7 @@ def run(
     request = resources.request({"scale": ladder[0].to_dict()})
     tuner = tune.Tuner(
         tune.with_resources(trainable, resources=resources),
-        param_space={"steps": steps},
+        param_space={"steps": steps, "width": width},
         tune_config=tune.TuneConfig(search_alg=search, num_samples=trials, reuse_actors=reuse),
         run_config=tune.RunConfig(storage_path=storage, name=name, verbose=0),
     )
@@ -103,6 +109,7 @@ def run(
     train = [r.metrics.get("train_s", float("nan")) for r in grid]
     return {
         "name": name,
+        "proxy": f"width {width}, {steps} steps",
         "request": ", ".join(f"{k}={v:g}" for k, v in request.items()),
         "trials": trials,
         "errors": len(grid.errors),
@@ -113,12 +120,56 @@ def run(
     }
 
 
+def cpu_rows(storage: str, common: dict) -> list[dict]:
+    """Tune's overhead (a no-op trainable) and the proxy on CPUs, packed and with reused actors."""
+    return [
+        run("noop (scheduling overhead)", noop_fn, gpu=0, cpu=1, storage=storage, **common),
+        run("train, CPU, cpu=1", train_fn, gpu=0, cpu=1, storage=storage, **common),
+        run(
+            "train, CPU, cpu=0.5 (2 per core)", train_fn, gpu=0, cpu=0.5, storage=storage, **common
+        ),
+        run(
+            "train, CPU, cpu=1, reuse_actors=True",
+            train_fn,
+            gpu=0,
+            cpu=1,
+            storage=storage,
+            reuse=True,
+            **common,
+        ),
+    ]
+
+
+def gpu_rows(storage: str, common: dict, *, gpus: int, cpus: float) -> list[dict]:
+    """One proxy per GPU against 2 and 4 sharing one (and 4 with reused actors)."""
+    rows = []
+    for share, reuse in ((1.0, False), (0.5, False), (0.25, False), (0.25, True)):
+        label = "one per GPU" if share == 1 else f"{round(1 / share)} per GPU"
+        label += ", reuse_actors=True" if reuse else ""
+        row = run(
+            f"train, GPU, gpu={share:g} ({label})",
+            train_fn,
+            gpu=share,
+            cpu=min(1.0, cpus / (gpus / share)),
+            storage=storage,
+            reuse=reuse,
+            **common,
+        )
+        row["vs_one"] = row["per_hour"] / rows[0]["per_hour"] if rows else 1.0
+        rows.append(row)
+    return rows
+
+
 def main() -> None:
     """Measure, print and write the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=12)
     parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--width", type=int, default=256)
+    parser.add_argument("--gpu-only", action="store_true", help="skip the CPU rows")
+    parser.add_argument("--large-width", type=int, default=0, help="a second, larger proxy")
+    parser.add_argument("--large-steps", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     gpus = torch.cuda.device_count()
     ray.init(include_dashboard=False, log_to_driver=False)
@@ -126,46 +177,29 @@ def main() -> None:
     rows = []
     common = dict(trials=args.trials, steps=args.steps, width=args.width)
     with tempfile.TemporaryDirectory() as storage:
-        rows.append(
-            run("noop (scheduling overhead)", noop_fn, gpu=0, cpu=1, storage=storage, **common)
-        )
-        rows.append(run("train, CPU, cpu=1", train_fn, gpu=0, cpu=1, storage=storage, **common))
-        rows.append(
-            run(
-                "train, CPU, cpu=0.5 (2 per core)",
-                train_fn,
-                gpu=0,
-                cpu=0.5,
-                storage=storage,
-                **common,
-            )
-        )
-        rows.append(
-            run(
-                "train, CPU, cpu=1, reuse_actors=True",
-                train_fn,
-                gpu=0,
-                cpu=1,
-                storage=storage,
-                reuse=True,
-                **common,
-            )
-        )
+        if not args.gpu_only:
+            rows += cpu_rows(storage, common)
         if gpus:
-            for share in (1.0, 0.5, 0.25):
-                label = "one per GPU" if share == 1 else f"{round(1 / share)} per GPU"
-                rows.append(
-                    run(
-                        f"train, GPU, gpu={share:g} ({label})",
-                        train_fn,
-                        gpu=share,
-                        cpu=min(1.0, cpus / (gpus / share)),
-                        storage=storage,
-                        **common,
-                    )
-                )
+            sizes = [(args.width, args.steps)]
+            if args.large_width:
+                sizes.append((args.large_width, args.large_steps or args.steps))
+            for width, steps in sizes:
+                size = dict(common, width=width, steps=steps)
+                rows += gpu_rows(storage, size, gpus=gpus, cpus=cpus)
     ray.shutdown()
     write(rows, gpus=gpus, cpus=cpus, args=args)
+
+
+def command(args: argparse.Namespace) -> str:
+    """The options of this run as a command line (``--out`` named relative to the repository)."""
+    parts = [f"--trials {args.trials} --steps {args.steps} --width {args.width}"]
+    if args.gpu_only:
+        parts.append("--gpu-only")
+    if args.large_width:
+        parts.append(f"--large-width {args.large_width} --large-steps {args.large_steps}")
+    if Path(args.out).name != RESULTS.name:
+        parts.append(f"--out benchmarks/results/{Path(args.out).name}")
+    return " ".join(parts)
 
 
 def write(rows: list[dict], *, gpus: int, cpus: float, args: argparse.Namespace) -> None:
@@ -174,8 +208,8 @@ def write(rows: list[dict], *, gpus: int, cpus: float, args: argparse.Namespace)
     lines = [
         "# Ray Tune proxy packing: proxies per hour",
         "",
-        f"Measured {datetime.date.today()} by `python benchmarks/ray_packing.py --trials "
-        f"{args.trials} --steps {args.steps} --width {args.width}`; Ray {ray.__version__}, torch "
+        f"Measured {datetime.date.today()} by `python benchmarks/ray_packing.py "
+        f"{command(args)}`; Ray {ray.__version__}, torch "
         f"{torch.__version__}, Python {platform.python_version()}; {cpus:g} CPUs, GPUs: {gpus} "
         f"({device}).",
         "",
@@ -183,16 +217,25 @@ def write(rows: list[dict], *, gpus: int, cpus: float, args: argparse.Namespace)
         "`per trial` is wall time / trials (the whole Tuner.fit, trials overlapping as resources "
         "allow); `train` the mean in-trial training time; `noop` measures Tune's per-trial cost.",
         "",
-        "| configuration | request per trial | trials | errors | wall s | s per trial | "
-        "train s | proxies / hour |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "| configuration | proxy | request per trial | trials | errors | wall s | s per trial | "
+        "train s | proxies / hour | vs one per GPU |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         lines.append(
-            f"| {row['name']} | {row['request']} | {row['trials']} | {row['errors']} | "
-            f"{row['wall_s']:.1f} | {row['per_trial_s']:.2f} | {row['train_s']:.2f} | "
-            f"{row['per_hour']:.0f} |"
+            f"| {row['name']} | {row['proxy']} | {row['request']} | {row['trials']} | "
+            f"{row['errors']} | {row['wall_s']:.1f} | {row['per_trial_s']:.2f} | "
+            f"{row['train_s']:.2f} | {row['per_hour']:.0f} | "
+            + (f"{row['vs_one']:.2f}× |" if "vs_one" in row else "|")
         )
+    if args.gpu_only:
+        lines += [
+            "",
+            "`vs one per GPU`: proxies per hour relative to the same proxy at `gpu=1`. Each row "
+            "is one `Tuner.fit` (one run; trials overlap as the GPU share allows).",
+            "",
+        ]
+        return save("\n".join(lines), Path(args.out))
     lines += [
         "",
         "Reading: with proxies this small, a trial's wall time is mostly Tune's per-trial cost "
@@ -212,11 +255,15 @@ def write(rows: list[dict], *, gpus: int, cpus: float, args: argparse.Namespace)
             "cluster with declared GPUs in `tests/test_ray.py`.",
             "",
         ]
-    text = "\n".join(lines)
+    save("\n".join(lines), Path(args.out))
+
+
+def save(text: str, out: Path) -> None:
+    """Print the table and write it to ``out``."""
     print(text)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(text)
-    print(f"wrote {os.path.relpath(RESULTS)}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"wrote {os.path.relpath(out)}")
 
 
 if __name__ == "__main__":
