@@ -12,12 +12,14 @@ import math
 from collections.abc import Iterable, Mapping
 from numbers import Real
 
-from transfersearch._distributions import Choice, Distribution, Float, Int, is_number
-from transfersearch.errors import TransferSearchError, check_positive
+from transfersearch import errors
+from transfersearch._distributions import Choice, Distribution, Float, Int
+from transfersearch.errors import Allowed, Interval, TransferSearchError, check_positive
 from transfersearch.scale import Scale
 
 __all__ = [
     "COORDINATES",
+    "EMA_WEIGHT",
     "LR_COORDS",
     "PRODUCT_COORDS",
     "TYPO_SIMILARITY",
@@ -181,6 +183,13 @@ def base_point(coords: Mapping[str, float], base: Scale) -> tuple[float, float]:
     raise TransferSearchError(_NEEDED)  # pragma: no cover - check_sufficient covers this
 
 
+#: What a beta or an EMA momentum may be.
+EMA_WEIGHT = Allowed(
+    Interval(Real, 0, 1, closed="left"),
+    fix="It is an EMA weight, e.g. beta1=0.9, beta2=0.999, ema_momentum=0.999.",
+)
+
+
 def check_value(name: str, value: object) -> None:
     """Refuse a value a built-in coordinate cannot take (other names pass through unchecked).
 
@@ -194,13 +203,8 @@ def check_value(name: str, value: object) -> None:
             value,
             fix=f"`{name}` is a learning rate, weight decay, timescale or eps: it must be > 0.",
         )
-    elif name in UNIT_COORDS and not (
-        isinstance(value, Real) and is_number(value) and 0.0 <= float(value) < 1.0
-    ):
-        raise TransferSearchError(
-            f"`{name}` must lie in [0, 1), but got {name}={value!r}. It is an EMA weight, "
-            "e.g. beta1=0.9, beta2=0.999, ema_momentum=0.999."
-        )
+    elif name in UNIT_COORDS:
+        errors.check_value(name, value, EMA_WEIGHT)
 
 
 def check_distribution(name: str, dist: Distribution) -> None:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from numbers import Real
+from numbers import Integral, Real
 from typing import Any, Union
 
 import numpy as np
 
-from transfersearch.errors import TransferSearchError, check_bool
+from transfersearch.errors import Allowed, Boolean, Interval, TransferSearchError, check_table
 
-__all__ = ["Choice", "Distribution", "Float", "Int", "is_number"]
+__all__ = ["FLOAT_FIELDS", "INT_FIELDS", "Choice", "Distribution", "Float", "Int", "is_number"]
 
 
 def is_number(value: object) -> bool:
@@ -25,13 +25,31 @@ def is_number(value: object) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value))
 
 
-def _check_log(log: object) -> None:
-    check_bool("log", log, fix="Write log=True for a log-uniform range, log=False otherwise.")
+_LOG = Allowed(Boolean(), fix="Write log=True for a log-uniform range, log=False otherwise.")
+#: What the fields of :class:`Float` may be (the bounds' order is checked after).
+FLOAT_FIELDS: Mapping[str, Allowed] = {
+    "low": Allowed(Interval(Real)),
+    "high": Allowed(Interval(Real)),
+    "log": _LOG,
+}
+#: What the fields of :class:`Int` may be.
+INT_FIELDS: Mapping[str, Allowed] = {
+    "low": Allowed(Interval(Integral)),
+    "high": Allowed(Interval(Integral)),
+    "step": Allowed(Interval(Integral, 1), fix="E.g. step=1 (every integer)."),
+    "log": _LOG,
+}
+
+
+def _check_fields(dist: Float | Int, table: Mapping[str, Allowed], *, store: bool) -> None:
+    """Check ``dist``'s fields against ``table``; with ``store``, keep the normalised values (a
+    numpy integer becomes an int)."""
+    checked = check_table(table, dist, owner=type(dist).__name__)
+    for name, value in checked.items() if store else ():
+        object.__setattr__(dist, name, value)
 
 
 def _check_bounds(low: float, high: float, log: bool) -> None:
-    if not (is_number(low) and is_number(high)):
-        raise TransferSearchError(f"bounds must be finite numbers, but got ({low=}, {high=}).")
     if low > high:
         raise TransferSearchError(f"`low <= high` must hold, but got ({low=}, {high=}).")
     if log and low <= 0:
@@ -49,7 +67,7 @@ class Float:
     log: bool = False
 
     def __post_init__(self) -> None:
-        _check_log(self.log)
+        _check_fields(self, FLOAT_FIELDS, store=False)  # the bounds are kept as given
         _check_bounds(self.low, self.high, self.log)
 
     def contains(self, value: object) -> bool:
@@ -77,13 +95,7 @@ class Int:
     step: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("low", "high", "step"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TransferSearchError(f"Int `{name}` must be an int, but got {name}={value!r}.")
-        if self.step < 1:
-            raise TransferSearchError(f"Int `step` must be >= 1, but got step={self.step}.")
-        _check_log(self.log)
+        _check_fields(self, INT_FIELDS, store=True)
         if self.log and self.step != 1:
             raise TransferSearchError("Int(log=True) needs step=1 (as in Optuna).")
         _check_bounds(self.low, self.high, self.log)

@@ -12,13 +12,16 @@ from numbers import Real
 from types import MappingProxyType
 from typing import Any
 
+from transfersearch import errors
 from transfersearch._coordinates import check_value, tau_epoch_from_eta_lambda
-from transfersearch._distributions import is_number
-from transfersearch.errors import TransferSearchError, check_positive
+from transfersearch.errors import Allowed, Interval, TransferSearchError, check_positive
 from transfersearch.rules import BLOCK_VECTOR, GROUPS, AppliedBetaForm, check_betas
 from transfersearch.scale import Scale, whole_number
 
-__all__ = ["Hyperparameters"]
+__all__ = ["WEIGHT_DECAY", "Hyperparameters"]
+
+#: What a group's ``weight_decay`` or ``independent_wd`` may be.
+WEIGHT_DECAY = Allowed(Interval(Real, 0), fix="Weight decay is 0 (none) or positive.")
 
 
 def _check_group(group: str, values: object) -> None:
@@ -38,12 +41,7 @@ def _check_group(group: str, values: object) -> None:
     for name in ("weight_decay", "independent_wd"):
         if name not in values:
             continue
-        value = values[name]
-        if not (isinstance(value, Real) and is_number(value) and float(value) >= 0.0):
-            raise TransferSearchError(
-                f"`groups.{group}.{name}` must be a finite number >= 0, but got {name}={value!r}. "
-                "Weight decay is 0 (none) or positive."
-            )
+        errors.check_value(f"groups.{group}.{name}", values[name], WEIGHT_DECAY)
 
 
 def _frozen_groups(groups: Mapping[str, Mapping[str, float]]) -> Mapping[str, Mapping[str, float]]:

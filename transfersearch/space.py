@@ -47,7 +47,16 @@ from transfersearch._coordinates import (
 )
 from transfersearch._distributions import Choice, Distribution, Float, Int, is_number
 from transfersearch._hyperparameters import Hyperparameters
-from transfersearch.errors import TransferSearchError, TransferSearchWarning, check_positive
+from transfersearch.errors import (
+    POSITIVE,
+    Allowed,
+    InstanceOf,
+    Names,
+    TransferSearchError,
+    TransferSearchWarning,
+    check_positive,
+    check_table,
+)
 from transfersearch.rules import (
     BLOCK_VECTOR,
     AppliedBetaForm,
@@ -192,6 +201,15 @@ def _target_steps(base: Scale, given: Scale, merged: Scale) -> float | None:
     return base["steps"] * data_ratio / merged.ratio(base, "batch_size")
 
 
+#: What the arguments of :class:`TransferSpace` other than ``base`` and ``coords`` may be
+#: (``ema_momentum`` is checked by :func:`~transfersearch.rules.scale_ema_momentum`).
+SPACE_ARGUMENTS: Mapping[str, Allowed] = {
+    "rule": Allowed(InstanceOf(Rule, "a transfersearch.rules.Rule such as rules.MuP()")),
+    "eps": Allowed(POSITIVE, fix="Adam's eps must be > 0, e.g. eps=1e-8."),
+    "custom_scale_names": Allowed(Names(), fix="E.g. custom_scale_names=('heads',)."),
+}
+
+
 class TransferSpace:
     """Sweep invariant coordinates at a base scale; get concrete hyperparameters at any scale.
 
@@ -224,11 +242,17 @@ class TransferSpace:
         custom_scale_names: Iterable[str] = (),
     ) -> None:
         self.base = base if isinstance(base, Scale) else Scale(base)
-        self.rule: Rule = MuP() if rule is None else rule
-        if not isinstance(self.rule, Rule):
-            raise TransferSearchError(
-                f"`rule` must be a transfersearch.rules.Rule such as rules.MuP(), but got {rule!r}."
-            )
+        if isinstance(custom_scale_names, str):
+            custom_scale_names = (custom_scale_names,)
+        if isinstance(custom_scale_names, Iterable):
+            custom_scale_names = tuple(custom_scale_names)
+        given = {
+            "rule": MuP() if rule is None else rule,
+            "eps": eps,
+            "custom_scale_names": custom_scale_names,
+        }
+        checked = check_table(SPACE_ARGUMENTS, given)
+        self.rule: Rule = checked["rule"]
         if not isinstance(coords, Mapping) or not coords:
             raise TransferSearchError(
                 "`coords` must be a non-empty dict of name -> distribution or fixed value, e.g. "
@@ -259,19 +283,11 @@ class TransferSpace:
                 self.fixed[name] = value
         self._validate_values(self.fixed)
         self.betas = check_betas(betas)
-        self.eps = check_positive("eps", eps)
+        self.eps: float = checked["eps"]
         if ema_momentum is not None:
             scale_ema_momentum(ema_momentum, 1.0)
         self.ema_momentum = ema_momentum
-        if isinstance(custom_scale_names, str):
-            custom_scale_names = (custom_scale_names,)
-        self.custom_scale_names: tuple[str, ...] = tuple(custom_scale_names)
-        bad = [n for n in self.custom_scale_names if not isinstance(n, str) or not n]
-        if bad:
-            raise TransferSearchError(
-                f"`custom_scale_names` must be non-empty strings, but got {bad!r}, e.g. "
-                "custom_scale_names=('heads',)."
-            )
+        self.custom_scale_names: tuple[str, ...] = checked["custom_scale_names"]
 
     def __repr__(self) -> str:
         return (
