@@ -12,19 +12,25 @@ import inspect
 import os
 import warnings
 from collections.abc import Callable
+from numbers import Real
 from typing import Any
 
 import optuna
 from optuna.study import Study
 from optuna.trial import FrozenTrial
 
-from transfersearch.errors import TransferSearchError, check_int
+from transfersearch.errors import Allowed, Interval, TransferSearchError, check_int, check_value
 from transfersearch.integrations import _launcher_shim as shim
 from transfersearch.integrations._launcher_shim import RetryOnce
 from transfersearch.integrations._trial_claims import claim_once_on_sqlite
 from transfersearch.redact import redact_url
 
-__all__ = ["make_storage"]
+__all__ = ["TIMEOUT", "make_storage"]
+
+#: What a storage's ``timeout`` may be: seconds (``math.inf``: wait forever).
+TIMEOUT = Allowed(
+    Interval(Real, 0, None, closed="neither", finite=False), fix="A number of seconds, e.g. 60."
+)
 
 
 def make_storage(
@@ -72,10 +78,7 @@ def make_storage(
         raise TransferSearchError(
             f"`storage` must be a URL such as 'sqlite:///proxy.db', but got {url!r}."
         )
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise TransferSearchError(
-            f"`timeout` must be a number of seconds > 0, but got {timeout=!r}."
-        )
+    check_value("timeout", timeout, TIMEOUT)
     if url.startswith("journal://") or url.endswith(".log"):
         path = url[len("journal://") :] if url.startswith("journal://") else url
         _check_file(redact_url(url), path, must_exist=must_exist, sqlite=False)

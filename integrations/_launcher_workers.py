@@ -70,11 +70,19 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Integral, Real
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import (
+    Allowed,
+    Interval,
+    Options,
+    TransferSearchError,
+    check_int,
+    check_table,
+)
 from transfersearch.experimental import ExperimentalWarning, experimental
 from transfersearch.redact import redact_url
 from transfersearch.resources import trials_per_gpu as packing_by_cost
@@ -948,22 +956,29 @@ def _check_launch(
     timeout: float | None,
     progress_interval: float | None,
 ) -> None:
-    """The launcher's scalar arguments, each checked with an error naming it."""
-    if direction not in ("minimize", "maximize"):
-        raise TransferSearchError(
-            f"`direction` must be 'minimize' or 'maximize', but got {direction=!r}."
-        )
-    _check_count("n_trials", n_trials, "the study's total, e.g. n_trials=400")
-    if cpu_workers is not None:
-        _check_count("cpu_workers", cpu_workers, "or None for min(4, CPU cores)")
-    _check_count("max_per_gpu", max_per_gpu, "e.g. max_per_gpu=4")
-    for name, seconds in (("timeout", timeout), ("progress_interval", progress_interval)):
-        if seconds is not None and (
-            isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0
-        ):
-            raise TransferSearchError(
-                f"`{name}` must be a number of seconds > 0 or None, but got {name}={seconds!r}."
-            )
+    """The launcher's scalar arguments, checked against :data:`LAUNCH_ARGUMENTS`."""
+    given = {
+        "direction": direction,
+        "n_trials": n_trials,
+        "cpu_workers": cpu_workers,
+        "max_per_gpu": max_per_gpu,
+        "timeout": timeout,
+        "progress_interval": progress_interval,
+    }
+    check_table(LAUNCH_ARGUMENTS, given)
+
+
+#: A number of seconds (unbounded: ``math.inf`` waits forever).
+_SECONDS = Interval(Real, 0, None, closed="neither", finite=False)
+#: What the launcher's scalar arguments may be.
+LAUNCH_ARGUMENTS: Mapping[str, Allowed] = {
+    "direction": Allowed(Options("minimize", "maximize")),
+    "n_trials": Allowed(Interval(Integral, 1), fix="The study's total, e.g. n_trials=400."),
+    "cpu_workers": Allowed(None, Interval(Integral, 1), fix="None: min(4, CPU cores)."),
+    "max_per_gpu": Allowed(Interval(Integral, 1), fix="E.g. max_per_gpu=4."),
+    "timeout": Allowed(None, _SECONDS, fix="A number of seconds, or None for no limit."),
+    "progress_interval": Allowed(None, _SECONDS, fix="A number of seconds, or None for none."),
+}
 
 
 def _packing(
@@ -1104,13 +1119,6 @@ def _stop_interrupted(processes: Sequence[subprocess.Popen[bytes]]) -> None:
             logger.warning("worker pid %d did not stop after Ctrl-C; terminating it", process.pid)
             process.terminate()
             process.wait()
-
-
-def _check_count(name: str, value: Any, example: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise TransferSearchError(
-            f"`{name}` must be an int >= 1, but got {name}={value!r} ({example})."
-        )
 
 
 def _log_folder(log_dir: str | os.PathLike[str] | None) -> Path | None:
@@ -1409,7 +1417,7 @@ def _run(args: argparse.Namespace) -> int:
         gpus = int(gpus)
     total = args.total_trials
     if total is None:
-        _check_count("--add-trials", args.add_trials, "e.g. --add-trials 100")
+        check_int("--add-trials", args.add_trials, minimum=1, fix="E.g. --add-trials 100.")
         total = _held(args.storage, args.study_name) + args.add_trials
     interval = args.progress_interval if args.progress_interval > 0 else None
     results = launch_workers(

@@ -14,13 +14,27 @@ fraction; it does not cap a trial's GPU memory, so a packed trainable should sta
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from numbers import Real
 from typing import Any
 
-from transfersearch.errors import TransferSearchError, check_positive
+from transfersearch.errors import (
+    Allowed,
+    Interval,
+    TransferSearchError,
+    check_positive,
+    check_value,
+)
 from transfersearch.resources import gpu_shares
 from transfersearch.scale import Scale
 
-__all__ = ["RungResources"]
+__all__ = ["GPU_SHARE", "RungResources"]
+
+#: What a rung's GPU share may be (0: CPU only).
+GPU_SHARE = Allowed(
+    Interval(Real, 0),
+    fix="0 runs on CPU only; a positive GPU share is e.g. 0.25 or 1 (gpu=None packs up to 4 "
+    "small proxies per GPU).",
+)
 
 
 class RungResources:
@@ -48,12 +62,7 @@ class RungResources:
         cpu_per_rung: Mapping[Any, float] | None = None,
     ) -> None:
         self.ladder = tuple(ladder)
-        min_gpu = 0.25 if gpu is None else gpu
-        if isinstance(min_gpu, bool) or not isinstance(min_gpu, (int, float)) or min_gpu < 0:
-            raise TransferSearchError(
-                f"`gpu` must be None (pack up to 4 small proxies per GPU), 0 (CPU only) or a "
-                f"positive GPU share such as 0.25 or 1, but got gpu={gpu!r}."
-            )
+        min_gpu = 0.25 if gpu is None else check_value("gpu", gpu, GPU_SHARE)
         check_positive("max_gpu", max_gpu)
         check_positive("cpu", cpu, fix="Give the CPUs each trial needs, e.g. cpu=1.")
         if min_gpu == 0:
@@ -61,11 +70,8 @@ class RungResources:
         else:
             shares = list(gpu_shares(costs, min_gpu=float(min_gpu), max_gpu=float(max_gpu)))
         for key, value in (gpu_per_rung or {}).items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise TransferSearchError(
-                    f"`gpu_per_rung[{key!r}]` must be a GPU share >= 0, but got {value!r}."
-                )
-            shares[self._index(key, "gpu_per_rung")] = float(value)
+            share = check_value(f"gpu_per_rung[{key!r}]", value, GPU_SHARE)
+            shares[self._index(key, "gpu_per_rung")] = share
         cpus = [float(cpu)] * len(self.ladder)
         for key, value in (cpu_per_rung or {}).items():
             cpus[self._index(key, "cpu_per_rung")] = check_positive(f"cpu_per_rung[{key!r}]", value)

@@ -37,6 +37,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
+from numbers import Integral
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without ray
         f"({exc})."
     ) from exc
 
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import Allowed, Interval, TransferSearchError, check_value
 from transfersearch.ladder import PlannerOptions, Proposal, TransferPlanner
 from transfersearch.observations import Observation
 from transfersearch.readers import register_reader
@@ -81,6 +82,9 @@ __all__ = [
     "observations_from_result_grid",
     "sweep_from_result_grid",
 ]
+
+#: What ``max_concurrent`` may be (0: no limit).
+MAX_CONCURRENT = Allowed(Interval(Integral, 0), fix="0 sets no limit, e.g. max_concurrent=4.")
 
 logger = logging.getLogger(__name__)
 
@@ -311,10 +315,7 @@ class TransferSearch(Searcher):
 
     @staticmethod
     def _check_concurrency(value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise TransferSearchError(
-                f"`max_concurrent` must be an int >= 0 (0: no limit), but got {value!r}."
-            )
+        check_value("max_concurrent", value, MAX_CONCURRENT)
 
     def set_search_properties(
         self, metric: str | None, mode: str | None, config: dict[str, Any], **spec: Any

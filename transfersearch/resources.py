@@ -12,11 +12,19 @@ One rule for both adapters: the Ray searcher's per-rung resource requests
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from numbers import Real
 
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import Allowed, Interval, TransferSearchError, check_int, check_table
 
-__all__ = ["gpu_shares", "snap_gpu_share", "trials_per_gpu"]
+__all__ = ["SHARE_BOUNDS", "gpu_shares", "snap_gpu_share", "trials_per_gpu"]
+
+_SHARE = Allowed(
+    Interval(Real, 0, None, closed="neither", finite=False),
+    fix="It is a positive GPU share, e.g. 0.25 (four trials per GPU) or 1.",
+)
+#: What :func:`gpu_shares`' bounds may be.
+SHARE_BOUNDS: Mapping[str, Allowed] = {"min_gpu": _SHARE, "max_gpu": _SHARE}
 
 #: Slack when snapping a share: 1/3 computed in floating point must still count as "three per GPU".
 _SNAP_SLACK = 1e-9
@@ -58,9 +66,7 @@ def gpu_shares(
     values = [float(c) for c in costs]
     if not values or any(not math.isfinite(c) or c <= 0 for c in values):
         raise TransferSearchError(f"`costs` must be positive finite numbers, but got {values}.")
-    for name, bound in (("min_gpu", min_gpu), ("max_gpu", max_gpu)):
-        if isinstance(bound, bool) or not isinstance(bound, (int, float)) or not bound > 0:
-            raise TransferSearchError(f"`{name}` must be a positive GPU share, but got {bound!r}.")
+    check_table(SHARE_BOUNDS, {"min_gpu": min_gpu, "max_gpu": max_gpu})
     top = max(values)
     return tuple(snap_gpu_share(max(min_gpu, max_gpu * cost / top)) for cost in values)
 
@@ -76,9 +82,6 @@ def trials_per_gpu(costs: Sequence[float], max_per_gpu: int = 4) -> tuple[int, .
     Raises:
         TransferSearchError: ``max_per_gpu`` is not an int >= 1, or a cost is not positive.
     """
-    if isinstance(max_per_gpu, bool) or not isinstance(max_per_gpu, int) or max_per_gpu < 1:
-        raise TransferSearchError(
-            f"`max_per_gpu` must be an int >= 1, but got max_per_gpu={max_per_gpu!r}."
-        )
+    check_int("max_per_gpu", max_per_gpu, minimum=1, fix="E.g. max_per_gpu=4.")
     shares = gpu_shares(costs, min_gpu=1.0 / max_per_gpu)
     return tuple(round(1.0 / share) for share in shares)
