@@ -33,7 +33,14 @@ from typing import ClassVar, Literal, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from transfersearch.errors import TransferSearchError, check_bool, check_positive
+from transfersearch.errors import (
+    Allowed,
+    Interval,
+    TransferSearchError,
+    check_bool,
+    check_positive,
+    check_value,
+)
 from transfersearch.scale import Scale
 
 __all__ = [
@@ -858,6 +865,12 @@ class Rule:
         return kappa / (scale.ratio(base, "dataset_size") * scale.ratio(base, "epochs"))
 
 
+#: What :class:`MuP`'s ``wd_width_exponent`` may be.
+WD_WIDTH_EXPONENT = Allowed(
+    Interval(Real), fix="E.g. 0 (standard), 0.5 (Fan et al.) or 1 (constant tau)."
+)
+
+
 @dataclass(frozen=True)
 class MuP(Rule):
     """µP learning rates (Everett-style) with a configurable weight-decay width exponent.
@@ -878,16 +891,7 @@ class MuP(Rule):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        exponent = self.wd_width_exponent
-        if (
-            isinstance(exponent, bool)
-            or not isinstance(exponent, (int, float))
-            or not math.isfinite(exponent)
-        ):
-            raise TransferSearchError(
-                f"`wd_width_exponent` must be a finite number (0 standard, 0.5 Fan et al., 1 "
-                f"constant tau), but got wd_width_exponent={exponent!r}."
-            )
+        check_value("wd_width_exponent", self.wd_width_exponent, WD_WIDTH_EXPONENT)
 
     def width_multipliers(self, width_mult: float) -> dict[str, tuple[float, float]]:
         """Raises TransferSearchError when s^wd_width_exponent over- or underflows a float."""

@@ -25,7 +25,7 @@ import torch
 from tqdm.auto import tqdm
 
 from transfersearch import Extrapolation, extrapolate
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import TransferSearchError, check_int
 from transfersearch.observations import Observation
 from transfersearch.readers import as_observations
 from transfersearch.report import format_table, new_figure, plot_report
@@ -481,11 +481,10 @@ def _config(*, full: bool, quick: bool, trials: int | None) -> DemoConfig:
     config = MODES["full" if full else "quick" if quick else "default"]
     if trials is None:
         return config
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2 * len(config.ladder):
-        raise TransferSearchError(
-            f"`--trials` must be an integer >= {2 * len(config.ladder)} (two per rung of the "
-            f"{len(config.ladder)}-rung ladder), but got trials={trials!r}."
-        )
+    rungs = len(config.ladder)
+    check_int(
+        "--trials", trials, minimum=2 * rungs, fix=f"Two per rung of the {rungs}-rung ladder."
+    )
     return DemoConfig(**{**asdict(config), "trials": trials})
 
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from numbers import Real
 
 import numpy as np
 from numpy.typing import NDArray
 
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import Allowed, Interval, TransferSearchError, check_value
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 
@@ -171,6 +172,10 @@ def common_variables(
     return sorted(common)
 
 
+#: What an exponent held fixed may be.
+EXPONENT = Allowed(Interval(Real), fix="E.g. 0.0 (no drift with that scale variable).")
+
+
 def check_fixed_exponents(
     param: str, fixed: Mapping[str, float], variables: Sequence[str]
 ) -> dict[str, float]:
@@ -187,13 +192,5 @@ def check_fixed_exponents(
                 f"trial's scale has (common variables: {list(variables)}). Fix the name or add "
                 "it to every Scale."
             )
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-        ):
-            raise TransferSearchError(
-                f"fixed_exponents[{param!r}][{name!r}] must be a finite number, but got {value!r}."
-            )
-        checked[name] = float(value)
+        checked[name] = check_value(f"fixed_exponents[{param!r}][{name!r}]", value, EXPONENT)
     return checked
