@@ -12,15 +12,67 @@ import pytest
 from transfersearch import Observation, Scale, extrapolate
 from transfersearch.fitting.divergence import fit_divergence
 from transfersearch.fitting.target import TargetLoss
-from transfersearch.fitting.valley import ValleyInput, _design, _Layout, fit_valley
+from transfersearch.fitting.valley import (
+    ValleyInput,
+    _design,
+    _Layout,
+    cubic,
+    fit_valley,
+    turns,
+)
 
 
 def test_a_trial_s_row_is_the_expanded_square_by_hand() -> None:
-    # y = c_r + ½·H·u² − u·g_r: for u = 2 at rung 1 of 2 the row is
-    # [c_0, c_1, ½u², g_0, g_1, g, G] = [0, 1, 2, 0, −2, 0, 0]
+    # y = c_r + ½·H·u² − u·g_r + κ·c(u − μ_r): for u = 2 at rung 1 of 2 the row is
+    # [c_0, c_1, ½u², g_0, g_1, g, G, κ] = [0, 1, 2, 0, −2, 0, 0, 0] before any centre is known
     lay = _Layout(n_rungs=2, d=1, m=1)
     row = _design(np.array([[2.0]]), np.array([1]), lay)[0]
-    assert row.tolist() == [0.0, 1.0, 2.0, 0.0, -2.0, 0.0, 0.0]
+    assert row.tolist() == [0.0, 1.0, 2.0, 0.0, -2.0, 0.0, 0.0, 0.0]
+    # rung 1's centre at 0.5: the skew's column is (2 − 0.5)³/6 = 0.5625 (turn far away)
+    centres = np.array([[0.0], [0.5]])
+    row = _design(np.array([[2.0]]), np.array([1]), lay, centres, np.array([-10.0]))[0]
+    assert row[-1] == pytest.approx(1.5**3 / 6)
+
+
+def test_the_skew_s_cubic_continues_by_its_tangent_past_the_turn() -> None:
+    # H = 2, κ = 1: ½·2t² + t³/6 stops being convex at t = −H/κ = −2; past it the cubic is
+    # its tangent there: (−2)³/6 + (−2)²/2·(t + 2), so at t = −5: −8/6 − 6 = −7.333…
+    turn = turns(np.array([[2.0]]), np.array([1.0]))
+    assert turn.tolist() == [-2.0]
+    values = cubic(np.array([1.0, -1.0, -5.0]), turn)
+    assert values.tolist() == pytest.approx([1 / 6, -1 / 6, -8 / 6 - 6])
+    valley = 0.5 * 2 * np.array([-5.0, -6.0]) ** 2 + cubic(np.array([-5.0, -6.0]), turn)
+    assert valley[1] > valley[0] > 0  # the gentle side keeps rising
+    assert np.isinf(turns(np.array([[2.0]]), np.array([0.0]))).all()
+
+
+def test_an_asymmetric_valley_s_centre_is_read_where_its_bottom_is() -> None:
+    # y = ½·2t² + 1.5·t³/6 (continued past its turn), t = x − μ_r, μ_r = 1 − 0.5ℓ: steeper
+    # above the optimum. The quadratic alone reads each centre on the gentle side.
+    rng = np.random.default_rng(1)
+    logs = np.log([1.0, 2.0, 4.0])
+    coords, values, rung = [], [], []
+    for r, ell in enumerate(logs):
+        centre = 1.0 - 0.5 * ell
+        for x in centre + np.linspace(-1.2, 1.2, 9):
+            t = np.array([x - centre])
+            y = t[0] ** 2 + 1.5 * cubic(t, turns(np.array([[2.0]]), np.array([1.5])))[0]
+            coords.append([x])
+            values.append(y + rng.normal(0, 1e-3))
+            rung.append(r)
+    data = ValleyInput(
+        np.array(coords),
+        np.array(values),
+        np.array(rung),
+        logs[:, None],
+        np.zeros((1, 1)),
+        np.zeros((1, 1), dtype=bool),
+    )
+    valley = fit_valley(data)
+    for r, ell in enumerate(logs):
+        centre = float(valley.frame.to_x(valley.rung_centre_u(r))[0])
+        assert centre == pytest.approx(1.0 - 0.5 * ell, abs=0.03)
+    assert valley.skew_u[0] > 0  # steeper above
 
 
 def test_noise_free_bowls_give_back_each_rung_s_centre_and_the_drift() -> None:
@@ -75,6 +127,7 @@ def _loss(divergence: np.ndarray | None, cost: float = 10.0) -> TargetLoss:
         log_params=(),
         optima=np.array([[-1.0], [1.0]]),
         curvatures=np.array([[[2.0]], [[2.0]]]),
+        skews=None,
         divergence=divergence,
         divergence_cost=cost,
         lower=np.array([-5.0]),

@@ -36,6 +36,7 @@ def _valley(sd: float = SIGMA, upper: float = math.inf) -> TargetLoss:
         log_params=(),
         optima=draws[:, None],
         curvatures=np.full((len(draws), 1, 1), CURVATURE),
+        skews=None,
         divergence=None,
         divergence_cost=1.0,
         lower=np.array([-10.0 * sd]),

@@ -266,7 +266,7 @@ def _fold(
     except np.linalg.LinAlgError:
         return None
     target = ladder.log_scales[k]
-    draws, _ = valley.predictive_u(target, N_DRAWS // 4, rng)
+    draws, _, _ = valley.predictive_u(target, N_DRAWS // 4, rng)
     sd = valley.frame.to_x(draws).std(axis=0)
     predicted = fixed_values.copy()
     predicted[list(active)] = valley.frame.to_x(valley.law_centre_u(target))
@@ -351,7 +351,7 @@ def fit_ladder(
     optima = _rung_optima(ladder, trials, valley, active, fixed_values, hessian, rng)
     folds = _folds(ladder, active, optima, fixed_values, rng, drift) if validate else []
     calibration = _calibration(folds, len(active))
-    draws_u, hess_u = valley.predictive_u(target_logs, N_DRAWS, rng)
+    draws_u, hess_u, skew_u = valley.predictive_u(target_logs, N_DRAWS, rng)
     draws = frame.to_x(draws_u)
     raw_sd = robust_sd(draws)
     middle = np.median(draws, axis=0)  # robust: a draw with a near-flat curvature runs far
@@ -363,7 +363,8 @@ def fit_ladder(
     law_point = frame.to_x(valley.law_centre_u(target_logs))
     top_point = frame.to_x(valley.law_centre_u(ladder.log_scales[-1]))
     bounds = _bounds(ladder, trials, active, law_point, top_point)
-    loss = _target_loss(ladder, active, fixed_values, draws, frame.hessian_x(hess_u), bounds)
+    shape = (frame.hessian_x(hess_u), skew_u / frame.spread**3)
+    loss = _target_loss(ladder, active, fixed_values, draws, shape, bounds)
     loss = replace(
         loss,
         divergence=None if divergence is None else divergence.draws(N_DRAWS, rng),
@@ -395,16 +396,18 @@ def _target_loss(
     active: tuple[int, ...],
     fixed_values: FloatArray,
     draws: FloatArray,
-    curvatures: FloatArray,
+    shape: tuple[FloatArray, FloatArray],
     bounds: tuple[FloatArray, FloatArray],
 ) -> TargetLoss:
-    """The decision's objective before divergence: the draws, inside the bounds."""
+    """The decision's objective before divergence: the draws and the valley's shape (curvature
+    and skew draws, fitted units), inside the bounds."""
     names = tuple(ladder.names[j] for j in active)
     return TargetLoss(
         names=names,
         log_params=tuple(n for n in names if n in ladder.logs),
         optima=draws,
-        curvatures=curvatures,
+        curvatures=shape[0],
+        skews=shape[1],
         divergence=None,
         divergence_cost=0.0,
         lower=bounds[0],

@@ -3,10 +3,12 @@
 For draws ``s`` of the target's optimum ``μ_s``, curvature ``H_s`` and divergence coefficients
 ``β_s`` from the one model, a run at ``x`` is charged
 
-    L_s(x) = (1 − p_s(x)) · ½(x − μ_s)ᵀ H_s (x − μ_s) + p_s(x) · C,
+    L_s(x) = (1 − p_s(x)) · V_s(x − μ_s) + p_s(x) · C,
+    V_s(t) = ½ tᵀ H_s t + Σ_j κ_sj c(t_j),
     p_s(x) = logistic(β₀ + βᵀ(x − μ_s)),
 
-with ``C`` the cost of a diverged run. The single decision minimises ``mean_s L_s(x)``; ``k``
+with ``C`` the cost of a diverged run and ``V_s`` the valley's shape (its curvature and skews,
+``c`` the skew's cubic, :func:`~transfersearch.fitting.valley.cubic`). The single decision minimises ``mean_s L_s(x)``; ``k``
 runs minimise ``mean_s E[min_i L_s(x_i)]`` (the runs diverge independently given the draw):
 ``k = 1`` is the decision. Fitted coordinates throughout.
 """
@@ -20,6 +22,7 @@ from scipy.optimize import minimize
 
 from transfersearch.fitting.coords import FloatArray, natural_params
 from transfersearch.fitting.divergence import DivergenceModel
+from transfersearch.fitting.valley import cubic, turns
 
 __all__ = ["START_POOL", "TargetLoss"]
 
@@ -37,6 +40,7 @@ class TargetLoss:
         log_params: those fitted in log space.
         optima: (S, d) draws of the target's optimum.
         curvatures: (S, d, d) draws of the valley's curvature.
+        skews: (S, d) draws of the valley's skews (fitted units), or None (symmetric).
         divergence: (S, d + 1) draws of the divergence coefficients, or None (no trial
             diverged).
         divergence_cost: ``C``, the loss charged to a diverged run (metric units).
@@ -53,6 +57,7 @@ class TargetLoss:
     log_params: tuple[str, ...]
     optima: FloatArray
     curvatures: FloatArray
+    skews: FloatArray | None
     divergence: FloatArray | None
     divergence_cost: float
     lower: FloatArray
@@ -79,9 +84,13 @@ class TargetLoss:
         return natural_params(self.names, coords, self.log_params)
 
     def _excess(self, points: FloatArray) -> FloatArray:
-        """(..., S) ``½(x − μ_s)ᵀH_s(x − μ_s)`` for points (..., d)."""
+        """(..., S) ``V_s(x − μ_s)`` for points (..., d)."""
         gap = points[..., None, :] - self.optima
-        return np.asarray(0.5 * np.einsum("...si,sij,...sj->...s", gap, self.curvatures, gap))
+        quad = 0.5 * np.einsum("...si,sij,...sj->...s", gap, self.curvatures, gap)
+        if self.skews is None:
+            return np.asarray(quad)
+        skew = cubic(gap, turns(self.curvatures, self.skews)) * self.skews
+        return np.asarray(quad + skew.sum(axis=-1))
 
     def _p(self, points: FloatArray) -> FloatArray:
         """(..., S) the probability of diverging per draw."""

@@ -78,6 +78,14 @@ FLAT_PRECISION = 1e-8
 #: coordinate — the sweep's own design says where its author expected the optimum, and ±2 sd
 #: reach half a range past each edge (an optimum farther out is a priori 2.5% likely).
 BOX_PRIOR_SD = 0.5
+#: How far (in box-prior sds of the whole sweep's range) a drawn optimum may lie from the
+#: posterior-mean one: a draw past it comes from a near-flat curvature draw (``H⁻¹g`` of a
+#: nearly singular ``H`` runs off without bound) that the data do not place, and the box prior
+#: gives such a distance a mass below 1e-4 (4 sd); it is held there.
+PRIOR_REACH = 4.0
+#: How many times a draw whose curvature is not positive-definite is drawn again
+#: (:meth:`Valley.draws`): at an acceptance rate of one half, 2⁻⁸ of the draws stay floored.
+REDRAWS = 8
 #: The log-uniform hyperprior on τ, the rungs' scatter about the law (standardised units: a
 #: fraction of the trials' spread): from 1% of it (no scatter) ...
 SCATTER_MIN = 0.01
@@ -95,10 +103,19 @@ CONDITION_FLOOR = 1e-6
 #: starts at least at :data:`MISFIT_START`.
 NOISE_FLOOR = 1e-6
 MISFIT_START = 1e-3
+#: The skew's prior: ``κ_j ~ N(0, (c·H_jj)²)`` per coordinate (standardised units). Past
+#: ``t = −H_jj/κ_j`` the valley is continued by a tangent (:func:`cubic`), a cruder shape; a priori
+#: (two sd) that point lies no nearer than the sweep's edge, two standardised units from the
+#: optimum: ``2c ≤ 1/2``. A skew the data insist on (a valley clearly steeper on one side, as lr's
+#: is near divergence) overrides it.
+SKEW_PRIOR = 0.25
 #: At most this many rounds of (solve, re-fit σ and ρ, re-weight, re-centre the priors on the
 #: new curvature); they stop once σ, ρ and the curvature move by less than σ's own relative
 #: standard error, ``1/√(2n)`` for ``n`` trials (a further move is within what the data say).
 MAX_ROUNDS = 30
+#: A held exponent is held to this relative precision (the curvature the prior is built on
+#: against the posterior's: ``B = H⁻¹G`` then moves by about as much).
+HELD_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
@@ -156,7 +173,7 @@ def _pairs(d: int) -> list[tuple[int, int]]:
 @dataclass(frozen=True)
 class _Layout:
     """Where each block of ``θ`` sits: rung constants, curvature entries, each rung's gradient
-    ``g_r = Hμ_r`` (rung-major), the law's ``g`` and ``G`` (row-major d×m)."""
+    ``g_r = Hμ_r`` (rung-major), the law's ``g`` and ``G`` (row-major d×m), the skews."""
 
     n_rungs: int
     d: int
@@ -185,13 +202,42 @@ class _Layout:
         return slice(start, start + self.d * self.m)
 
     @property
+    def skew(self) -> slice:
+        """The skews ``κ_j`` (one per coordinate, shared by every rung)."""
+        return slice(self.drift.stop, self.drift.stop + self.d)
+
+    @property
     def size(self) -> int:
-        return int(self.drift.stop)
+        return int(self.skew.stop)
 
 
-def _design(u: FloatArray, rung: np.ndarray, lay: _Layout) -> FloatArray:
-    """Rows of the linear model: ``[e_r, ½u_j² | u_j u_k, −u at rung r's gradient]``; the law's
-    ``g`` and ``G`` enter through the prior only."""
+def cubic(gap: FloatArray, turn: FloatArray) -> FloatArray:
+    """The skew's shape ``t³/6`` per coordinate, continued by its tangent past ``turn`` (where
+    the valley ``½Ht² + κt³/6`` would stop being convex, ``t = −H_jj/κ_j``): the valley keeps
+    rising on its gentle side instead of turning down (docs/science.md §7.1). Broadcasts."""
+    beyond = gap * np.sign(turn) > np.abs(turn)
+    safe_turn = np.where(np.isfinite(turn), turn, 0.0)
+    tangent = safe_turn**3 / 6 + safe_turn**2 / 2 * (gap - safe_turn)
+    return np.asarray(np.where(beyond, tangent, gap**3 / 6))
+
+
+def turns(hess: FloatArray, skew: FloatArray) -> FloatArray:
+    """``−H_jj/κ_j`` (±inf where κ_j = 0), batched."""
+    diag = np.diagonal(hess, axis1=-2, axis2=-1)
+    with np.errstate(divide="ignore"):
+        return np.asarray(np.where(skew != 0, -diag / np.where(skew != 0, skew, 1.0), np.inf))
+
+
+def _design(
+    u: FloatArray,
+    rung: np.ndarray,
+    lay: _Layout,
+    centres: FloatArray | None = None,
+    turn: FloatArray | None = None,
+) -> FloatArray:
+    """Rows of the linear model: ``[e_r, ½u_j² | u_j u_k, −u at rung r's gradient, the skews'
+    cubic about the rung's centre]``; the law's ``g`` and ``G`` enter through the prior only.
+    Without ``centres`` (the first round) the skew columns are 0."""
     n = len(u)
     phi = np.zeros((n, lay.size))
     phi[np.arange(n), rung] = 1.0
@@ -200,6 +246,8 @@ def _design(u: FloatArray, rung: np.ndarray, lay: _Layout) -> FloatArray:
     start = lay.n_rungs + lay.n_curv
     cols = start + rung[:, None] * lay.d + np.arange(lay.d)[None, :]
     phi[np.arange(n)[:, None], cols] = -u
+    if centres is not None and turn is not None:
+        phi[:, lay.skew] = cubic(u - centres[rung], turn)
     return phi
 
 
@@ -254,6 +302,8 @@ class Valley:
         noise_sd: σ, the trials' noise near the bottom (loss units).
         relative_misfit: ρ, the quadratic's misfit per unit of a trial's excess.
         floor: the flat-curvature floor in standardised units (:data:`FLAT_CURVATURE` σ).
+        reach: (d,) how far a drawn optimum may lie from the posterior-mean one (standardised;
+            :data:`PRIOR_REACH`).
         n_rungs, d, m: sizes.
     """
 
@@ -264,6 +314,7 @@ class Valley:
     noise_sd: float
     relative_misfit: float
     floor: float
+    reach: FloatArray
     n_rungs: int
     d: int
     m: int
@@ -276,6 +327,11 @@ class Valley:
     def hessian_u(self) -> FloatArray:
         """The posterior mean quadratic curvature, held positive-definite (standardised)."""
         return _positive(curvature(self.theta, self.layout), self.floor)
+
+    @property
+    def skew_u(self) -> FloatArray:
+        """The posterior mean skews ``κ`` (standardised units)."""
+        return np.asarray(self.theta[self.layout.skew])
 
     def curvatures_u(self, thetas: FloatArray) -> FloatArray:
         """Each draw's curvature, held positive-definite (standardised units)."""
@@ -294,38 +350,62 @@ class Valley:
         return self._centre(self.theta, self.theta[self.layout.rung_grad(rung)])
 
     def draws(self, n: int, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
-        """``n`` posterior draws of ``θ`` and each one's scatter τ (components in proportion)."""
+        """``n`` posterior draws of ``θ`` and each one's scatter τ (components in proportion).
+
+        A valley has a positive-definite curvature: a draw whose curvature is not (an
+        off-diagonal the data never measured, drawn past ``|corr| = 1``) is outside the model's
+        support and is drawn again (the Gaussian posterior truncated to valleys), up to
+        :data:`REDRAWS` times; one still left is floored by :meth:`curvatures_u`."""
         counts = rng.multinomial(n, self.weights)
         thetas, taus = [], []
         for comp, k in zip(self.components, counts, strict=True):
             if k:
-                thetas.append(rng.multivariate_normal(comp.mean, comp.cov, size=k, method="eigh"))
+                thetas.append(self._valley_draws(comp, k, rng))
                 taus.append(np.full(k, comp.scatter))
         return np.vstack(thetas), np.concatenate(taus)
 
+    def _valley_draws(self, comp: _Component, k: int, rng: np.random.Generator) -> FloatArray:
+        out = rng.multivariate_normal(comp.mean, comp.cov, size=k, method="eigh")
+        for _ in range(REDRAWS):
+            bad = np.linalg.eigvalsh(curvature(out, self.layout))[:, 0] <= self.floor
+            if not bad.any():
+                break
+            out[bad] = rng.multivariate_normal(
+                comp.mean, comp.cov, size=int(bad.sum()), method="eigh"
+            )
+        return np.asarray(out)
+
     def predictive_u(
         self, log_scale: FloatArray, n: int, rng: np.random.Generator
-    ) -> tuple[FloatArray, FloatArray]:
-        """Draws of a new rung's optimum at ``log_scale`` (the law's plus the rungs' scatter)
-        and of the valley's curvature, standardised: ((n, d), (n, d, d))."""
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Draws of a new rung's optimum at ``log_scale`` (the law's plus the rungs' scatter),
+        of the valley's curvature and of its skews, standardised: ((n, d), (n, d, d), (n, d))."""
         thetas, taus = self.draws(n, rng)
         hess = _positive(curvature(thetas, self.layout), self.floor)
         grad = law_gradient(thetas, self.layout, log_scale - self.frame.scale_centre)
         noise = taus[:, None] * rng.standard_normal((n, self.d))
         grad = grad + np.einsum("sij,sj->si", hess, noise)  # g_t ~ N(g + Gℓ̃, τ²HH)
-        return solve_centre(hess, grad), hess
+        optima = self._held(solve_centre(hess, grad), self.law_centre_u(log_scale))
+        return optima, hess, np.asarray(thetas[:, self.layout.skew])
+
+    def _held(self, draws: FloatArray, centre: FloatArray) -> FloatArray:
+        """Draws held within :attr:`reach` of ``centre``."""
+        return np.asarray(np.clip(draws, centre - self.reach, centre + self.reach))
 
     def rung_draws_u(self, rung: int, n: int, rng: np.random.Generator) -> FloatArray:
         """Draws of one rung's own optimum (standardised)."""
         thetas, _ = self.draws(n, rng)
-        return self._centre(thetas, thetas[:, self.layout.rung_grad(rung)])
+        draws = self._centre(thetas, thetas[:, self.layout.rung_grad(rung)])
+        return self._held(draws, self.rung_centre_u(rung))
 
     def value_u(self, u: FloatArray, rung: int) -> FloatArray:
         """The posterior-mean valley's loss at points ``u`` (..., d) of a rung."""
         lay = self.layout
         hess = curvature(self.theta, lay)
         quad = 0.5 * np.einsum("...i,ij,...j->...", u, hess, u)
-        return np.asarray(self.theta[rung] + quad - u @ self.theta[lay.rung_grad(rung)])
+        gap = u - self.rung_centre_u(rung)
+        skew = cubic(gap, turns(self.hessian_u, self.skew_u)) @ self.skew_u
+        return np.asarray(self.theta[rung] + quad - u @ self.theta[lay.rung_grad(rung)] + skew)
 
     def rung_depth(self, rung: int) -> float:
         """The valley's bottom at a rung (loss units)."""
@@ -401,7 +481,8 @@ def _prior(
     * diagonal curvatures ``N(h₀, h₀²)`` with ``h₀`` the curvature that raises the loss by the
       values' spread two standardised units from the optimum (:data:`CURVATURE_PRIOR`): weak
       beside any rung that resolves its valley, decisive where too few trials do;
-    * off-diagonal curvatures ``N(0, (c√(H_jj H_kk))²)``; everything else flat.
+    * off-diagonal curvatures ``N(0, (c√(H_jj H_kk))²)``; skews ``N(0, (c'H_jj)²)``
+      (:data:`SKEW_PRIOR`); everything else flat.
 
     ``H`` is held at the current estimate: the prior is conditional on it.
     """
@@ -422,6 +503,9 @@ def _prior(
         if j != k:
             sd = OFFDIAGONAL_PRIOR_CORRELATION * diag[j] * diag[k]
             fixed.precision[lay.n_rungs + col, lay.n_rungs + col] += 1.0 / sd**2
+    skew_sd = SKEW_PRIOR * np.maximum(curv, CONDITION_FLOOR * float(curv.max()))
+    skews = np.arange(lay.skew.start, lay.skew.stop)
+    fixed.precision[skews, skews] += 1.0 / skew_sd**2
     inv_h = np.linalg.inv(hess)
     prior_b = data.prior_drift / frame.spread[:, None]
     eye = np.eye(d)
@@ -538,13 +622,17 @@ def _fit_noise(
 
 
 def _settled(
-    before: tuple[float, float, FloatArray], after: tuple[float, float, FloatArray], n: int
+    before: tuple[float, float, FloatArray, FloatArray],
+    after: tuple[float, float, FloatArray, FloatArray],
+    n: int,
 ) -> bool:
-    """Whether σ, ρ and the curvature moved by less than σ's relative standard error."""
+    """Whether σ, ρ, the curvature and the rungs' centres (standardised units, about which the
+    skew is taken) moved by less than σ's relative standard error."""
     moved = [
         abs(after[0] - before[0]) / before[0],
         abs(after[1] - before[1]) / max(before[1], MISFIT_START),
         float(np.abs(after[2] - before[2]).max() / np.abs(before[2]).max()),
+        float(np.abs(after[3] - before[3]).max()),
     ]
     return max(moved) < 1.0 / math.sqrt(2.0 * n)
 
@@ -566,6 +654,24 @@ def _excess_over_bottoms(
     grads = np.array([theta[lay.rung_grad(r)] for r in range(lay.n_rungs)])
     bottoms = theta[: lay.n_rungs] - 0.5 * np.einsum("ri,ri->r", grads, solve_centre(hess, grads))
     return np.asarray(np.maximum(y - bottoms[rung], 0.0))
+
+
+def _posterior(
+    terms: _DataTerms, parts: _PriorParts, grid: list[tuple[float, float]]
+) -> tuple[list[_Component], FloatArray, FloatArray, float]:
+    """The posterior at each grid point, the points' weights (their evidence), the posterior
+    mean ``θ`` and the effective number of parameters the data fix."""
+    solved = [_solve(terms, parts.at(s, t)) for s, t in grid]
+    components = [
+        _Component(s, t, mean, cov, log_ev)
+        for (s, t), (mean, cov, log_ev, _) in zip(grid, solved, strict=True)
+    ]
+    logs = np.array([c.log_evidence for c in components])
+    weights = np.exp(logs - logs.max())
+    weights /= weights.sum()
+    theta = np.einsum("s,sp->p", weights, np.array([c.mean for c in components]))
+    dof = float(weights @ np.array([item[3] for item in solved]))
+    return components, weights, theta, dof
 
 
 def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
@@ -594,27 +700,31 @@ def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
     sigma, rho = spread_y, 0.0
     hess = np.eye(lay.d) * spread_y
     w = np.full(len(y), 1.0 / sigma**2)
+    centres = np.zeros((lay.n_rungs, lay.d))
     for _ in range(MAX_ROUNDS):
-        previous = (sigma, rho, hess)
+        previous = (sigma, rho, hess, centres)
         parts = _prior(lay, hess, frame, data, boxes, CURVATURE_PRIOR * spread_y)
-        terms = _data_terms(phi, y, w)
-        solved = [_solve(terms, parts.at(s, t)) for s, t in grid]
-        components = [
-            _Component(s, t, mean, cov, log_ev)
-            for (s, t), (mean, cov, log_ev, _) in zip(grid, solved, strict=True)
-        ]
-        logs = np.array([c.log_evidence for c in components])
-        weights = np.exp(logs - logs.max())
-        weights /= weights.sum()
-        theta = np.einsum("s,sp->p", weights, np.array([c.mean for c in components]))
-        dof = float(weights @ np.array([item[3] for item in solved]))
+        components, weights, theta, dof = _posterior(_data_terms(phi, y, w), parts, grid)
         start = (max(sigma, resolution), max(rho, MISFIT_START))
         sigma, rho = _fit_noise(y - phi @ theta, excess, start, dof)
         sigma = max(sigma, resolution)  # noise-free trials: a floor, not 1/0
         hess = _positive(curvature(theta, lay), FLAT_CURVATURE * sigma)
         excess = _excess_over_bottoms(y, data.rung, theta, hess, lay)
         w = 1.0 / (sigma**2 + rho**2 * excess**2)
-        if _settled(previous, (sigma, rho, hess), len(y)):
+        grads = np.array([theta[lay.rung_grad(r)] for r in range(lay.n_rungs)])
+        centres = solve_centre(hess, grads)
+        phi = _design(u, data.rung, lay, centres, turns(hess, theta[lay.skew]))
+        if _settled(previous, (sigma, rho, hess, centres), len(y)):
+            break
+    # the priors hold an exponent in G = HB at the curvature of the round before: re-solve at
+    # the final weights until the curvature they are built on is the posterior's own (to
+    # HELD_TOLERANCE), so a held exponent is held in the law the result reports, B = H⁻¹G
+    terms = _data_terms(phi, y, w)
+    for _ in range(MAX_ROUNDS):
+        parts = _prior(lay, hess, frame, data, boxes, CURVATURE_PRIOR * spread_y)
+        components, weights, theta, _ = _posterior(terms, parts, grid)
+        before, hess = hess, _positive(curvature(theta, lay), FLAT_CURVATURE * sigma)
+        if float(np.abs(hess - before).max() / np.abs(before).max()) < HELD_TOLERANCE:
             break
     return Valley(
         frame=frame,
@@ -624,6 +734,7 @@ def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
         noise_sd=sigma,
         relative_misfit=rho,
         floor=FLAT_CURVATURE * sigma,
+        reach=PRIOR_REACH * BOX_PRIOR_SD * np.where(np.ptp(u, axis=0) > 0, np.ptp(u, axis=0), 1.0),
         n_rungs=lay.n_rungs,
         d=lay.d,
         m=lay.m,
