@@ -12,7 +12,7 @@ import io
 import re
 import subprocess
 import tokenize
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +26,10 @@ PACKAGES = {
 
 #: The most lines of code a function may have (blank, comment and docstring lines not counted).
 MAX_FUNCTION_LINES = 60
+
+#: The fitting engine's package: it composes forward, lies on no import cycle of any kind and
+#: renders no text of several lines (docs/design.md, "The boundary").
+FITTING = "transfersearch.fitting"
 
 #: What the fitting engine must not import: the boundary, the readers and every framework.
 ENGINE_FORBIDDEN_MODULES = (
@@ -141,14 +145,30 @@ def imported_modules(
     return out
 
 
-def import_graph(sources: Mapping[str, str], packages: Iterable[str] = ()) -> dict[str, set[str]]:
-    """Module -> the modules among ``sources`` it imports at import time."""
+def every_import(body: Iterable[ast.stmt]) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement, wherever it is: under ``if TYPE_CHECKING:`` and inside functions
+    too (the imports a reader of the module, or a type checker, follows)."""
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                yield node
+
+
+def import_graph(
+    sources: Mapping[str, str],
+    packages: Iterable[str] = (),
+    statements: Callable[[Iterable[ast.stmt]], Iterator[ast.Import | ast.ImportFrom]] = (
+        import_time_statements
+    ),
+) -> dict[str, set[str]]:
+    """Module -> the modules among ``sources`` it imports at import time (or by ``statements``:
+    :func:`every_import` counts type-only and function-local imports too)."""
     packages = set(packages)
     graph: dict[str, set[str]] = {}
     for module, text in sources.items():
         tree = ast.parse(text)
         edges: set[str] = set()
-        for node in import_time_statements(tree.body):
+        for node in statements(tree.body):
             for name in imported_modules(node, module, module in packages, sources):
                 if name in sources and name != module:
                     edges.add(name)
@@ -194,12 +214,21 @@ def import_cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
 def _cycle_path(graph: Mapping[str, set[str]], group: set[str]) -> list[str]:
     """A shortest path from the group's first module back to itself, inside the group."""
     start = min(group)
+    path = cycle_back({node: graph[node] & group for node in group}, start)
+    if not path:
+        raise AssertionError(f"no cycle through {start} in {sorted(group)}")
+    return path
+
+
+def cycle_back(graph: Mapping[str, set[str]], start: str) -> list[str]:
+    """A shortest import path from ``start`` back to itself (first module repeated at the end), or
+    [] when ``start`` lies on no cycle."""
     previous: dict[str, str] = {}
     frontier = [start]
     while frontier:
         following = []
         for node in frontier:
-            for nxt in sorted(graph[node] & group):
+            for nxt in sorted(graph.get(node, ())):
                 if nxt == start:
                     path = [node]
                     while path[-1] != start:
@@ -209,7 +238,7 @@ def _cycle_path(graph: Mapping[str, set[str]], group: set[str]) -> list[str]:
                     previous[nxt] = node
                     following.append(nxt)
         frontier = following
-    raise AssertionError(f"no cycle through {start} in {sorted(group)}")
+    return []
 
 
 def _repository_graph() -> dict[str, set[str]]:
@@ -244,6 +273,45 @@ def test_import_cycle_check_finds_a_cycle() -> None:
     assert import_cycles(import_graph(sources, packages=["pkg"])) == [
         ["pkg.a", "pkg.b", "pkg.c", "pkg.a"]
     ]
+
+
+def _fitting_cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    return [
+        path
+        for name in sorted(graph)
+        if name.startswith(FITTING)
+        if (path := cycle_back(graph, name))
+    ]
+
+
+def test_fitting_lies_on_no_cycle_of_any_import() -> None:
+    """The engine composes forward (docs/design.md, "The boundary"): no module of fitting/ reaches
+    itself again, counting the imports under TYPE_CHECKING and inside functions."""
+    modules = repository_modules()
+    packages = [name for name in modules if _is_package(name, modules)]
+    graph = import_graph(read_sources(modules), packages, statements=every_import)
+    cycles = _fitting_cycles(graph)
+    assert not cycles, "fitting/ lies on import cycles:\n" + "\n".join(
+        " -> ".join(c) for c in cycles
+    )
+
+
+def test_fitting_cycle_check_counts_type_only_and_local_imports() -> None:
+    sources = {
+        "transfersearch.fitting.result": "def f():\n    from transfersearch import text\n",
+        "transfersearch.text": (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+            "    from transfersearch.fitting.result import R\n"
+        ),
+        "transfersearch.fitting.engine": "import transfersearch.fitting.result\n",
+    }
+    assert import_cycles(import_graph(sources)) == []  # none runs at import time
+    graph = import_graph(sources, statements=every_import)
+    assert _fitting_cycles(graph) == [
+        ["transfersearch.fitting.result", "transfersearch.text", "transfersearch.fitting.result"]
+    ]
+    sources["transfersearch.text"] = "from typing import Protocol\n"
+    assert _fitting_cycles(import_graph(sources, statements=every_import)) == []
 
 
 # --------------------------------------------------------------------------------------------- engine
@@ -708,6 +776,43 @@ def test_warning_check_finds_calls() -> None:
     )
     assert warning_calls(text) == [4, 5]
     assert warning_calls("def f():\n    return 1\n") == []
+
+
+def newline_joins(text: str) -> list[int]:
+    """The lines that join strings with a newline (``"\\n".join(lines)``): where a text of several
+    lines, a summary or a table, is built."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+        and "\n" in node.func.value.value
+    )
+
+
+def test_the_engine_renders_no_summary_text() -> None:
+    """fitting/ returns records and numbers; the text of ``summary()`` is built outside it
+    (transfersearch/_summary_text.py), as the tables and figures are."""
+    sources = read_sources(repository_modules())
+    found = [
+        f"{module}:{line}"
+        for module, text in sorted(sources.items())
+        if module.startswith(FITTING)
+        for line in newline_joins(text)
+    ]
+    assert not found, "the engine builds text (render it outside fitting/):\n" + "\n".join(found)
+
+
+def test_newline_join_check_finds_joins() -> None:
+    text = (
+        "def f(lines):\n    a = '\\n'.join(lines)\n    b = ', '.join(lines)\n"
+        "    return a + '\\n\\n'.join(b) + sep.join(lines)\n"
+    )
+    assert newline_joins(text) == [2, 4]
+    assert newline_joins("def f(x):\n    return ', '.join(x)\n") == []
 
 
 # --------------------------------------------------------------------------------------------- house

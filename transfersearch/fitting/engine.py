@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from itertools import product
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import FloatArray, natural_params
 from transfersearch.fitting.diagnostics import Diagnostic
-from transfersearch.fitting.findings import findings
+from transfersearch.fitting.findings import collinearity, findings
 from transfersearch.fitting.laws import PowerLaw
 from transfersearch.fitting.onemodel import LadderFit, fit_ladder, robust_sd
 from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.options import FitOptions
-from transfersearch.fitting.result import Collinearity, Extrapolation, Validation
+from transfersearch.fitting.result import Extrapolation, Validation
 from transfersearch.fitting.rungs import Ladder, prepare
 from transfersearch.observations import (
     Observation,
@@ -40,14 +38,10 @@ from transfersearch.observations import (
 from transfersearch.scale import Scale
 from transfersearch.sweep import Direction, Sweep
 
-__all__ = ["collinearity", "fit_sweep", "infer_params", "validate_sweep"]
+__all__ = ["fit_sweep", "infer_params", "validate_sweep"]
 
 #: Note when the target is farther from the nearest proxy than this many ladder spans.
 FAR_FACTOR = 2.0
-#: Scale variables whose logs correlate above this over the rungs are reported as collinear: the
-#: ladder then pins only their joint direction (a 2-variable design with |corr| 0.95 has a
-#: variance inflation factor of 10 on each exponent).
-COLLINEAR_CORRELATION = 0.95
 #: The options of :func:`fit_sweep` by default (frozen, so one shared instance is safe).
 FIT_DEFAULTS = FitOptions()
 #: The options of :func:`validate_sweep` by default.
@@ -87,38 +81,6 @@ def infer_params(observations: Sequence[Observation]) -> list[str]:
             "the complete trials share no parameter name. Pass params=[...] explicitly."
         )
     return common
-
-
-def collinearity(ladder: Ladder) -> Collinearity | None:
-    """The most correlated pair of scale variables over the rungs, if above the threshold."""
-    logs = ladder.log_scales
-    moving = [k for k in range(logs.shape[1]) if np.ptp(logs[:, k]) > 1e-9]
-    if len(moving) < 2:  # two rungs that move two variables are as collinear as it gets
-        return None
-    corr = np.atleast_2d(np.asarray(np.corrcoef(logs[:, moving].T), dtype=np.float64))
-    np.fill_diagonal(corr, 0.0)
-    a, b = np.unravel_index(int(np.argmax(np.abs(corr))), corr.shape)
-    if abs(corr[a, b]) < COLLINEAR_CORRELATION:
-        return None
-    names = (ladder.variables[moving[a]], ladder.variables[moving[b]])
-    return Collinearity(names, float(abs(corr[a, b])), _separating_rung(ladder, moving))
-
-
-def _separating_rung(ladder: Ladder, moving: Sequence[int]) -> Scale:
-    """The corner of the ladder's box whose addition most raises the smallest singular value."""
-    logs = ladder.log_scales
-    ends = [(int(np.argmin(logs[:, k])), int(np.argmax(logs[:, k]))) for k in range(logs.shape[1])]
-    best: tuple[float, tuple[int, ...]] = (-math.inf, tuple(len(logs) - 1 for _ in ends))
-    for corner in product(*ends):  # per variable, the rung holding its smallest / largest value
-        point = np.array([logs[rung, k] for k, rung in enumerate(corner)])
-        grown = np.vstack([logs, point])[:, list(moving)]
-        centred = grown - grown.mean(axis=0)
-        smallest = float(np.linalg.svd(centred, compute_uv=False).min())
-        if smallest > best[0]:
-            best = (smallest, corner)
-    base = dict(ladder.scales[-1])
-    base.update({v: ladder.scales[rung][v] for v, rung in zip(ladder.variables, best[1])})
-    return Scale(base)
 
 
 def _decades(ladder: Ladder, target: Scale) -> tuple[float, float, list[Diagnostic]]:
@@ -179,21 +141,62 @@ def fit_sweep(
             log coordinate, a target missing a scale variable the laws need.
     """
     obs, duplicates = collapse_duplicates(list(sweep.observations))
+    checked = _check(sweep, obs, as_scale(target), options, options.params, duplicates)
+    return _extrapolate(sweep, checked, options, walk_forward=walk_forward)
+
+
+class _Checked(NamedTuple):
+    """The sweep's trials checked and arranged as the fit sees them, and what the checks found:
+    the small values the engine goes forward with before any fit."""
+
+    ladder: Ladder
+    target: Scale
+    target_from_ladder: dict[str, float]
+    duplicates: int
+    crashed: int
+    notes: tuple[Diagnostic, ...]
+
+
+def _check(
+    sweep: Sweep,
+    obs: Sequence[Observation],
+    target: Scale,
+    options: FitOptions,
+    names: Sequence[str] | None,
+    duplicates: int,
+) -> _Checked:
+    """Leave crashed trials out (counted), complete the target from the ladder, check the
+    trials and arrange the ladder; ``names`` None: those every complete trial records."""
     crashed = sum(1 for o in obs if o.state == "failed")
-    obs = [o for o in obs if o.state != "failed"]
-    target_scale, from_ladder = complete_target(obs, as_scale(target))
-    check_scale_names(obs, target=target_scale)
-    names = infer_params(obs) if options.params is None else options.params
-    _check_observations(obs, names, options, sweep)
-    ladder, notes = _prepare(obs, names, options, sweep, target_scale)
-    result = _extrapolate(ladder, target_scale, options, _direction(sweep), crashed, walk_forward)
-    result = replace(
-        result,
-        space=sweep.space,
-        target_from_ladder=from_ladder,
-        duplicates_collapsed=duplicates,
+    kept = [o for o in obs if o.state != "failed"]
+    target, from_ladder = complete_target(kept, target)
+    check_scale_names(kept, target=target)
+    names = infer_params(kept) if names is None else names
+    _check_observations(kept, names, options, sweep)
+    ladder, notes = _prepare(kept, names, options, sweep, target)
+    return _Checked(ladder, target, from_ladder, duplicates, crashed, notes)
+
+
+def _fit_ladder(
+    ladder: Ladder,
+    target_logs: FloatArray,
+    options: FitOptions,
+    *,
+    walk_forward: bool,
+    drift: bool | None = None,
+) -> LadderFit:
+    """The one model on ``ladder``: the one place the options' seed, divergence cost and model
+    reach :func:`~transfersearch.fitting.onemodel.fit_ladder` (``drift`` None: the options'
+    model decides; ``validate_sweep`` reads its yardstick with the drift model whatever model it
+    checks)."""
+    return fit_ladder(
+        ladder,
+        target_logs,
+        seed=options.seed,
+        divergence_cost=options.divergence_cost,
+        validate=walk_forward,
+        drift=options.model != "constant" if drift is None else drift,
     )
-    return replace(result, diagnostics=notes + result.diagnostics + findings(result))
 
 
 def _prepare(
@@ -280,28 +283,20 @@ def _log_params(
 
 
 def _extrapolate(
-    ladder: Ladder,
-    target: Scale,
-    options: FitOptions,
-    direction: Direction,
-    crashed: int = 0,
-    walk_forward: bool = True,
+    sweep: Sweep, checked: _Checked, options: FitOptions, *, walk_forward: bool
 ) -> Extrapolation:
-    """The one model on a prepared ladder, built into the result once."""
-    fit = fit_ladder(
-        ladder,
-        ladder.target_logs(target),
-        seed=options.seed,
-        divergence_cost=options.divergence_cost,
-        validate=walk_forward,
-        drift=options.model != "constant",
-    )
+    """Fit the one model on the checked ladder, compute the findings from its pieces, and build
+    the result once, in natural units."""
+    ladder, target = checked.ladder, checked.target
+    fit = _fit_ladder(ladder, ladder.target_logs(target), options, walk_forward=walk_forward)
     names = ladder.names
     model = "constant" if options.model == "constant" else "drift"
     decision, law = _full(fit, fit.decision), _full(fit, fit.law_point)
     samples, stderr = _samples(ladder, fit)
     loss = fit.target_loss
     near, span, far = _decades(ladder, target)
+    collinear, stable = collinearity(ladder), _stable_up_to(ladder)
+    found = findings(collinear, fit.optima, stable, divergence_modelled=loss.divergence is not None)
     return Extrapolation(
         target=target,
         params=natural_params(names, decision, ladder.logs),
@@ -318,17 +313,20 @@ def _extrapolate(
         samples=samples,
         calibration=fit.calibration,
         decision_shift={n: float(v) for n, v in zip(names, decision - law, strict=True)},
-        collinearity=collinearity(ladder),
+        collinearity=collinear,
         extrapolation_decades=near,
         ladder_span_decades=span,
-        direction=direction,
+        direction=_direction(sweep),
+        space=sweep.space,
         p_diverge=loss.p_diverge(fit.decision),
         p_diverge_law=loss.p_diverge(fit.law_point),
-        stable_up_to=_stable_up_to(ladder),
-        target_loss=loss,
         divergence_cost=fit.divergence_cost,
-        n_crashed=crashed,
-        diagnostics=tuple(far + _crash_notes(crashed)),
+        n_crashed=checked.crashed,
+        stable_up_to=stable,
+        target_loss=loss,
+        target_from_ladder=checked.target_from_ladder,
+        duplicates_collapsed=checked.duplicates,
+        diagnostics=(*checked.notes, *far, *_crash_notes(checked.crashed), *found),
     )
 
 
@@ -462,11 +460,11 @@ def validate_sweep(
             f"held_out={chosen!r} is not one of the proxy scales "
             f"{[repr(s) for s in full.scales]}. Pick one of them."
         )
-    whole = fit_ladder(full, full.log_scales[-1], seed=options.seed, validate=False)
+    whole = _fit_ladder(full, full.log_scales[-1], options, walk_forward=False, drift=True)
     observed = whole.optima[full.scales.index(chosen)]
-    rest = replace(sweep, observations=tuple(o for o in obs if o.scale != chosen))
-    result = fit_sweep(rest, chosen, replace(options, params=tuple(names)))
-    return _validation(replace(result, duplicates_collapsed=duplicates), observed, chosen)
+    rest = [o for o in obs if o.scale != chosen]
+    checked = _check(sweep, rest, chosen, options, names, duplicates)
+    return _validation(_extrapolate(sweep, checked, options, walk_forward=True), observed, chosen)
 
 
 def _validation(result: Extrapolation, observed: ScaleOptimum, chosen: Scale) -> Validation:

@@ -1,35 +1,101 @@
-"""What a finished fit shows the reader: :class:`Diagnostic` records for ``summary()``.
+"""What the ladder and a fit show the reader: :class:`Diagnostic` records, from the fit's pieces.
 
-Rungs whose optimum lay past the edge of their trials or is known only as a bound, parameters no
-trial varied, collinear scale variables, and what is known of divergence (docs/science.md §7.1,
-§8). None asks the user to act (``act=False``): the boundary logs them and
-``summary()``, the command line and the dashboard show them.
+Scale variables the ladder moves together, rungs whose optimum lay past the edge of their trials,
+parameters no trial varied, and what is known of divergence (docs/science.md §7.1, §8). Each
+function takes the small values it reads (the ladder, the rungs' optima, how far stable trials
+reached), never the finished result, so the engine has the records before it builds the
+:class:`~transfersearch.fitting.result.Extrapolation`. None asks the user to act (``act=False``):
+the boundary logs them and ``summary()``, the command line and the dashboard show them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
 
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.optimum import ScaleOptimum
+from transfersearch.fitting.rungs import Ladder
+from transfersearch.scale import Scale
 
-if TYPE_CHECKING:
-    from transfersearch.fitting.result import Extrapolation
+__all__ = ["COLLINEAR_CORRELATION", "Collinearity", "collinearity", "findings", "optimum_findings"]
 
-__all__ = ["INDENTED_KINDS", "findings", "optimum_findings"]
-
-#: Kinds about one rung's or one parameter's optimum: ``summary()`` indents them under the
-#: decision's lines.
-INDENTED_KINDS = frozenset({"unvaried", "edge"})
+#: Scale variables whose logs correlate above this over the rungs are reported as collinear: the
+#: ladder then pins only their joint direction (a 2-variable design with |corr| 0.95 has a
+#: variance inflation factor of 10 on each exponent).
+COLLINEAR_CORRELATION = 0.95
 
 
-def findings(result: Extrapolation) -> tuple[Diagnostic, ...]:
+@dataclass(frozen=True)
+class Collinearity:
+    """Scale variables that move together along the ladder.
+
+    Attributes:
+        variables: the variables involved.
+        correlation: the largest absolute correlation of their logs over the rungs.
+        suggested_scale: the extra rung (a corner of the ladder's box) that would separate them
+            best: the one that most raises the smallest singular value of the centred log-scales.
+    """
+
+    variables: tuple[str, ...]
+    correlation: float
+    suggested_scale: Scale
+
+
+def collinearity(ladder: Ladder) -> Collinearity | None:
+    """The most correlated pair of scale variables over the rungs, if above the threshold."""
+    logs = ladder.log_scales
+    moving = [k for k in range(logs.shape[1]) if np.ptp(logs[:, k]) > 1e-9]
+    if len(moving) < 2:  # two rungs that move two variables are as collinear as it gets
+        return None
+    corr = np.atleast_2d(np.asarray(np.corrcoef(logs[:, moving].T), dtype=np.float64))
+    np.fill_diagonal(corr, 0.0)
+    a, b = np.unravel_index(int(np.argmax(np.abs(corr))), corr.shape)
+    if abs(corr[a, b]) < COLLINEAR_CORRELATION:
+        return None
+    names = (ladder.variables[moving[a]], ladder.variables[moving[b]])
+    return Collinearity(names, float(abs(corr[a, b])), _separating_rung(ladder, moving))
+
+
+def _separating_rung(ladder: Ladder, moving: Sequence[int]) -> Scale:
+    """The corner of the ladder's box whose addition most raises the smallest singular value."""
+    logs = ladder.log_scales
+    ends = [(int(np.argmin(logs[:, k])), int(np.argmax(logs[:, k]))) for k in range(logs.shape[1])]
+    best: tuple[float, tuple[int, ...]] = (-math.inf, tuple(len(logs) - 1 for _ in ends))
+    for corner in product(*ends):  # per variable, the rung holding its smallest / largest value
+        point = np.array([logs[rung, k] for k, rung in enumerate(corner)])
+        grown = np.vstack([logs, point])[:, list(moving)]
+        centred = grown - grown.mean(axis=0)
+        smallest = float(np.linalg.svd(centred, compute_uv=False).min())
+        if smallest > best[0]:
+            best = (smallest, corner)
+    base = dict(ladder.scales[-1])
+    base.update({v: ladder.scales[rung][v] for v, rung in zip(ladder.variables, best[1])})
+    return Scale(base)
+
+
+def findings(
+    collinear: Collinearity | None,
+    optima: Sequence[ScaleOptimum],
+    stable_up_to: Mapping[str, float],
+    *,
+    divergence_modelled: bool,
+) -> tuple[Diagnostic, ...]:
     """The records ``summary()`` shows after the decision, in its order: collinear scale
-    variables, the rungs' edges and bounds, what is known of divergence."""
+    variables, the rungs' edges and bounds, what is known of divergence.
+
+    Args:
+        collinear: what :func:`collinearity` found, or None.
+        optima: the rungs' optima, cheapest first.
+        stable_up_to: the largest value of each parameter a stable trial reached at the
+            costliest rung (natural units).
+        divergence_modelled: whether a trial diverged, so that the fit has a divergence law.
+    """
     notes: list[Diagnostic] = []
-    collinear = result.collinearity
     if collinear is not None:
         notes.append(
             Diagnostic(
@@ -41,8 +107,9 @@ def findings(result: Extrapolation) -> tuple[Diagnostic, ...]:
                 act=False,
             )
         )
-    notes.extend(optimum_findings(result.optima))
-    notes.extend(_boundary_findings(result))
+    notes.extend(optimum_findings(optima))
+    if not divergence_modelled:
+        notes.extend(_boundary_findings(stable_up_to))
     return tuple(notes)
 
 
@@ -81,13 +148,12 @@ def _edge_findings(optimum: ScaleOptimum) -> list[Diagnostic]:
     return notes
 
 
-def _boundary_findings(result: Extrapolation) -> list[Diagnostic]:
+def _boundary_findings(stable_up_to: Mapping[str, float]) -> list[Diagnostic]:
     """When no trial diverged: how far the costliest rung's trials stayed stable
     (docs/science.md §8)."""
-    model = result.target_loss
-    if (model is not None and model.divergence is not None) or not result.stable_up_to:
+    if not stable_up_to:
         return []
-    tops = ", ".join(f"{k} {v:.3g}" for k, v in result.stable_up_to.items())
+    tops = ", ".join(f"{k} {v:.3g}" for k, v in stable_up_to.items())
     message = (
         f"no trial diverged: P(diverge) is not modelled; at the costliest rung trials stayed "
         f"stable up to {tops}."

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from transfersearch._summary_text import summary_text
 from transfersearch.errors import TransferSearchError
-from transfersearch.fitting.coords import FloatArray, to_fitted
+from transfersearch.fitting.coords import FloatArray
 from transfersearch.fitting.diagnostics import Diagnostic
-from transfersearch.fitting.findings import INDENTED_KINDS
+from transfersearch.fitting.findings import Collinearity
 from transfersearch.fitting.laws import PowerLaw
 from transfersearch.fitting.onemodel import Fold
 from transfersearch.fitting.optimum import ScaleOptimum
@@ -25,22 +26,6 @@ if TYPE_CHECKING:
     from transfersearch.space import Hyperparameters, TransferSpace
 
 __all__ = ["Collinearity", "Extrapolation", "Validation"]
-
-
-@dataclass(frozen=True)
-class Collinearity:
-    """Scale variables that move together along the ladder.
-
-    Attributes:
-        variables: the variables involved.
-        correlation: the largest absolute correlation of their logs over the rungs.
-        suggested_scale: the extra rung (a corner of the ladder's box) that would separate them
-            best: the one that most raises the smallest singular value of the centred log-scales.
-    """
-
-    variables: tuple[str, ...]
-    correlation: float
-    suggested_scale: Scale
 
 
 def _exp(value: float) -> float:
@@ -150,13 +135,10 @@ class Extrapolation:
         for j, name in enumerate(self.laws):
             column = self.samples[:, j] if self.samples.size else np.zeros(0)
             column = column[np.isfinite(column)]
-            if len(column) < 2:
-                point = self._coord(name)
-                low = high = point
-            else:
-                low, high = (
-                    float(q) for q in np.quantile(column, [0.5 - level / 2, 0.5 + level / 2])
-                )
+            if len(column) < 2:  # no spread to read: the law's point, natural units
+                result[name] = (self.law_params[name], self.law_params[name])
+                continue
+            low, high = (float(q) for q in np.quantile(column, [0.5 - level / 2, 0.5 + level / 2]))
             if name in self.log_params:
                 result[name] = (_exp(low), _exp(high))
             else:
@@ -171,9 +153,6 @@ class Extrapolation:
             for variable, exponent in self.laws[name].exponents.items()
             if len({o.scale[variable] for o in self.optima}) > 1
         }
-
-    def _coord(self, name: str) -> float:
-        return to_fitted(self.law_params[name], name in self.log_params)
 
     def hyperparameters(self, space: TransferSpace | None = None) -> Hyperparameters:
         """Concrete hyperparameters at the target: ``space.concretize(self.params, self.target)``,
@@ -237,57 +216,8 @@ class Extrapolation:
     def summary(self) -> str:
         """A few lines: the decision, the model and why, each parameter's decision, law point and
         90% interval, the divergence risk and cost, crashed trials, then the :attr:`diagnostics`
-        that ask nothing of the user, in order."""
-        lines = [
-            f"target {self.target!r}: {self.extrapolation_decades:.2g} decades from the nearest rung "
-            f"(the ladder spans {self.ladder_span_decades:.2g}); model {self.model!r} "
-            f"({self.selection_reason})."
-        ]
-        if self.target_from_ladder:
-            kept = ", ".join(f"{k}={v:g}" for k, v in self.target_from_ladder.items())
-            lines.append(
-                f"kept from the ladder: {kept} (not in the target given, and never varied over "
-                "the ladder); give another value in the target to move it."
-            )
-        if self.duplicates_collapsed:
-            lines.append(
-                f"{self.duplicates_collapsed} exact duplicate observation(s) (same scale, "
-                "parameters and value) counted once: a copy is not a replicate."
-            )
-        if self.walk_forward:
-            scores = ", ".join(f"{k} {v:.3g}" for k, v in self.model_scores.items())
-            lines.append(f"walk-forward regret over {len(self.walk_forward)} fold(s): {scores}.")
-        else:
-            lines.append(
-                f"not validated: too few rungs to validate ({len(self.optima)}; walk-forward "
-                "predicts a rung from two or more cheaper ones that vary the way it moves). Add a "
-                "rung to validate the model."
-            )
-        interval = self.interval(0.9)
-        for name in self.params:
-            shift = self.decision_shift[name]
-            low, high = interval[name]
-            lines.append(
-                f"  {name}: decision {self.params[name]:.4g}, law {self.law_params[name]:.4g}, "
-                f"90% interval [{low:.4g}, {high:.4g}]"
-                + (
-                    f" (moved {shift:+.3g} {'log ' if name in self.log_params else ''}units from "
-                    "the law's point: less expected loss, divergence risk included)"
-                    if abs(shift) > 1e-3 * max(1.0, abs(self.stderr.get(name, 0.0)))
-                    else ""
-                )
-            )
-        if self.p_diverge_law > 0 or self.p_diverge > 0:
-            lines.append(
-                f"P(diverge): {self.p_diverge:.1%} at the decision, {self.p_diverge_law:.1%} at "
-                f"the law's point; a diverged run is charged {self.divergence_cost:.4g} "
-                "(divergence_cost: the sweep's worst excess unless you set it)."
-            )
-        for note in self.diagnostics:
-            if not note.act:  # the act=True ones are the warnings extrapolate() raised
-                indent = "  " if note.kind in INDENTED_KINDS else ""
-                lines.append(indent + note.message)
-        return "\n".join(lines)
+        that ask nothing of the user, in order (rendered by ``transfersearch._summary_text``)."""
+        return summary_text(self)
 
 
 @dataclass(frozen=True, eq=False)

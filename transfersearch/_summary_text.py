@@ -1,0 +1,152 @@
+"""A fit's result as a few lines of text: what :meth:`Extrapolation.summary` returns.
+
+The renderer reads the facts through :class:`Summarised`, the shape of what it shows, so it imports
+no result type and ``fitting/result.py`` can call it without an import cycle (docs/design.md, "The
+boundary").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Mapping, Sequence, Sized
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from transfersearch.fitting.diagnostics import Diagnostic
+    from transfersearch.scale import Scale
+
+__all__ = ["INDENTED_KINDS", "Summarised", "summary_text"]
+
+#: Kinds about one rung's or one parameter's optimum: the text indents them under the decision's
+#: lines.
+INDENTED_KINDS = frozenset({"unvaried", "edge"})
+#: The level of the interval the text shows.
+LEVEL = 0.9
+
+
+class Summarised(Protocol):
+    """What the text reads of a result (an :class:`~transfersearch.fitting.result.Extrapolation`
+    has it all)."""
+
+    @property
+    def target(self) -> Scale: ...
+    @property
+    def extrapolation_decades(self) -> float: ...
+    @property
+    def ladder_span_decades(self) -> float: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def selection_reason(self) -> str: ...
+    @property
+    def target_from_ladder(self) -> Mapping[str, float]: ...
+    @property
+    def duplicates_collapsed(self) -> int: ...
+    @property
+    def walk_forward(self) -> Sized: ...
+    @property
+    def model_scores(self) -> Mapping[str, float]: ...
+    @property
+    def optima(self) -> Sized: ...
+    @property
+    def params(self) -> Mapping[str, float]: ...
+    @property
+    def law_params(self) -> Mapping[str, float]: ...
+    @property
+    def decision_shift(self) -> Mapping[str, float]: ...
+    @property
+    def log_params(self) -> Container[str]: ...
+    @property
+    def stderr(self) -> Mapping[str, float]: ...
+    @property
+    def p_diverge(self) -> float: ...
+    @property
+    def p_diverge_law(self) -> float: ...
+    @property
+    def divergence_cost(self) -> float: ...
+    @property
+    def diagnostics(self) -> Sequence[Diagnostic]: ...
+    def interval(self, level: float) -> Mapping[str, tuple[float, float]]: ...
+
+
+def summary_text(result: Summarised) -> str:
+    """A few lines: the decision, the model and why, each parameter's decision, law point and
+    90% interval, the divergence risk and cost, crashed trials, then the diagnostics that ask
+    nothing of the user, in order (the ``act=True`` ones are the warnings the boundary raised)."""
+    lines = [_headline(result), *_ladder(result), *_decision(result), *_divergence(result)]
+    lines.extend(_notes(result.diagnostics))
+    return "\n".join(lines)
+
+
+def _headline(result: Summarised) -> str:
+    return (
+        f"target {result.target!r}: {result.extrapolation_decades:.2g} decades from the nearest "
+        f"rung (the ladder spans {result.ladder_span_decades:.2g}); model {result.model!r} "
+        f"({result.selection_reason})."
+    )
+
+
+def _ladder(result: Summarised) -> list[str]:
+    """What the target kept from the ladder, copies counted once, and the walk-forward scores."""
+    lines = []
+    if result.target_from_ladder:
+        kept = ", ".join(f"{k}={v:g}" for k, v in result.target_from_ladder.items())
+        lines.append(
+            f"kept from the ladder: {kept} (not in the target given, and never varied over "
+            "the ladder); give another value in the target to move it."
+        )
+    if result.duplicates_collapsed:
+        lines.append(
+            f"{result.duplicates_collapsed} exact duplicate observation(s) (same scale, "
+            "parameters and value) counted once: a copy is not a replicate."
+        )
+    if len(result.walk_forward):
+        scores = ", ".join(f"{k} {v:.3g}" for k, v in result.model_scores.items())
+        lines.append(f"walk-forward regret over {len(result.walk_forward)} fold(s): {scores}.")
+    else:
+        lines.append(
+            f"not validated: too few rungs to validate ({len(result.optima)}; walk-forward "
+            "predicts a rung from two or more cheaper ones that vary the way it moves). Add a "
+            "rung to validate the model."
+        )
+    return lines
+
+
+def _decision(result: Summarised) -> list[str]:
+    """Each parameter's decision, law point and interval, and how far the decision moved."""
+    interval = result.interval(LEVEL)
+    lines = []
+    for name in result.params:
+        shift = result.decision_shift[name]
+        low, high = interval[name]
+        moved = abs(shift) > 1e-3 * max(1.0, abs(result.stderr.get(name, 0.0)))
+        lines.append(
+            f"  {name}: decision {result.params[name]:.4g}, law {result.law_params[name]:.4g}, "
+            f"{LEVEL:.0%} interval [{low:.4g}, {high:.4g}]"
+            + (
+                f" (moved {shift:+.3g} {'log ' if name in result.log_params else ''}units from "
+                "the law's point: less expected loss, divergence risk included)"
+                if moved
+                else ""
+            )
+        )
+    return lines
+
+
+def _divergence(result: Summarised) -> list[str]:
+    if result.p_diverge_law > 0 or result.p_diverge > 0:
+        return [
+            f"P(diverge): {result.p_diverge:.1%} at the decision, {result.p_diverge_law:.1%} at "
+            f"the law's point; a diverged run is charged {result.divergence_cost:.4g} "
+            "(divergence_cost: the sweep's worst excess unless you set it)."
+        ]
+    return []
+
+
+def _notes(diagnostics: Sequence[Diagnostic]) -> list[str]:
+    """The records that ask nothing of the user, in order; those about one rung's or one
+    parameter's optimum indented."""
+    return [
+        ("  " if note.kind in INDENTED_KINDS else "") + note.message
+        for note in diagnostics
+        if not note.act
+    ]
