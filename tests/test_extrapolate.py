@@ -69,13 +69,6 @@ def landscape(
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 25: with the skew (docs/science.md §7.1) the rungs' optima are read within "
-    "0.92-1.05x of the truth and the 8x errors meet both bounds, but the 90% intervals cover 10 "
-    "of 16 (seed, parameter) cases (0.625 < 0.75): the walk-forward calibration shrinks them "
-    "(x0.6) on these low-noise rungs",
-)
 def test_recovers_known_laws_8x_beyond_ladder_with_covering_intervals() -> None:
     expected = truth(TARGET)
     errors, covered = [], []

@@ -38,12 +38,28 @@ def test_the_skew_s_cubic_continues_by_its_tangent_past_the_turn() -> None:
     # H = 2, κ = 1: ½·2t² + t³/6 stops being convex at t = −H/κ = −2; past it the cubic is
     # its tangent there: (−2)³/6 + (−2)²/2·(t + 2), so at t = −5: −8/6 − 6 = −7.333…
     turn = turns(np.array([[2.0]]), np.array([1.0]))
-    assert turn.tolist() == [-2.0]
+    assert turn.tolist() == pytest.approx([-2.0])
     values = cubic(np.array([1.0, -1.0, -5.0]), turn)
     assert values.tolist() == pytest.approx([1 / 6, -1 / 6, -8 / 6 - 6])
     valley = 0.5 * 2 * np.array([-5.0, -6.0]) ** 2 + cubic(np.array([-5.0, -6.0]), turn)
     assert valley[1] > valley[0] > 0  # the gentle side keeps rising
     assert np.isinf(turns(np.array([[2.0]]), np.array([0.0]))).all()
+
+
+def test_a_correlated_valley_turns_at_its_least_curvature_and_stays_above_its_bottom() -> None:
+    # H = [[1, 0.8], [0.8, 1]]: its correlation matrix has least eigenvalue 0.2, so with
+    # κ = (1, −1) each coordinate turns at t_j = −0.2·H_jj/κ_j, i.e. (−0.2, 0.2) (H_jj/κ_j would
+    # give (−1, 1), and along (1, −1) the cubic would then pull the valley below its bottom)
+    hess = np.array([[1.0, 0.8], [0.8, 1.0]])
+    skew = np.array([1.0, -1.0])
+    assert turns(hess, skew).tolist() == pytest.approx([-0.2, 0.2])
+    grid = np.stack(np.meshgrid(np.linspace(-4, 4, 81), np.linspace(-4, 4, 81)), -1).reshape(-1, 2)
+    valley = 0.5 * np.einsum("ni,ij,nj->n", grid, hess, grid)
+    valley = valley + cubic(grid, turns(hess, skew)) @ skew
+    assert valley.min() >= -1e-12  # the bottom (0, 0) is the least point
+    # scaled axes: H = [[4, 1.6], [1.6, 1]] has the same correlation, so turns (−0.8, 0.2)
+    scaled = np.array([[4.0, 1.6], [1.6, 1.0]])
+    assert turns(scaled, skew).tolist() == pytest.approx([-0.8, 0.2])
 
 
 def test_an_asymmetric_valley_s_centre_is_read_where_its_bottom_is() -> None:

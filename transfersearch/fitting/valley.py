@@ -113,6 +113,10 @@ SKEW_PRIOR = 0.25
 #: new curvature); they stop once σ, ρ and the curvature move by less than σ's own relative
 #: standard error, ``1/√(2n)`` for ``n`` trials (a further move is within what the data say).
 MAX_ROUNDS = 30
+#: While the weights are re-fitted, only the hyperprior's grid points that hold at least this
+#: posterior weight are solved (the rest move θ's posterior mean by less than this fraction);
+#: the final solve covers the whole grid again.
+ACTIVE_WEIGHT = 1e-3
 #: A held exponent is held to this relative precision (the curvature the prior is built on
 #: against the posterior's: ``B = H⁻¹G`` then moves by about as much).
 HELD_TOLERANCE = 1e-4
@@ -213,8 +217,8 @@ class _Layout:
 
 def cubic(gap: FloatArray, turn: FloatArray) -> FloatArray:
     """The skew's shape ``t³/6`` per coordinate, continued by its tangent past ``turn`` (where
-    the valley ``½Ht² + κt³/6`` would stop being convex, ``t = −H_jj/κ_j``): the valley keeps
-    rising on its gentle side instead of turning down (docs/science.md §7.1). Broadcasts."""
+    the valley could stop being convex, :func:`turns`): the valley keeps rising on its gentle
+    side instead of turning down (docs/science.md §7.1). Broadcasts."""
     beyond = gap * np.sign(turn) > np.abs(turn)
     safe_turn = np.where(np.isfinite(turn), turn, 0.0)
     tangent = safe_turn**3 / 6 + safe_turn**2 / 2 * (gap - safe_turn)
@@ -222,10 +226,19 @@ def cubic(gap: FloatArray, turn: FloatArray) -> FloatArray:
 
 
 def turns(hess: FloatArray, skew: FloatArray) -> FloatArray:
-    """``−H_jj/κ_j`` (±inf where κ_j = 0), batched."""
+    """``−r·H_jj/κ_j`` with ``r`` the least eigenvalue of ``H``'s correlation matrix (±inf where
+    κ_j = 0), batched. ``H = D½ R D½`` with ``D = diag(H)``: while every ``κ_j t_j ≥ −r H_jj``,
+    ``H + diag(κ_j t_j) = D½ (R + diag(κ_j t_j / H_jj)) D½`` is positive semi-definite, so the
+    valley is convex everywhere (in one dimension ``r = 1``: the turn is where
+    ``½H t² + κ t³/6`` stops being convex)."""
     diag = np.diagonal(hess, axis1=-2, axis2=-1)
+    root = np.sqrt(diag)
+    corr = hess / (root[..., :, None] * root[..., None, :])
+    least = np.linalg.eigvalsh(corr)[..., :1]
     with np.errstate(divide="ignore"):
-        return np.asarray(np.where(skew != 0, -diag / np.where(skew != 0, skew, 1.0), np.inf))
+        return np.asarray(
+            np.where(skew != 0, -least * diag / np.where(skew != 0, skew, 1.0), np.inf)
+        )
 
 
 def _design(
@@ -701,18 +714,28 @@ def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
     hess = np.eye(lay.d) * spread_y
     w = np.full(len(y), 1.0 / sigma**2)
     centres = np.zeros((lay.n_rungs, lay.d))
+    first, active = True, grid
     for _ in range(MAX_ROUNDS):
         previous = (sigma, rho, hess, centres)
         parts = _prior(lay, hess, frame, data, boxes, CURVATURE_PRIOR * spread_y)
-        components, weights, theta, dof = _posterior(_data_terms(phi, y, w), parts, grid)
+        components, weights, theta, dof = _posterior(_data_terms(phi, y, w), parts, active)
+        active = [g for g, wt in zip(active, weights) if wt >= ACTIVE_WEIGHT]
         start = (max(sigma, resolution), max(rho, MISFIT_START))
-        sigma, rho = _fit_noise(y - phi @ theta, excess, start, dof)
+        fitted = _fit_noise(y - phi @ theta, excess, start, dof)
+        # the noise and the weights feed each other (the residuals move with the weights):
+        # a half step in log σ, log ρ damps the alternation, which a full step lets cycle
+        sigma, rho = (math.sqrt(a * b) for a, b in zip(start, fitted))
         sigma = max(sigma, resolution)  # noise-free trials: a floor, not 1/0
         hess = _positive(curvature(theta, lay), FLAT_CURVATURE * sigma)
         excess = _excess_over_bottoms(y, data.rung, theta, hess, lay)
         w = 1.0 / (sigma**2 + rho**2 * excess**2)
         grads = np.array([theta[lay.rung_grad(r)] for r in range(lay.n_rungs)])
-        centres = solve_centre(hess, grads)
+        # the skew is taken about the centres of the round before; off the fixed point its
+        # slope there pushes the next centres the other way, so a full step can cycle with
+        # period two: a half step (after the first round, which has no centres yet)
+        fitted_centres = solve_centre(hess, grads)
+        centres = fitted_centres if first else 0.5 * (centres + fitted_centres)
+        first = False
         phi = _design(u, data.rung, lay, centres, turns(hess, theta[lay.skew]))
         if _settled(previous, (sigma, rho, hess, centres), len(y)):
             break
