@@ -13,6 +13,7 @@ from transfersearch import Observation, Scale, extrapolate
 from transfersearch.fitting.divergence import fit_divergence
 from transfersearch.fitting.target import TargetLoss
 from transfersearch.fitting.valley import (
+    Valley,
     ValleyInput,
     _design,
     _Layout,
@@ -20,6 +21,19 @@ from transfersearch.fitting.valley import (
     fit_valley,
     turns,
 )
+
+
+def _fit_1d(coords: list, values: list, rung: list, logs: np.ndarray) -> Valley:
+    """The valley of one-parameter trials on rungs at ln scales ``logs``, no drift prior."""
+    data = ValleyInput(
+        np.array(coords),
+        np.array(values),
+        np.array(rung),
+        logs[:, None],
+        np.zeros((1, 1)),
+        np.zeros((1, 1), dtype=bool),
+    )
+    return fit_valley(data)
 
 
 def test_a_trial_s_row_is_the_expanded_square_by_hand() -> None:
@@ -76,15 +90,7 @@ def test_an_asymmetric_valley_s_centre_is_read_where_its_bottom_is() -> None:
             coords.append([x])
             values.append(y + rng.normal(0, 1e-3))
             rung.append(r)
-    data = ValleyInput(
-        np.array(coords),
-        np.array(values),
-        np.array(rung),
-        logs[:, None],
-        np.zeros((1, 1)),
-        np.zeros((1, 1), dtype=bool),
-    )
-    valley = fit_valley(data)
+    valley = _fit_1d(coords, values, rung, logs)
     for r, ell in enumerate(logs):
         centre = float(valley.frame.to_x(valley.rung_centre_u(r))[0])
         assert centre == pytest.approx(1.0 - 0.5 * ell, abs=0.03)
@@ -102,15 +108,7 @@ def test_noise_free_bowls_give_back_each_rung_s_centre_and_the_drift() -> None:
             coords.append([x])
             values.append(3.0 - 0.1 * ell + 0.4 * (x - centre) ** 2 + rng.normal(0, 1e-4))
             rung.append(r)
-    data = ValleyInput(
-        np.array(coords),
-        np.array(values),
-        np.array(rung),
-        logs[:, None],
-        np.zeros((1, 1)),
-        np.zeros((1, 1), dtype=bool),
-    )
-    valley = fit_valley(data)
+    valley = _fit_1d(coords, values, rung, logs)
     for r, ell in enumerate(logs):
         centre = float(valley.frame.to_x(valley.rung_centre_u(r))[0])
         assert centre == pytest.approx(-5.0 - 0.5 * ell, abs=0.01)
