@@ -599,7 +599,7 @@ def _add_report(sub: Any) -> None:
 
 
 def _add_publish(rep: argparse.ArgumentParser) -> None:
-    """report's flags that write to the study (and the deprecated one that does nothing)."""
+    """report's flags that write to the study (--publish, --artifact-dir)."""
     rep.add_argument(
         "--publish",
         action="store_true",
