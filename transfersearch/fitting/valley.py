@@ -3,10 +3,13 @@
 Every finite trial ``i`` (fitted coordinates ``x_i``, minimisation-sign loss ``y_i``, rung ``r``)
 is one observation of
 
-    y_i = c_r + ½ (x_i − μ_r)ᵀ H (x_i − μ_r) + e_i,     e_i ~ N(0, σ² + ρ² E_i²),
-    μ_r = μ(ℓ_r) + η_r,   μ(ℓ) = a + B (ℓ − ℓ̄),   η_r ~ N(0, τ²),
+    y_i = c_r + ½ (x_i − μ_r)ᵀ H (x_i − μ_r) + Σ_j κ_j c(x_ij − μ_rj) + e_i,
+    e_i ~ N(0, σ² + ρ² E_i²),   μ_r = μ(ℓ_r) + η_r,   μ(ℓ) = a + B (ℓ − ℓ̄),   η_r ~ N(0, τ²),
 
-with ``ℓ`` the log scale variables and ``E_i`` the trial's excess over its rung's best trial.
+with ``ℓ`` the log scale variables, ``E_i`` the trial's excess over its rung's fitted bottom and
+``κ_j c(t)`` the skew (``c(t) = t³/6`` continued by its tangent where the valley could stop being
+convex, :func:`cubic`; docs/science.md §7.1), taken about the centres of the round before so that
+it too is linear in ``θ``.
 Expanding the square, the rung's constant absorbs ``½μ_rᵀHμ_r`` and the model is *linear* in
 ``θ = (c_r, H, g_r = Hμ_r, g = Ha, G = HB)``: ``y_i = c'_r + ½ x_iᵀ H x_i − x_iᵀ g_r`` (§7.1), the
 law entering as the Gaussian prior ``g_r ~ N(g + G(ℓ_r − ℓ̄), τ²HH)``. Given the weights it is a
