@@ -106,15 +106,16 @@ CONDITION_FLOOR = 1e-6
 #: starts at least at :data:`MISFIT_START`.
 NOISE_FLOOR = 1e-6
 MISFIT_START = 1e-3
-#: The skew's prior: ``κ_j ~ N(0, (c·H_jj)²)`` per coordinate (standardised units). Past
-#: ``t = −H_jj/κ_j`` the valley is continued by a tangent (:func:`cubic`), a cruder shape; a priori
-#: (two sd) that point lies no nearer than the sweep's edge, two standardised units from the
-#: optimum: ``2c ≤ 1/2``. A skew the data insist on (a valley clearly steeper on one side, as lr's
-#: is near divergence) overrides it.
+#: The skew's prior: ``κ_j ~ N(0, (c·H_jj)²)`` per coordinate (standardised units). Past its turn
+#: (:func:`turns`; ``t = −H_jj/κ_j`` in one dimension) the valley is continued by a tangent
+#: (:func:`cubic`), a cruder shape; a priori (two sd) that point lies no nearer than the sweep's
+#: edge, two standardised units from the optimum: ``2c ≤ 1/2``. A skew the data insist on (a
+#: valley clearly steeper on one side, as lr's is near divergence) overrides it.
 SKEW_PRIOR = 0.25
 #: At most this many rounds of (solve, re-fit σ and ρ, re-weight, re-centre the priors on the
-#: new curvature); they stop once σ, ρ and the curvature move by less than σ's own relative
-#: standard error, ``1/√(2n)`` for ``n`` trials (a further move is within what the data say).
+#: new curvature and the skew on the new centres); they stop once σ, ρ, the curvature and the
+#: rungs' centres move by less than σ's own relative standard error, ``1/√(2n)`` for ``n`` trials
+#: (a further move is within what the data say).
 MAX_ROUNDS = 30
 #: While the weights are re-fitted, only the hyperprior's grid points that hold at least this
 #: posterior weight are solved (the rest move θ's posterior mean by less than this fraction);
