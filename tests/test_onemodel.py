@@ -11,6 +11,7 @@ import pytest
 
 from transfersearch import Observation, Scale, extrapolate
 from transfersearch.fitting.divergence import fit_divergence
+from transfersearch.fitting.onemodel import CALIBRATION_PRIOR_FOLDS, Fold, _calibration
 from transfersearch.fitting.target import TargetLoss
 from transfersearch.fitting.valley import (
     Valley,
@@ -19,6 +20,7 @@ from transfersearch.fitting.valley import (
     _Layout,
     cubic,
     fit_valley,
+    own_optimum,
     turns,
 )
 
@@ -116,6 +118,62 @@ def test_noise_free_bowls_give_back_each_rung_s_centre_and_the_drift() -> None:
     assert law == pytest.approx(-5.0 - 0.5 * math.log(16.0), abs=0.1)
     hess = valley.frame.hessian_x(valley.hessian_u)
     assert hess[0, 0] == pytest.approx(0.8, rel=0.02)
+
+
+def test_a_rung_s_own_optimum_comes_from_its_trials_not_the_law() -> None:
+    # Three noise-free bowls of curvature 0.8 whose centres do not lie on a line (−5, −5, −4):
+    # the top rung's own optimum (its trials, the shared curvature, no law) is its bowl's
+    # centre, −4, with a small variance.
+    coords, values, rung = [], [], []
+    logs = np.log([1.0, 2.0, 4.0])
+    for r, centre in enumerate([-5.0, -5.0, -4.0]):
+        for x in centre + np.linspace(-1.5, 1.5, 7):
+            coords.append([x])
+            values.append(3.0 + 0.4 * (x - centre) ** 2)
+            rung.append(r)
+    data = ValleyInput(
+        np.array(coords),
+        np.array(values),
+        np.array(rung),
+        logs[:, None],
+        np.zeros((1, 1)),
+        np.zeros((1, 1), dtype=bool),
+    )
+    valley = fit_valley(data)
+    mean, cov = own_optimum(valley, data, 2)
+    assert mean[0] == pytest.approx(-4.0, abs=1e-3)
+    assert 0.0 < cov[0, 0] < 1e-3
+    # a rung of one trial: the box prior (its range: every rung's) leaves it wide, not wild
+    one = ValleyInput(
+        np.array([*coords[:14], [-4.2]]),
+        np.array([*values[:14], 3.016]),
+        np.array([*rung[:14], 2]),
+        logs[:, None],
+        np.zeros((1, 1)),
+        np.zeros((1, 1), dtype=bool),
+    )
+    mean, cov = own_optimum(fit_valley(one), one, 2)
+    assert abs(mean[0] + 4.2) < 2.0 and cov[0, 0] > 0.1
+
+
+def _checks(err: list[float], pred: list[float], own: list[float]) -> Fold:
+    return Fold(
+        scale=Scale(width=1), n_train=2, decades=0.3, regret={}, check=np.array([err, pred, own])
+    )
+
+
+def test_the_calibration_factor_by_hand() -> None:
+    # Without the own optima's variance: c² = (c₀ + Σz²)/(c₀ + n); z = 2/1 and 1/0.5 → z² = 4, 4
+    folds = [_checks([2.0], [1.0], [0.0]), _checks([1.0], [0.25], [0.0])]
+    c0 = CALIBRATION_PRIOR_FOLDS
+    assert _calibration(folds, 1) == pytest.approx(math.sqrt((c0 + 8.0) / (c0 + 2.0)), rel=1e-3)
+    # with it, c² maximises Σ −½[log(c²p + o) + e²/(c²p + o)] plus the pseudo-folds: here
+    # e² = 4, p = 1, o = 1 twice, so the score c₀(1 − c²)/c⁴ + 2(4 − c² − 1)/(c² + 1)² is 0
+    folds = [_checks([2.0], [1.0], [1.0]), _checks([-2.0], [1.0], [1.0])]
+    c2 = _calibration(folds, 1) ** 2
+    assert c0 * (1 - c2) / c2**2 + 2 * (3 - c2) / (c2 + 1) ** 2 == pytest.approx(0.0, abs=1e-3)
+    assert 1.0 < c2 < 3.0  # the held-out noise explains part of the error
+    assert _calibration([], 2) == 1.0
 
 
 def test_without_a_diverged_trial_there_is_no_divergence_law() -> None:

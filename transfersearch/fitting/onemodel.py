@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import (
@@ -33,6 +34,7 @@ from transfersearch.fitting.valley import (
     ValleyInput,
     fit_valley,
     law_gradient,
+    own_optimum,
     solve_centre,
 )
 from transfersearch.observations import Observation
@@ -45,10 +47,13 @@ __all__ = ["N_DRAWS", "Fold", "LadderFit", "fit_ladder", "robust_sd", "rung_opti
 N_DRAWS = 2000
 #: Walk-forward predicts a rung from at least this many cheaper ones (two fix a line).
 MIN_TRAIN_RUNGS = 2
-#: Pseudo-folds behind the calibration of the predictive spread: the factor is
-#: ``√((c₀ + Σz²)/(c₀ + n))`` with ``c₀`` = this many folds' worth of z² = 1 per parameter
-#: (an inverse-gamma prior whose mean is "calibrated").
+#: Pseudo-folds behind the calibration of the predictive spread (:func:`_calibration`): this
+#: many folds' worth of z² = 1 per parameter (an inverse-gamma prior whose mean is
+#: "calibrated").
 CALIBRATION_PRIOR_FOLDS = 1.0
+#: The range searched for ``ln c²`` (numerical bounds only: the pseudo-folds keep ``c`` near 1
+#: unless the folds insist, and a factor beyond 100× either way would say the model is wrong).
+CALIBRATION_LOG_RANGE = (math.log(1e-4), math.log(1e4))
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +69,9 @@ class Fold:
             best trial of the costliest of them).
         points: those two points, fitted units, every parameter (the ladder's order).
         surface: the rung's own optimum and valley, read off the fit of every rung.
-        z: (d,) the standardised errors of the law's point, active parameters.
+        check: (3, d) per active parameter: the error of the law's point against the rung's
+            optimum from its own trials alone (:func:`.valley.own_optimum`), the prediction's variance
+            and that optimum's variance.
     """
 
     scale: Scale
@@ -73,7 +80,7 @@ class Fold:
     regret: dict[str, float]
     points: dict[str, FloatArray] = field(repr=False, default_factory=dict)
     surface: ScaleOptimum | None = field(repr=False, default=None)
-    z: FloatArray = field(repr=False, default_factory=lambda: np.zeros(0))
+    check: FloatArray = field(repr=False, default_factory=lambda: np.zeros((3, 0)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -247,14 +254,16 @@ def _fold(
     ladder: Ladder,
     active: Sequence[int],
     k: int,
-    surface: ScaleOptimum,
+    held_out: tuple[ScaleOptimum, tuple[FloatArray, FloatArray]],
     fixed_values: FloatArray,
     rng: np.random.Generator,
     drift: bool,
 ) -> Fold | None:
     """Predict rung ``k`` from the cheaper rungs; charge each point its excess on rung ``k``'s
-    valley read off the full fit. The law's point is named for the model (``"drift"`` or
-    ``"constant"``), the null's ``"copy"``."""
+    valley read off the full fit (``held_out[0]``), and check the law's point against the rung's
+    optimum from its own trials (``held_out[1]``: mean and covariance). The law's point is named
+    for the model (``"drift"`` or ``"constant"``), the null's ``"copy"``."""
+    surface, (own, own_cov) = held_out
     model = "drift" if drift else "constant"
     train = list(range(k))
     trials = _trials(ladder, train)
@@ -267,17 +276,16 @@ def _fold(
         return None
     target = ladder.log_scales[k]
     draws, _, _ = valley.predictive_u(target, N_DRAWS // 4, rng)
-    sd = valley.frame.to_x(draws).std(axis=0)
+    sd = robust_sd(valley.frame.to_x(draws))
     predicted = fixed_values.copy()
     predicted[list(active)] = valley.frame.to_x(valley.law_centre_u(target))
     finite = np.isfinite(trials.values) & (trials.rung == k - 1)
     if not finite.any():
         return None
     copied = trials.coords[finite][int(np.argmin(trials.values[finite]))]
-    observed = np.array([surface.coords[n] for n in ladder.names])
     gap = ladder.log_scales[:k] - target
     decades = float(np.sqrt((gap**2).sum(axis=1)).min()) / math.log(10.0)
-    z = (observed - predicted)[list(active)] / np.where(sd > 0, sd, np.inf)
+    check = np.vstack([own - predicted[list(active)], sd**2, np.diag(own_cov)])
     return Fold(
         scale=ladder.scales[k],
         n_train=k,
@@ -288,7 +296,7 @@ def _fold(
         },
         points={model: predicted, "copy": copied},
         surface=surface,
-        z=z,
+        check=check,
     )
 
 
@@ -345,11 +353,13 @@ def fit_ladder(
     every = list(range(len(ladder.scales)))
     active, fixed_values = _active(ladder)
     trials = _trials(ladder, every)
-    valley = fit_valley(_valley_input(ladder, trials, active, every), drift=drift)
+    data = _valley_input(ladder, trials, active, every)
+    valley = fit_valley(data, drift=drift)
     frame = valley.frame
     hessian = frame.hessian_x(valley.hessian_u)
     optima = _rung_optima(ladder, trials, valley, active, fixed_values, hessian, rng)
-    folds = _folds(ladder, active, optima, fixed_values, rng, drift) if validate else []
+    owns = [own_optimum(valley, data, k) for k in range(len(ladder.scales))] if validate else []
+    folds = _folds(ladder, active, optima, owns, fixed_values, rng, drift) if validate else []
     calibration = _calibration(folds, len(active))
     draws_u, hess_u, skew_u = valley.predictive_u(target_logs, N_DRAWS, rng)
     draws = frame.to_x(draws_u)
@@ -424,14 +434,16 @@ def _folds(
     ladder: Ladder,
     active: Sequence[int],
     optima: Sequence[ScaleOptimum],
+    owns: Sequence[tuple[FloatArray, FloatArray]],
     fixed_values: FloatArray,
     rng: np.random.Generator,
     drift: bool,
 ) -> list[Fold]:
-    """Walk-forward: each rung with :data:`MIN_TRAIN_RUNGS` cheaper ones predicted from them."""
+    """Walk-forward: each rung with :data:`MIN_TRAIN_RUNGS` cheaper ones predicted from them;
+    ``owns`` holds each rung's optimum from its own trials (:func:`.valley.own_optimum`)."""
     folds = []
     for k in range(MIN_TRAIN_RUNGS, len(ladder.scales)):
-        fold = _fold(ladder, active, k, optima[k], fixed_values, rng, drift)
+        fold = _fold(ladder, active, k, (optima[k], owns[k]), fixed_values, rng, drift)
         if fold is not None:
             folds.append(fold)
     return folds
@@ -445,12 +457,27 @@ def robust_sd(draws: FloatArray) -> FloatArray:
 
 
 def _calibration(folds: Sequence[Fold], dims: int) -> float:
-    """The walk-forward factor on the predictive spread: ``√((c₀ + Σz²)/(c₀ + n))``
-    (:data:`CALIBRATION_PRIOR_FOLDS`); 1 with no fold."""
-    z2 = np.concatenate([f.z**2 for f in folds]) if folds else np.zeros(0)
-    z2 = z2[np.isfinite(z2)]
+    """The walk-forward factor ``c`` on the predictive spread (docs/science.md §7.5).
+
+    Each fold's error ``e`` (the law's point minus the held-out rung's own optimum) is
+    ``N(0, c²p + o)``: ``p`` the prediction's variance, ``o`` the own optimum's. ``c²`` maximises
+    that likelihood together with ``c₀`` pseudo-errors of ``z² = 1`` at ``o = 0``
+    (:data:`CALIBRATION_PRIOR_FOLDS` per parameter: an inverse-gamma prior whose mean is
+    "calibrated"); with ``o = 0`` this is ``c² = (c₀ + Σz²)/(c₀ + n)``. 1 with no fold."""
+    checks = np.hstack([f.check for f in folds]) if folds else np.zeros((3, 0))
+    keep = np.isfinite(checks).all(axis=0) & (checks[1] > 0)
+    if not keep.any():
+        return 1.0
+    err2, pred, own = checks[0, keep] ** 2, checks[1, keep], checks[2, keep]
     c0 = CALIBRATION_PRIOR_FOLDS * dims
-    return math.sqrt((c0 + float(z2.sum())) / (c0 + len(z2)))
+
+    def nll(log_c2: float) -> float:
+        c2 = math.exp(log_c2)
+        var = c2 * pred + own
+        return float(c0 * (log_c2 + 1.0 / c2) + np.sum(np.log(var) + err2 / var))
+
+    best = minimize_scalar(nll, bounds=CALIBRATION_LOG_RANGE, method="bounded")
+    return math.exp(0.5 * float(best.x))
 
 
 def rung_optimum(

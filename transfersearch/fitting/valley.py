@@ -50,6 +50,7 @@ __all__ = [
     "Valley",
     "ValleyInput",
     "fit_valley",
+    "own_optimum",
 ]
 
 #: The log-uniform hyperprior on the drift prior's scale ``s`` (natural fitted units per unit of
@@ -689,6 +690,48 @@ def _posterior(
     theta = np.einsum("s,sp->p", weights, np.array([c.mean for c in components]))
     dof = float(weights @ np.array([item[3] for item in solved]))
     return components, weights, theta, dof
+
+
+def own_optimum(valley: Valley, data: ValleyInput, rung: int) -> tuple[FloatArray, FloatArray]:
+    """One rung's optimum from its own trials alone, given the valley's shape (docs/science.md
+    §7.5): its mean and covariance, fitted units.
+
+    The rung's trials are fitted by ``y_i = c + ½u_iᵀHu_i − u_iᵀg + Σ_j κ_j c(u_ij − m_j)`` with
+    the curvature ``H``, the skews ``κ`` and their centre ``m`` (the rung's read-out) held at
+    the fit's, the fit's weights ``1/(σ² + ρ²E_i²)``, ``c`` flat and the box prior on
+    ``μ = H⁻¹g`` (:data:`BOX_PRIOR_SD`): neither the law nor any other rung's centre informs it,
+    so a walk-forward prediction from the cheaper rungs can be checked against it. The shape is
+    shared by every rung (the model's assumption), so a rung of two trials, or one whose
+    valley's far side holds blown-up losses, is read as well as the whole fit allows.
+
+    Args:
+        valley: the fit of every rung.
+        data: the trials that fit was given.
+        rung: the rung's index in ``data``.
+    """
+    frame = valley.frame
+    u = frame.to_u(data.coords)
+    box_centres, box_sds = _boxes(u, data.rung, valley.n_rungs)
+    mine = data.rung == rung
+    u, y = u[mine], data.values[mine]
+    hess, skew = valley.hessian_u, valley.skew_u
+    centre = valley.rung_centre_u(rung)
+    known = 0.5 * np.einsum("ni,ij,nj->n", u, hess, u)
+    known += cubic(u - centre, turns(hess, skew)) @ skew
+    excess = np.maximum(y - valley.rung_depth(rung), 0.0)
+    w = 1.0 / (valley.noise_sd**2 + valley.relative_misfit**2 * excess**2)
+    phi = np.hstack([np.ones((len(y), 1)), -u])  # (c, g)
+    precision = phi.T @ (phi * w[:, None])
+    linear = phi.T @ (w * (y - known))
+    precision[0, 0] += FLAT_PRECISION
+    inv_h = np.linalg.inv(hess)
+    box = inv_h @ np.diag(1.0 / box_sds[rung] ** 2) @ inv_h  # on g = Hμ
+    precision[1:, 1:] += box
+    linear[1:] += box @ (hess @ box_centres[rung])
+    cov_g = np.linalg.inv(precision)[1:, 1:]
+    g = np.linalg.solve(precision, linear)[1:]
+    cov = inv_h @ cov_g @ inv_h
+    return frame.to_x(np.asarray(inv_h @ g, dtype=float)), cov * np.outer(frame.spread, frame.spread)
 
 
 def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
