@@ -95,7 +95,9 @@ def run(
     )
     ladder = [BASE.replace(width=width)]
     search = TransferSearch(space, ladder, metric="loss", mode="min", trials_per_rung=trials)
-    resources = search.resources(gpu=gpu, cpu=cpu)
+    # a one-rung ladder's rung is its own largest, which gets max_gpu: without max_gpu=gpu every
+    # row asked for a whole GPU and nothing packed (the H200 run of 2026-11-26, ray_packing.md)
+    resources = search.resources(gpu=gpu, cpu=cpu, max_gpu=gpu)
     request = resources.request({"scale": ladder[0].to_dict()})
     tuner = tune.Tuner(
         tune.with_resources(trainable, resources=resources),
