@@ -731,7 +731,9 @@ def own_optimum(valley: Valley, data: ValleyInput, rung: int) -> tuple[FloatArra
     cov_g = np.linalg.inv(precision)[1:, 1:]
     g = np.linalg.solve(precision, linear)[1:]
     cov = inv_h @ cov_g @ inv_h
-    return frame.to_x(np.asarray(inv_h @ g, dtype=float)), cov * np.outer(frame.spread, frame.spread)
+    return frame.to_x(np.asarray(inv_h @ g, dtype=float)), cov * np.outer(
+        frame.spread, frame.spread
+    )
 
 
 def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
