@@ -120,37 +120,34 @@ def test_noise_free_bowls_give_back_each_rung_s_centre_and_the_drift() -> None:
     assert hess[0, 0] == pytest.approx(0.8, rel=0.02)
 
 
+def _bowls(centres: list[float], trials: int = 21) -> ValleyInput:
+    """Noise-free bowls ``3 + 0.4(x − centre)²`` of 7 trials ±1.5 about each centre, rungs at
+    ln 1, ln 2, ln 4; the first ``trials`` trials."""
+    coords = np.concatenate([c + np.linspace(-1.5, 1.5, 7) for c in centres])[:trials, None]
+    rung = np.repeat(np.arange(len(centres)), 7)[:trials]
+    values = 3.0 + 0.4 * (coords[:, 0] - np.array(centres)[rung]) ** 2
+    logs = np.log([1.0, 2.0, 4.0])[: len(centres), None]
+    return ValleyInput(coords, values, rung, logs, np.zeros((1, 1)), np.zeros((1, 1), dtype=bool))
+
+
 def test_a_rung_s_own_optimum_comes_from_its_trials_not_the_law() -> None:
     # Three noise-free bowls of curvature 0.8 whose centres do not lie on a line (−5, −5, −4):
     # the top rung's own optimum (its trials, the shared curvature, no law) is its bowl's
     # centre, −4, with a small variance.
-    coords, values, rung = [], [], []
-    logs = np.log([1.0, 2.0, 4.0])
-    for r, centre in enumerate([-5.0, -5.0, -4.0]):
-        for x in centre + np.linspace(-1.5, 1.5, 7):
-            coords.append([x])
-            values.append(3.0 + 0.4 * (x - centre) ** 2)
-            rung.append(r)
-    data = ValleyInput(
-        np.array(coords),
-        np.array(values),
-        np.array(rung),
-        logs[:, None],
-        np.zeros((1, 1)),
-        np.zeros((1, 1), dtype=bool),
-    )
+    data = _bowls([-5.0, -5.0, -4.0])
     valley = fit_valley(data)
     mean, cov = own_optimum(valley, data, 2)
     assert mean[0] == pytest.approx(-4.0, abs=1e-3)
     assert 0.0 < cov[0, 0] < 1e-3
     # a rung of one trial: the box prior (its range: every rung's) leaves it wide, not wild
+    two = _bowls([-5.0, -5.0, -4.0], trials=14)
     one = ValleyInput(
-        np.array([*coords[:14], [-4.2]]),
-        np.array([*values[:14], 3.016]),
-        np.array([*rung[:14], 2]),
-        logs[:, None],
-        np.zeros((1, 1)),
-        np.zeros((1, 1), dtype=bool),
+        np.vstack([two.coords, [[-4.2]]]),
+        np.append(two.values, 3.016),
+        np.append(two.rung, 2),
+        np.log([1.0, 2.0, 4.0])[:, None],
+        two.prior_drift,
+        two.fixed_drift,
     )
     mean, cov = own_optimum(fit_valley(one), one, 2)
     assert abs(mean[0] + 4.2) < 2.0 and cov[0, 0] > 0.1
@@ -169,14 +166,7 @@ def test_a_rung_s_own_optimum_comes_from_its_trials_not_the_law() -> None:
     strict=True,
 )
 def test_bowls_whose_centres_drift_past_their_own_trials_come_back_exactly() -> None:
-    coords, values, rung = [], [], []
-    logs = np.log([1.0, 2.0, 4.0])
-    for r, centre in enumerate([-5.0, -4.0, -3.0]):
-        for x in centre + np.linspace(-1.5, 1.5, 7):
-            coords.append([x])
-            values.append(3.0 + 0.4 * (x - centre) ** 2)
-            rung.append(r)
-    valley = _fit_1d(coords, values, rung, logs)
+    valley = fit_valley(_bowls([-5.0, -4.0, -3.0]))
     assert valley.frame.hessian_x(valley.hessian_u)[0, 0] == pytest.approx(0.8, rel=0.05)
     for r, centre in enumerate([-5.0, -4.0, -3.0]):
         assert valley.frame.to_x(valley.rung_centre_u(r))[0] == pytest.approx(centre, abs=0.05)
