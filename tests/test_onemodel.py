@@ -153,19 +153,9 @@ def test_a_rung_s_own_optimum_comes_from_its_trials_not_the_law() -> None:
     assert abs(mean[0] + 4.2) < 2.0 and cov[0, 0] > 0.1
 
 
-@pytest.mark.xfail(
-    reason=(
-        "measured at 93ffdc3: exact bowls of curvature 0.8 whose centres move one unit per rung "
-        "(−5, −4, −3) past trials ±1.5 about each are fitted with curvature 0.34 and centres "
-        "(−4.91, −4.00, −3.09), σ 0.14, ρ 0.44: the diagonal curvature's prior N(h₀, h₀²) takes "
-        "h₀ from the values' sd over all rungs and ±2 sds of all rungs' coordinates, seven prior sds "
-        "below this valley's, and the fit settles there. Taken per rung (each rung's half range "
-        "and values' interquartile sd) the bowls come back exactly, but Marin Lion went from "
-        "0.0053 to 0.0077 and test_fit's past-the-edge note was lost; left for a later round"
-    ),
-    strict=True,
-)
 def test_bowls_whose_centres_drift_past_their_own_trials_come_back_exactly() -> None:
+    # centres a unit apart per rung, trials ±1.5 about each: the curvature prior's typical
+    # valley is taken at each rung's own half range (a whole-sweep one gave curvature 0.34)
     valley = fit_valley(_bowls([-5.0, -4.0, -3.0]))
     assert valley.frame.hessian_x(valley.hessian_u)[0, 0] == pytest.approx(0.8, rel=0.05)
     for r, centre in enumerate([-5.0, -4.0, -3.0]):

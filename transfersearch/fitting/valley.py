@@ -67,9 +67,10 @@ DRIFT_GRID_POINTS = 9
 #: the loss by less than the noise across the trials' span (±2 standardised units): the data
 #: cannot tell it from flat, and the curvature is held there (the direction is then "flat").
 FLAT_CURVATURE = 0.5
-#: The diagonal curvatures' prior ``N(h₀, h₀²)``, ``h₀`` = this × the values' spread (standardised
-#: units): ``½h₀·2² = `` the spread, the loss rising by its own spread two standardised units
-#: (about the sweep's edge) from the optimum — what a sweep that brackets its optimum shows.
+#: The diagonal curvatures' prior ``N(h₀, h₀²)``, ``h₀`` = this × the values' spread × (2/w)²
+#: (standardised units, :func:`_typical_curvature`): ``½h₀w² = `` the spread, the loss rising by
+#: its own spread at the edge of a rung's trials, ``w`` from its centre — what a sweep that
+#: brackets its optimum shows.
 CURVATURE_PRIOR = 0.5
 #: Prior on an off-diagonal curvature: ``H_jk ~ N(0, (c·√(H_jj H_kk))²)``: axes a priori
 #: independent, with ±2 sd inside the positive-definite range |corr| < 1.
@@ -485,7 +486,7 @@ def _prior(
     frame: Frame,
     data: ValleyInput,
     boxes: tuple[FloatArray, FloatArray],
-    typical_curvature: float,
+    typical_curvature: FloatArray,
 ) -> _PriorParts:
     """The prior of ``θ`` given the current curvature, in parts a drift scale ``s`` and a
     scatter ``τ`` multiply (:class:`_PriorParts`).
@@ -497,7 +498,7 @@ def _prior(
     * each rung's optimum lies about where its trials are: ``μ_r ~ N(box centre, box sd²)``,
       the sweep's own design as the prior on where its optimum lies (:data:`BOX_PRIOR_SD`);
     * diagonal curvatures ``N(h₀, h₀²)`` with ``h₀`` the curvature that raises the loss by the
-      values' spread two standardised units from the optimum (:data:`CURVATURE_PRIOR`): weak
+      values' spread at the edge of a rung's trials (:func:`_typical_curvature`): weak
       beside any rung that resolves its valley, decisive where too few trials do;
     * off-diagonal curvatures ``N(0, (c√(H_jj H_kk))²)``; skews ``N(0, (c'H_jj)²)``
       (:data:`SKEW_PRIOR`); everything else flat.
@@ -513,8 +514,8 @@ def _prior(
     for col, (j, k) in enumerate(_pairs(d)):
         if j == k:
             entry = lay.n_rungs + col
-            fixed.precision[entry, entry] += 1.0 / typical_curvature**2
-            fixed.linear[entry] += 1.0 / typical_curvature
+            fixed.precision[entry, entry] += 1.0 / typical_curvature[j] ** 2
+            fixed.linear[entry] += 1.0 / typical_curvature[j]
     curv = np.diag(hess)
     diag = np.sqrt(np.maximum(curv, CONDITION_FLOOR * float(curv.max())))
     for col, (j, k) in enumerate(_pairs(d)):
@@ -566,6 +567,23 @@ def _boxes(u: FloatArray, rung: np.ndarray, n_rungs: int) -> tuple[FloatArray, F
         centres[r] = 0.5 * (low + high)
         sds[r] = BOX_PRIOR_SD * width
     return centres, sds
+
+
+def _typical_curvature(u: FloatArray, y: FloatArray, rung: np.ndarray, n_rungs: int) -> FloatArray:
+    """The diagonal curvatures' prior centre ``h₀`` per coordinate (standardised units,
+    :data:`CURVATURE_PRIOR`): ``½h₀w² = `` the values' spread, with ``w`` the half range of a
+    rung's trials along the coordinate (the median over the rungs that vary it): the loss rises
+    by its spread at the edge of a rung's trials, what a sweep that brackets its optimum shows.
+    Where every rung spans the whole sweep, ``w ≈ 2`` (±2 standardised units) and
+    ``h₀ = ½ × spread``; where each rung's trials sit about its own drifting optimum, in a
+    corner of the whole range, ``w`` is smaller and the typical valley steeper (measured on
+    ``test_onemodel``'s drifting bowls: with ``w = 2`` the fit settled at curvature 0.34 of the
+    true 0.8)."""
+    spread = float(np.std(y)) or 1.0
+    halves = [0.5 * np.ptp(u[rung == r], axis=0) for r in range(n_rungs) if (rung == r).sum() >= 2]
+    columns = np.array(halves).T if halves else np.zeros((u.shape[1], 0))
+    half = np.array([np.median(c[c > 0]) if (c > 0).any() else 2.0 for c in columns])
+    return np.asarray(CURVATURE_PRIOR * spread * (2.0 / half) ** 2)
 
 
 @dataclass(frozen=True)
@@ -631,8 +649,12 @@ def _fit_noise(
         var = math.exp(2 * params[0]) + math.exp(2 * params[1]) * e2
         return float(0.5 * (np.log(var) + r2 / var).sum())
 
+    # the first simplex steps half a log unit from the start in each direction: a step relative
+    # to x0 (scipy's default) would depend on the loss's units through log σ
     x0 = np.log(np.array(start))
-    best = minimize(nll, x0, method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-6})
+    simplex = x0 + np.array([[0.0, 0.0], [0.5, 0.0], [0.0, 0.5]])
+    options = {"xatol": 1e-3, "fatol": 1e-6, "initial_simplex": simplex}
+    best = minimize(nll, x0, method="Nelder-Mead", options=options)
     n = len(resid)
     inflate = math.sqrt(n / max(n - dof, 1.0))
     sigma, rho = np.exp(best.x) * inflate
@@ -758,6 +780,7 @@ def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
     excess = y - best[data.rung]  # the first round's: over each rung's best trial
     grid = _grid(drift)
     spread_y = float(np.std(y)) or 1.0
+    typical = _typical_curvature(u, y, data.rung, lay.n_rungs)
     resolution = NOISE_FLOOR * spread_y
     sigma, rho = spread_y, 0.0
     hess = np.eye(lay.d) * spread_y
@@ -766,7 +789,7 @@ def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
     first, active = True, grid
     for _ in range(MAX_ROUNDS):
         previous = (sigma, rho, hess, centres)
-        parts = _prior(lay, hess, frame, data, boxes, CURVATURE_PRIOR * spread_y)
+        parts = _prior(lay, hess, frame, data, boxes, typical)
         components, weights, theta, dof = _posterior(_data_terms(phi, y, w), parts, active)
         active = [g for g, wt in zip(active, weights) if wt >= ACTIVE_WEIGHT]
         start = (max(sigma, resolution), max(rho, MISFIT_START))
@@ -793,7 +816,7 @@ def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
     # HELD_TOLERANCE), so a held exponent is held in the law the result reports, B = H⁻¹G
     terms = _data_terms(phi, y, w)
     for _ in range(MAX_ROUNDS):
-        parts = _prior(lay, hess, frame, data, boxes, CURVATURE_PRIOR * spread_y)
+        parts = _prior(lay, hess, frame, data, boxes, typical)
         components, weights, theta, _ = _posterior(terms, parts, grid)
         before, hess = hess, _positive(curvature(theta, lay), FLAT_CURVATURE * sigma)
         if float(np.abs(hess - before).max() / np.abs(before).max()) < HELD_TOLERANCE:
