@@ -97,12 +97,20 @@ def run(
     search = TransferSearch(space, ladder, metric="loss", mode="min", trials_per_rung=trials)
     # a one-rung ladder's rung is its own largest, which gets max_gpu: without max_gpu=gpu every
     # row asked for a whole GPU and nothing packed (the H200 run of 2026-11-26, ray_packing.md)
-    resources = search.resources(gpu=gpu, cpu=cpu, max_gpu=gpu)
+    shares = {"max_gpu": gpu} if gpu > 0 else {}  # CPU rows: no GPU to share
+    resources = search.resources(gpu=gpu, cpu=cpu, **shares)
     request = resources.request({"scale": ladder[0].to_dict()})
     tuner = tune.Tuner(
         tune.with_resources(trainable, resources=resources),
         param_space={"steps": steps, "width": width},
-        tune_config=tune.TuneConfig(search_alg=search, num_samples=trials, reuse_actors=reuse),
+        # as the README's Tune example: with a custom searcher and no max_concurrent_trials,
+        # Ray 2.60's Tune keeps one trial pending at a time, so packed trials start one by one
+        tune_config=tune.TuneConfig(
+            search_alg=search,
+            num_samples=trials,
+            reuse_actors=reuse,
+            max_concurrent_trials=trials,
+        ),
         run_config=tune.RunConfig(storage_path=storage, name=name, verbose=0),
     )
     start = time.perf_counter()
