@@ -16,6 +16,7 @@ runs minimise ``mean_s E[min_i L_s(x_i)]`` (the runs diverge independently given
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.optimize import minimize
@@ -89,8 +90,13 @@ class TargetLoss:
         quad = 0.5 * np.einsum("...si,sij,...sj->...s", gap, self.curvatures, gap)
         if self.skews is None:
             return np.asarray(quad)
-        skew = cubic(gap, turns(self.curvatures, self.skews)) * self.skews
+        skew = cubic(gap, self._turns) * self.skews
         return np.asarray(quad + skew.sum(axis=-1))
+
+    @cached_property
+    def _turns(self) -> FloatArray:
+        """(S, d) where each draw's skew turns to its tangent (computed once per draw)."""
+        return turns(self.curvatures, self.skews) if self.skews is not None else self.optima
 
     def _p(self, points: FloatArray) -> FloatArray:
         """(..., S) the probability of diverging per draw."""

@@ -622,10 +622,7 @@ def _solve(data: _DataTerms, prior: _Prior) -> tuple[FloatArray, FloatArray, flo
         chol = np.linalg.cholesky(post)
     rhs = data.linear + prior.linear
     theta = np.linalg.solve(post, rhs)
-    # positive-definite by construction: round-off may not know it, so the eigenvalues are
-    # floored at the smallest precision the prior gives
-    eig = np.linalg.eigvalsh(0.5 * (prior.precision + prior.precision.T))
-    logdet_prior = float(np.log(np.maximum(eig, FLAT_PRECISION)).sum())
+    logdet_prior = _logdet_prior(prior.precision)
     mean = prior.mean
     quad = data.y_w_y + float(mean @ prior.linear) - float(theta @ rhs)
     log_ev = 0.5 * (data.log_w + logdet_prior - 2.0 * float(np.log(np.diag(chol)).sum()) - quad)
@@ -634,6 +631,18 @@ def _solve(data: _DataTerms, prior: _Prior) -> tuple[FloatArray, FloatArray, flo
     cov = 0.5 * (cov + cov.T)
     dof = float(np.einsum("ij,ji->", cov, data.precision))
     return np.asarray(theta), cov, float(log_ev), dof
+
+
+def _logdet_prior(precision: FloatArray) -> float:
+    """``log|P₀|``: positive-definite by construction; where round-off does not know it (a
+    Cholesky factor fails), the eigenvalues are floored at the smallest precision the prior
+    gives."""
+    sym = 0.5 * (precision + precision.T)
+    try:
+        return 2.0 * float(np.log(np.diag(np.linalg.cholesky(sym))).sum())
+    except np.linalg.LinAlgError:
+        eig = np.linalg.eigvalsh(sym)
+        return float(np.log(np.maximum(eig, FLAT_PRECISION)).sum())
 
 
 def _fit_noise(
