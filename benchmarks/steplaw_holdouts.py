@@ -1,0 +1,135 @@
+"""Step Law, other hold-outs: the same data as ``steplaw_dense.py``/``steplaw_moe.py``, held out
+in ways the engine was not developed on (a guard against fitting one table).
+
+Protocols (each predicts (lr, bs) at every held-out configuration; regret as in
+``steplaw_moe.py``: the smooth loss at the prediction, interpolated on the held-out grid, over
+the grid's best, minus 1):
+
+* ``dense N=537M`` — the development protocol (``steplaw_dense.py``), for reference;
+* ``dense N=429M`` — fit N = 215M and 268M (8 configurations), predict N = 429M's four D;
+* ``dense largest D`` — fit every configuration except each N's largest D, predict those four
+  (extrapolation in data at every size at once);
+* ``MoE largest D`` — the development protocol of ``steplaw_moe.py`` (global pool);
+* ``MoE largest Na`` — fit the three shapes of fewer active parameters, predict every D of the
+  largest (``3in8``, Na = 1.24B): extrapolation in active size.
+
+Methods: ``transfersearch`` (``extrapolate(params=["lr", "bs"])``, defaults), its ``law`` point,
+the null (the grid best of the nearest proxy configuration in log scale), per-configuration
+argmin + log-linear, and Step Law's band regression (``benchmarks/baselines.py``).
+
+Usage: ``python benchmarks/steplaw_holdouts.py --data-dir ../shared/data``; writes
+``benchmarks/results/steplaw_holdouts.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from baselines import ARGMIN, BAND
+from fit_call import readout
+from provenance import header
+from steplaw_moe import LOSS, NEAREST, baseline_predictions, nearest, ours, regret
+
+RESULTS = Path(__file__).resolve().parent / "results" / "steplaw_holdouts.md"
+DENSE = "steplaw_dense_lr_bs_loss_below_1B.csv"
+MOE = "steplaw_moe_lr_bs_loss.csv"
+METHODS = ["transfersearch", "law", NEAREST, ARGMIN, BAND]
+Split = tuple[pd.DataFrame, pd.DataFrame]
+
+
+def _largest_d(frame: pd.DataFrame, group: str) -> Split:
+    """Hold out each ``group`` value's largest D."""
+    top = frame.groupby(group)["D"].transform("max")
+    return frame[frame["D"] != top], frame[frame["D"] == top]
+
+
+def _dense_size(frame: pd.DataFrame, held: int) -> Split:
+    """Fit the sizes below ``held``, predict ``held``."""
+    return frame[frame["N"] < held], frame[frame["N"] == held]
+
+
+def _moe_top_shape(frame: pd.DataFrame) -> Split:
+    top = frame["Na"].max()
+    return frame[frame["Na"] != top], frame[frame["Na"] == top]
+
+
+#: name -> (file, scale variables, the split).
+PROTOCOLS: dict[str, tuple[str, list[str], Callable[[pd.DataFrame], Split]]] = {
+    "dense N=537M": (DENSE, ["N", "D"], lambda f: _dense_size(f, 536_872_960)),
+    "dense N=429M": (DENSE, ["N", "D"], lambda f: _dense_size(f, 429_260_800)),
+    "dense largest D": (DENSE, ["N", "D"], lambda f: _largest_d(f, "N")),
+    "MoE largest D": (MOE, ["Na", "D"], lambda f: _largest_d(f, "Na")),
+    "MoE largest Na": (MOE, ["Na", "D"], _moe_top_shape),
+}
+
+
+def _targets(held: pd.DataFrame, variables: list[str]) -> Iterator[tuple[dict, pd.DataFrame]]:
+    for key, grid in held.groupby(variables):
+        yield dict(zip(variables, map(float, key), strict=True)), grid
+
+
+def run_protocol(frame: pd.DataFrame, variables: list[str], split: Callable) -> list[dict]:
+    """One row per held-out configuration: each method's regret."""
+    train, held = split(frame)
+    rows = []
+    for target, grid in _targets(held, variables):
+        res = ours(train, variables, target)
+        predictions: dict[str, Any] = {
+            "transfersearch": res.params,
+            "law": readout(res, "law_params", res.params),
+            **baseline_predictions(train, variables, target),
+            NEAREST: nearest(train, variables, target),
+        }
+        rows.append({m: regret(grid, predictions[m]["lr"], predictions[m]["bs"]) for m in METHODS})
+        print(f"  {target}: " + ", ".join(f"{m} {100 * rows[-1][m]:.3f}%" for m in METHODS))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="the folder of the CSVs")
+    parser.add_argument("--out", default=str(RESULTS), help="markdown table to write")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    table, every = [], []
+    for name, (filename, variables, split) in PROTOCOLS.items():
+        frame = pd.read_csv(args.data_dir / filename)
+        frame = frame[np.isfinite(frame[LOSS])]
+        print(name, flush=True)
+        rows = run_protocol(frame, variables, split)
+        every += rows
+        means = {m: float(np.mean([r[m] for r in rows])) for m in METHODS}
+        wins = sum(r["transfersearch"] <= r[NEAREST] for r in rows)
+        table.append((name, len(rows), means, wins))
+    table.append(
+        (
+            "**every target**",
+            len(every),
+            {m: float(np.mean([r[m] for r in every])) for m in METHODS},
+            sum(r["transfersearch"] <= r[NEAREST] for r in every),
+        )
+    )
+    shown = None if argv is None else [__file__, *argv]
+    lines = header("Step Law, other hold-outs: mean regret (%) per protocol", shown)
+    lines += [
+        __doc__.split("\n\n", 1)[1].split("Usage:")[0].strip(),
+        "",
+        "| protocol | targets | " + " | ".join(METHODS) + " | ours ≤ null |",
+        "|---|---:|" + "---:|" * (len(METHODS) + 1),
+    ]
+    for name, n, means, wins in table:
+        cells = " | ".join(f"{100 * means[m]:.3f}%" for m in METHODS)
+        lines.append(f"| {name} | {n} | {cells} | {wins}/{n} |")
+    lines += ["", f"Whole run {time.perf_counter() - started:.0f} s.", ""]
+    Path(args.out).write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
