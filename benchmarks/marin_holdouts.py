@@ -1,0 +1,144 @@
+"""Marin Lion and Mars, other hold-outs: the tables of ``marin_sweeps.py`` held out in ways the
+engine was not developed on (a guard against fitting one protocol).
+
+Protocols (each optimizer; scored per target table as ``marin_sweeps.py`` scores the 8× one:
+per parameter, the loss of the row nearest the prediction minus the least among the best row and
+the rows varying it, summed over lr, weight_decay and batch_size):
+
+* ``1-4x -> 8x, per size`` — the development protocol, for reference;
+* ``1-2x -> 4x, per size`` — two training tables only;
+* ``1-4x -> 8x, sizes pooled`` — every size's 1, 2, 4× tables in one fit, each 8× predicted;
+* ``130M+300M -> 520M`` — both smaller sizes' tables at every multiple, predict 520M's four:
+  extrapolation in model size.
+
+Methods: ``ours`` (``extrapolate(params=[lr, weight_decay, batch_size],
+log_params=["lr", "batch_size"], seed=0)``, as ``marin_sweeps.py``), the null (the row labelled
+best of the nearest training table in log (N, D)), per-table argmin + log-linear and Step Law's
+band (``benchmarks/baselines.py``, weight decay linear).
+
+Usage: ``python benchmarks/marin_holdouts.py --data-dir ../shared/data``; writes
+``benchmarks/results/marin_holdouts.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from baselines import ARGMIN, BAND, baselines
+from marin_sweeps import LOG_PARAMS, OPTIMIZERS, PREDICTED, fit_ours, load, observations, score
+from provenance import header
+
+RESULTS = Path(__file__).resolve().parent / "results" / "marin_holdouts.md"
+NEAREST = "null (nearest table's best)"
+METHODS = ["ours", NEAREST, ARGMIN, BAND]
+#: (training frame, target table) pairs of one optimizer's rows.
+Split = Iterator[tuple[pd.DataFrame, pd.DataFrame]]
+
+
+def _per_size(frame: pd.DataFrame, train: tuple[int, ...], target: int) -> Split:
+    for _, own in frame.groupby("N"):
+        yield own[own["chinchilla"].isin(train)], own[own["chinchilla"] == target]
+
+
+def _pooled(frame: pd.DataFrame) -> Split:
+    train = frame[frame["chinchilla"].isin((1, 2, 4))]
+    for _, own in frame.groupby("N"):
+        yield train, own[own["chinchilla"] == 8]
+
+
+def _by_size(frame: pd.DataFrame) -> Split:
+    top = frame["N"].max()
+    for _, table in frame[frame["N"] == top].groupby("chinchilla"):
+        yield frame[frame["N"] != top], table
+
+
+PROTOCOLS = {
+    "1-4x -> 8x, per size": lambda f: _per_size(f, (1, 2, 4), 8),
+    "1-2x -> 4x, per size": lambda f: _per_size(f, (1, 2), 4),
+    "1-4x -> 8x, sizes pooled": _pooled,
+    "130M+300M -> 520M": _by_size,
+}
+
+
+def nearest_best(train: pd.DataFrame, table: pd.DataFrame) -> dict[str, float]:
+    """The row labelled best of the training table nearest the target in log (N, D)."""
+    target = np.log([float(table["N"].iloc[0]), float(table["D"].iloc[0])])
+    best = train[train["varied"] == "best"]
+    gap = np.log(best[["N", "D"]].to_numpy(dtype=float)) - target
+    row = best.iloc[int(np.argmin((gap**2).sum(axis=1)))]
+    return {name: float(row[name]) for name in PREDICTED}
+
+
+def predictions(train: pd.DataFrame, table: pd.DataFrame) -> dict[str, dict[str, float] | None]:
+    target = {"N": float(table["N"].iloc[0]), "D": float(table["D"].iloc[0])}
+    obs = observations(train)
+    out: dict[str, dict[str, float] | None] = {"ours": fit_ours(obs, target, False).prediction}
+    simple = baselines(obs, target, list(PREDICTED), log_params=LOG_PARAMS)
+    out.update({ARGMIN: simple[ARGMIN], BAND: simple[BAND], NEAREST: nearest_best(train, table)})
+    return out
+
+
+def run_protocol(frames: dict[str, pd.DataFrame], name: str) -> list[dict[str, float]]:
+    """One row per (optimizer, target table): each method's summed score (NaN: no prediction)."""
+    rows = []
+    for optimizer, frame in frames.items():
+        for train, table in PROTOCOLS[name](frame):
+            row: dict[str, float] = {}
+            for method, pred in predictions(train, table).items():
+                finite = pred is not None and all(math.isfinite(v) for v in pred.values())
+                row[method] = score(table, pred).total if finite and pred else math.nan
+            rows.append(row)
+            n, c = float(table["N"].iloc[0]), int(table["chinchilla"].iloc[0])
+            print(
+                f"  {optimizer} N={n:.3g} {c}x: " + ", ".join(f"{m} {row[m]:.4f}" for m in METHODS)
+            )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="the folder of the CSVs")
+    parser.add_argument("--out", default=str(RESULTS), help="markdown table to write")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    frames = {opt: load(args.data_dir, opt) for opt in OPTIMIZERS}
+    table, every = [], []
+    for name in PROTOCOLS:
+        print(name, flush=True)
+        rows = run_protocol(frames, name)
+        every += rows
+        means = {m: float(np.mean([r[m] for r in rows])) for m in METHODS}
+        wins = sum(r["ours"] <= r[NEAREST] for r in rows)
+        table.append((name, len(rows), means, wins))
+    table.append(
+        (
+            "**every target**",
+            len(every),
+            {m: float(np.mean([r[m] for r in every])) for m in METHODS},
+            sum(r["ours"] <= r[NEAREST] for r in every),
+        )
+    )
+    shown = None if argv is None else [__file__, *argv]
+    lines = header("Marin Lion and Mars, other hold-outs: mean summed score per protocol", shown)
+    lines += [
+        __doc__.split("\n\n", 1)[1].split("Usage:")[0].strip(),
+        "",
+        "| protocol | target tables | " + " | ".join(METHODS) + " | ours ≤ null |",
+        "|---|---:|" + "---:|" * (len(METHODS) + 1),
+    ]
+    for name, n, means, wins in table:
+        cells = " | ".join(f"{means[m]:.4f}" for m in METHODS)
+        lines.append(f"| {name} | {n} | {cells} | {wins}/{n} |")
+    lines += ["", f"Whole run {time.perf_counter() - started:.0f} s.", ""]
+    Path(args.out).write_text("\n".join(lines))
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
