@@ -36,6 +36,7 @@ __all__ = [
     "interrupted",
     "observation",
     "rung_of",
+    "told_diverged",
     "told_fail",
     "worst_value",
 ]
@@ -59,6 +60,11 @@ def told_fail(trial: FrozenTrial) -> bool:
     """True for a FAIL the objective decided (NaN: diverged, or an exception: crashed), not the
     heartbeat."""
     return trial.state == TrialState.FAIL and bool(trial.system_attrs.get(TOLD_ATTR, False))
+
+
+def told_diverged(trial: FrozenTrial) -> bool:
+    """True for a FAIL whose objective returned NaN (diverged), not one that raised (crashed)."""
+    return told_fail(trial) and trial.system_attrs.get(FAIL_KIND_ATTR) == FAIL_DIVERGED
 
 
 def died(trial: FrozenTrial) -> bool:

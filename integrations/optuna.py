@@ -63,7 +63,7 @@ from transfersearch.integrations._optuna_trials import (
     died,
     fail_kind,
     observation,
-    told_fail,
+    told_diverged,
     worst_value,
 )
 from transfersearch.integrations._per_rung import PerRung
@@ -127,22 +127,24 @@ def _suggest(trial: Trial, name: str, dist: Distribution) -> Any:
 def _rung_view(study: Study, rung: int, *, failed_as_worst: bool = False) -> Study:
     """``study`` restricted to the trials of ``rung``.
 
-    With ``failed_as_worst`` (the base sampler's view), a trial the objective failed (it returned
-    NaN, i.e. diverged, or raised) appears as COMPLETE with the worst value seen (see
+    With ``failed_as_worst`` (the base sampler's view), a trial that diverged (its objective
+    returned NaN) appears as COMPLETE with the worst value seen (see
     :func:`~transfersearch.integrations._optuna_trials.worst_value`), so TPE or GP learns to
-    avoid its region instead of never hearing of it.
+    avoid its region instead of never hearing of it. A trial that crashed (it raised: an
+    out-of-memory error, a lost node) stays FAIL, which base samplers skip: a crash says nothing
+    about the loss at its configuration.
     """
 
     def select(trials: list[FrozenTrial]) -> list[FrozenTrial]:
         own = [t for t in trials if t.system_attrs.get(RUNG_ATTR) == rung]
-        if not failed_as_worst or not any(told_fail(t) for t in own):
+        if not failed_as_worst or not any(told_diverged(t) for t in own):
             return own
         worst = worst_value(trials, rung, study.direction)
         if worst is None:
             return own
         shown = []
         for trial in own:
-            if told_fail(trial):
+            if told_diverged(trial):
                 trial = copy.copy(trial)  # never change the study's (cached) trial
                 trial.state = TrialState.COMPLETE
                 trial.values = [worst]

@@ -418,6 +418,39 @@ def test_the_base_sampler_is_told_a_diverged_trial_as_the_worst_value() -> None:
     assert study.trials[diverged[0]].value is None
 
 
+def test_the_base_sampler_never_hears_of_a_crashed_trial() -> None:
+    """A trial that raised (an out-of-memory crash) stays FAIL in the base sampler's view, which
+    TPE and GP skip; only a NaN (diverged) is shown as the rung's worst value."""
+    seen: dict[int, Any] = {}
+
+    class Watching(Recording):
+        def sample_independent(self, study: Any, trial: Any, name: str, dist: Any) -> Any:
+            for other in study.get_trials(deepcopy=False):
+                seen[other.number] = (other.state, other.value)
+            return super().sample_independent(study, trial, name, dist)
+
+    sampler = TransferSampler(
+        SPACE, CLIFF_LADDER, base_sampler=Watching(optuna.samplers.RandomSampler(seed=1))
+    )
+    study = optuna.create_study(sampler=sampler)
+
+    def objective(trial: optuna.Trial) -> float:
+        scale, _ = sampler.suggest(trial)
+        if trial.number % 3 == 1:
+            raise MemoryError("CUDA out of memory (simulated by the objective)")
+        return math.nan if trial.number % 3 == 2 else 1.0 + regret(scale, trial.params)
+
+    study.optimize(objective, n_trials=12, catch=(MemoryError,))
+    rung0 = [t for t in study.trials if t.system_attrs[RUNG_ATTR] == 0][:-1]
+    crashed = [t.number for t in rung0 if t.number % 3 == 1]
+    diverged = [t.number for t in rung0 if t.number % 3 == 2]
+    assert crashed and diverged
+    fail = optuna.trial.TrialState.FAIL
+    assert all(seen[n] == (fail, None) for n in crashed if n in seen), seen
+    assert all(seen[n][0] == optuna.trial.TrialState.COMPLETE for n in diverged if n in seen)
+    assert any(n in seen for n in crashed)
+
+
 def test_running_and_waiting_trials_are_not_observations() -> None:
     sampler = TransferSampler(SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=3))
     study = optuna.create_study(sampler=sampler)
