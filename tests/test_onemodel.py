@@ -17,6 +17,7 @@ from transfersearch.fitting.valley import (
     Valley,
     ValleyInput,
     _design,
+    _fit_noise,
     _Layout,
     cubic,
     fit_valley,
@@ -166,6 +167,34 @@ def _checks(err: list[float], pred: list[float], own: list[float]) -> Fold:
     return Fold(
         scale=Scale(width=1), n_train=2, decades=0.3, regret={}, check=np.array([err, pred, own])
     )
+
+
+def test_the_noise_by_restricted_likelihood_by_hand() -> None:
+    """With every excess 0 the criterion ``Σ(1 − h_i) log σ² + Σ r_i²/σ²`` has its minimum at
+    ``σ² = Σr² / (n − Σh)``: the degrees-of-freedom correction, by hand."""
+    resid = np.array([0.3, -0.1, 0.2, -0.4, 0.1, 0.0])
+    leverage = np.array([0.5, 0.2, 0.2, 0.3, 0.3, 0.5])  # Σh = 2
+    sigma, _ = _fit_noise(resid, np.zeros(6), (1.0, 0.1), leverage)
+    assert sigma == pytest.approx(math.sqrt(0.31 / 4.0), rel=2e-3)
+
+
+def test_a_trial_the_fit_passes_through_tells_nothing_of_the_noise() -> None:
+    """A trial of leverage 1 and residual 0 (a rung's best, fitted exactly) leaves σ where the
+    other trials put it; counted as a plain likelihood would, it pulls σ toward 0 — the collapse
+    that weighed such a trial as exact (σ at its floor on most Step Law walk-forward folds)."""
+    rng = np.random.default_rng(0)
+    excess = np.linspace(0.0, 2.0, 40)
+    resid = rng.normal(0.0, 1.0, 40) * np.sqrt(0.05**2 + 0.3**2 * excess**2)
+    leverage = np.full(40, 0.1)
+    alone = _fit_noise(resid, excess, (0.1, 0.1), leverage)
+    pinned = _fit_noise(
+        np.append(resid, 0.0), np.append(excess, 0.0), (0.1, 0.1), np.append(leverage, 1.0)
+    )
+    plain = _fit_noise(
+        np.append(resid, 0.0), np.append(excess, 0.0), (0.1, 0.1), np.append(leverage, 0.0)
+    )
+    assert pinned[0] == pytest.approx(alone[0], rel=5e-3)
+    assert plain[0] < 0.8 * alone[0]
 
 
 def test_the_calibration_factor_by_hand() -> None:

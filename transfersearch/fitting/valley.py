@@ -19,8 +19,8 @@ weighted least-squares problem with a Gaussian prior, solved in closed form.
   expansion whose error grows with the distance from the optimum, so a trial's misfit has the
   standard deviation ``√(σ² + ρ²E²)`` — near-optimal trials weigh ``1/σ²``, far ones ``1/(ρE)²``
   (their *relative* error counts). ``E`` is measured (not the model's prediction, which a
-  misplaced centre would bias). ``σ`` and ``ρ`` are fitted by maximum likelihood, with the
-  restricted-likelihood degrees-of-freedom correction (§7.2).
+  misplaced centre would bias). ``σ`` and ``ρ`` are fitted by restricted maximum likelihood,
+  each trial's log-variance counted by its residual degrees of freedom ``1 − h_i`` (§7.2).
 * The drift ``B`` has the prior ``N(B₀, s²)`` per exponent, centred on theory's drift (0 in
   invariant coordinates, the published exponents in raw ones when the caller gives them); the
   scale ``s`` and the rungs' scatter ``τ`` are integrated over log-uniform hyperpriors by
@@ -607,9 +607,9 @@ def _data_terms(phi: FloatArray, y: FloatArray, w: FloatArray) -> _DataTerms:
     )
 
 
-def _solve(data: _DataTerms, prior: _Prior) -> tuple[FloatArray, FloatArray, float, float]:
-    """The Gaussian posterior of ``θ`` (mean, covariance), the log marginal likelihood and the
-    effective number of parameters the data fix (weights fixed).
+def _solve(data: _DataTerms, prior: _Prior) -> tuple[FloatArray, FloatArray, float]:
+    """The Gaussian posterior of ``θ`` (mean, covariance) and the log marginal likelihood
+    (weights fixed).
 
     ``log p(y) = ½[log|W| + log|P₀| − log|P₁| − (yᵀWy + m₀ᵀP₀m₀ − θ̂ᵀP₁θ̂)] − (n/2) log 2π``
     with ``P₁ = ΦᵀWΦ + P₀`` and ``P₁θ̂ = ΦᵀWy + P₀m₀``: the Gaussian integral over ``θ``."""
@@ -629,8 +629,7 @@ def _solve(data: _DataTerms, prior: _Prior) -> tuple[FloatArray, FloatArray, flo
     log_ev -= 0.5 * data.n * math.log(2.0 * math.pi)
     cov = np.linalg.inv(post)
     cov = 0.5 * (cov + cov.T)
-    dof = float(np.einsum("ij,ji->", cov, data.precision))
-    return np.asarray(theta), cov, float(log_ev), dof
+    return np.asarray(theta), cov, float(log_ev)
 
 
 def _logdet_prior(precision: FloatArray) -> float:
@@ -646,17 +645,22 @@ def _logdet_prior(precision: FloatArray) -> float:
 
 
 def _fit_noise(
-    resid: FloatArray, excess: FloatArray, start: tuple[float, float], dof: float
+    resid: FloatArray, excess: FloatArray, start: tuple[float, float], leverage: FloatArray
 ) -> tuple[float, float]:
-    """(σ, ρ) of ``e_i ~ N(0, σ² + ρ²E_i²)``: maximum likelihood, then both scaled by
-    ``√(n / (n − p))`` with ``p`` the parameters the data fix (the degrees-of-freedom correction
-    of restricted maximum likelihood: residuals of a fit are smaller than its errors)."""
+    """(σ, ρ) of ``e_i ~ N(0, σ² + ρ²E_i²)`` by restricted maximum likelihood (docs/science.md
+    §7.2): minimise ``Σ_i (1 − h_i) log v_i + r_i²/v_i`` with ``h_i`` the trial's leverage (the
+    fit's share of its own value, ``Σ h_i`` the parameters the data fix). This is REML's
+    criterion to first order in the weights (its ``log|ΦᵀV⁻¹Φ + P₀|`` term has the derivative
+    ``−h_i`` in ``log v_i``): a trial the fit passes through (``h_i → 1``, ``r_i → 0``) tells
+    nothing of its noise, where plain maximum likelihood would drive its variance, and σ, to 0.
+    With ``ρ = 0`` it is ``σ² = Σr²/(n − p)``, the degrees-of-freedom correction."""
     r2 = resid**2
     e2 = excess**2
+    keep = 1.0 - np.clip(leverage, 0.0, 1.0)
 
     def nll(params: FloatArray) -> float:
         var = math.exp(2 * params[0]) + math.exp(2 * params[1]) * e2
-        return float(0.5 * (np.log(var) + r2 / var).sum())
+        return float(0.5 * (keep @ np.log(var) + (r2 / var).sum()))
 
     # the first simplex steps half a log unit from the start in each direction: a step relative
     # to x0 (scipy's default) would depend on the loss's units through log σ
@@ -664,10 +668,13 @@ def _fit_noise(
     simplex = x0 + np.array([[0.0, 0.0], [0.5, 0.0], [0.0, 0.5]])
     options = {"xatol": 1e-3, "fatol": 1e-6, "initial_simplex": simplex}
     best = minimize(nll, x0, method="Nelder-Mead", options=options)
-    n = len(resid)
-    inflate = math.sqrt(n / max(n - dof, 1.0))
-    sigma, rho = np.exp(best.x) * inflate
+    sigma, rho = np.exp(best.x)
     return float(sigma), float(rho)
+
+
+def _leverage(phi: FloatArray, w: FloatArray, cov: FloatArray) -> FloatArray:
+    """Each trial's leverage ``w_i φ_iᵀ Σ φ_i`` under the posterior covariance ``Σ``."""
+    return np.asarray(w * np.einsum("ni,ij,nj->n", phi, cov, phi))
 
 
 def _settled(
@@ -707,20 +714,19 @@ def _excess_over_bottoms(
 
 def _posterior(
     terms: _DataTerms, parts: _PriorParts, grid: list[tuple[float, float]]
-) -> tuple[list[_Component], FloatArray, FloatArray, float]:
-    """The posterior at each grid point, the points' weights (their evidence), the posterior
-    mean ``θ`` and the effective number of parameters the data fix."""
+) -> tuple[list[_Component], FloatArray, FloatArray]:
+    """The posterior at each grid point, the points' weights (their evidence) and the posterior
+    mean ``θ``."""
     solved = [_solve(terms, parts.at(s, t)) for s, t in grid]
     components = [
         _Component(s, t, mean, cov, log_ev)
-        for (s, t), (mean, cov, log_ev, _) in zip(grid, solved, strict=True)
+        for (s, t), (mean, cov, log_ev) in zip(grid, solved, strict=True)
     ]
     logs = np.array([c.log_evidence for c in components])
     weights = np.exp(logs - logs.max())
     weights /= weights.sum()
     theta = np.einsum("s,sp->p", weights, np.array([c.mean for c in components]))
-    dof = float(weights @ np.array([item[3] for item in solved]))
-    return components, weights, theta, dof
+    return components, weights, theta
 
 
 def own_optimum(valley: Valley, data: ValleyInput, rung: int) -> tuple[FloatArray, FloatArray]:
@@ -767,6 +773,95 @@ def own_optimum(valley: Valley, data: ValleyInput, rung: int) -> tuple[FloatArra
     )
 
 
+@dataclass(frozen=True)
+class _Problem:
+    """What every start of the alternation shares: the trials in standardised units and the
+    priors' fixed parts."""
+
+    data: ValleyInput
+    frame: Frame
+    u: FloatArray
+    lay: _Layout
+    boxes: tuple[FloatArray, FloatArray]
+    typical: FloatArray
+    grid: list[tuple[float, float]]
+
+    @property
+    def spread(self) -> float:
+        return float(np.std(self.data.values)) or 1.0
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    """One fixed point of the alternation: the noise, the curvature the priors are built on,
+    the design (skew about the centres) and the posterior over the whole grid."""
+
+    sigma: float
+    rho: float
+    hess: FloatArray
+    components: list[_Component]
+    weights: FloatArray
+    theta: FloatArray
+
+
+def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
+    """Rounds of (solve, re-fit σ and ρ, re-weight, re-centre) from ``start`` = (σ, ρ) until
+    they settle (:func:`_settled`), then the final solve over the whole grid."""
+    data, lay, y = prob.data, prob.lay, prob.data.values
+    phi = _design(prob.u, data.rung, lay)
+    best = np.array([y[data.rung == r].min() for r in range(lay.n_rungs)])
+    excess = y - best[data.rung]  # the first round's: over each rung's best trial
+    resolution = NOISE_FLOOR * prob.spread
+    sigma, rho = start
+    hess = np.eye(lay.d) * prob.spread
+    w = 1.0 / (sigma**2 + rho**2 * excess**2)
+    centres = np.zeros((lay.n_rungs, lay.d))
+    first, active = True, prob.grid
+    for _ in range(MAX_ROUNDS):
+        previous = (sigma, rho, hess, centres)
+        parts = _prior(lay, hess, prob.frame, data, prob.boxes, prob.typical)
+        components, weights, theta = _posterior(_data_terms(phi, y, w), parts, active)
+        active = [g for g, wt in zip(active, weights) if wt >= ACTIVE_WEIGHT]
+        begin = (max(sigma, resolution), max(rho, MISFIT_START))
+        cov = np.einsum("s,sij->ij", weights, np.array([c.cov for c in components]))
+        fitted = _fit_noise(y - phi @ theta, excess, begin, _leverage(phi, w, cov))
+        # the noise and the weights feed each other (the residuals move with the weights):
+        # a half step in log σ, log ρ damps the alternation, which a full step lets cycle
+        sigma, rho = (math.sqrt(a * b) for a, b in zip(begin, fitted))
+        sigma = max(sigma, resolution)  # noise-free trials: a floor, not 1/0
+        hess = _positive(curvature(theta, lay), FLAT_CURVATURE * sigma)
+        excess = _excess_over_bottoms(y, data.rung, theta, hess, lay)
+        w = 1.0 / (sigma**2 + rho**2 * excess**2)
+        grads = np.array([theta[lay.rung_grad(r)] for r in range(lay.n_rungs)])
+        # the skew is taken about the centres of the round before; off the fixed point its
+        # slope there pushes the next centres the other way, so a full step can cycle with
+        # period two: a half step (after the first round, which has no centres yet)
+        fitted_centres = solve_centre(hess, grads)
+        centres = fitted_centres if first else 0.5 * (centres + fitted_centres)
+        first = False
+        phi = _design(prob.u, data.rung, lay, centres, turns(hess, theta[lay.skew]))
+        if _settled(previous, (sigma, rho, hess, centres), len(y)):
+            break
+    return _held_fixed(prob, _data_terms(phi, y, w), sigma, rho, hess)
+
+
+def _held_fixed(
+    prob: _Problem, terms: _DataTerms, sigma: float, rho: float, hess: FloatArray
+) -> _Fixed:
+    """The final solve over the whole grid at the settled weights.
+
+    The priors hold an exponent in ``G = HB`` at the curvature of the round before: re-solve
+    until the curvature they are built on is the posterior's own (to :data:`HELD_TOLERANCE`),
+    so a held exponent is held in the law the result reports, ``B = H⁻¹G``."""
+    for _ in range(MAX_ROUNDS):
+        parts = _prior(prob.lay, hess, prob.frame, prob.data, prob.boxes, prob.typical)
+        components, weights, theta = _posterior(terms, parts, prob.grid)
+        before, hess = hess, _positive(curvature(theta, prob.lay), FLAT_CURVATURE * sigma)
+        if float(np.abs(hess - before).max() / np.abs(before).max()) < HELD_TOLERANCE:
+            break
+    return _Fixed(sigma, rho, hess, components, weights, theta)
+
+
 def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
     """The posterior of the one model given the finite trials (module docstring).
 
@@ -782,62 +877,25 @@ def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
     frame = _frame(data)
     u = frame.to_u(data.coords)
     lay = _Layout(data.log_scales.shape[0], u.shape[1], data.log_scales.shape[1])
-    phi = _design(u, data.rung, lay)
-    y = data.values
-    boxes = _boxes(u, data.rung, lay.n_rungs)
-    best = np.array([y[data.rung == r].min() for r in range(lay.n_rungs)])
-    excess = y - best[data.rung]  # the first round's: over each rung's best trial
-    grid = _grid(drift)
-    spread_y = float(np.std(y)) or 1.0
-    typical = _typical_curvature(u, y, data.rung, lay.n_rungs)
-    resolution = NOISE_FLOOR * spread_y
-    sigma, rho = spread_y, 0.0
-    hess = np.eye(lay.d) * spread_y
-    w = np.full(len(y), 1.0 / sigma**2)
-    centres = np.zeros((lay.n_rungs, lay.d))
-    first, active = True, grid
-    for _ in range(MAX_ROUNDS):
-        previous = (sigma, rho, hess, centres)
-        parts = _prior(lay, hess, frame, data, boxes, typical)
-        components, weights, theta, dof = _posterior(_data_terms(phi, y, w), parts, active)
-        active = [g for g, wt in zip(active, weights) if wt >= ACTIVE_WEIGHT]
-        start = (max(sigma, resolution), max(rho, MISFIT_START))
-        fitted = _fit_noise(y - phi @ theta, excess, start, dof)
-        # the noise and the weights feed each other (the residuals move with the weights):
-        # a half step in log σ, log ρ damps the alternation, which a full step lets cycle
-        sigma, rho = (math.sqrt(a * b) for a, b in zip(start, fitted))
-        sigma = max(sigma, resolution)  # noise-free trials: a floor, not 1/0
-        hess = _positive(curvature(theta, lay), FLAT_CURVATURE * sigma)
-        excess = _excess_over_bottoms(y, data.rung, theta, hess, lay)
-        w = 1.0 / (sigma**2 + rho**2 * excess**2)
-        grads = np.array([theta[lay.rung_grad(r)] for r in range(lay.n_rungs)])
-        # the skew is taken about the centres of the round before; off the fixed point its
-        # slope there pushes the next centres the other way, so a full step can cycle with
-        # period two: a half step (after the first round, which has no centres yet)
-        fitted_centres = solve_centre(hess, grads)
-        centres = fitted_centres if first else 0.5 * (centres + fitted_centres)
-        first = False
-        phi = _design(u, data.rung, lay, centres, turns(hess, theta[lay.skew]))
-        if _settled(previous, (sigma, rho, hess, centres), len(y)):
-            break
-    # the priors hold an exponent in G = HB at the curvature of the round before: re-solve at
-    # the final weights until the curvature they are built on is the posterior's own (to
-    # HELD_TOLERANCE), so a held exponent is held in the law the result reports, B = H⁻¹G
-    terms = _data_terms(phi, y, w)
-    for _ in range(MAX_ROUNDS):
-        parts = _prior(lay, hess, frame, data, boxes, typical)
-        components, weights, theta, _ = _posterior(terms, parts, grid)
-        before, hess = hess, _positive(curvature(theta, lay), FLAT_CURVATURE * sigma)
-        if float(np.abs(hess - before).max() / np.abs(before).max()) < HELD_TOLERANCE:
-            break
+    prob = _Problem(
+        data=data,
+        frame=frame,
+        u=u,
+        lay=lay,
+        boxes=_boxes(u, data.rung, lay.n_rungs),
+        typical=_typical_curvature(u, data.values, data.rung, lay.n_rungs),
+        grid=_grid(drift),
+    )
+    # the alternation starts from equal weights: the noise as large as the values' spread
+    kept = _alternate(prob, (prob.spread, 0.0))
     return Valley(
         frame=frame,
-        components=tuple(components),
-        weights=weights,
-        theta=theta,
-        noise_sd=sigma,
-        relative_misfit=rho,
-        floor=FLAT_CURVATURE * sigma,
+        components=tuple(kept.components),
+        weights=kept.weights,
+        theta=kept.theta,
+        noise_sd=kept.sigma,
+        relative_misfit=kept.rho,
+        floor=FLAT_CURVATURE * kept.sigma,
         reach=PRIOR_REACH * BOX_PRIOR_SD * np.where(np.ptp(u, axis=0) > 0, np.ptp(u, axis=0), 1.0),
         n_rungs=lay.n_rungs,
         d=lay.d,
