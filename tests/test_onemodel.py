@@ -19,6 +19,7 @@ from transfersearch.fitting.valley import (
     _design,
     _fit_noise,
     _Layout,
+    _rounding_sd,
     cubic,
     fit_valley,
     own_optimum,
@@ -195,6 +196,23 @@ def test_a_trial_the_fit_passes_through_tells_nothing_of_the_noise() -> None:
     )
     assert pinned[0] == pytest.approx(alone[0], rel=5e-3)
     assert plain[0] < 0.8 * alone[0]
+
+
+def test_values_given_to_three_decimals_carry_their_rounding_as_noise() -> None:
+    """A loss published to 3 decimals (Marin's tables) is rounded by up to ±0.0005: uniform
+    noise of sd 0.001/√12, which the noise fit does not go below (by hand); values at full
+    precision carry none."""
+    assert _rounding_sd(np.array([3.268, 3.286, 3.3])) == pytest.approx(0.001 / math.sqrt(12))
+    assert _rounding_sd(np.array([2.0, 3.0])) == pytest.approx(1.0 / math.sqrt(12))
+    assert _rounding_sd(np.array([2.3976109612345, 2.2778837])) == 0.0
+    assert _rounding_sd(np.array([2.0, 3.1]) * 1e-12) == 0.0  # a tiny unit is no rounding
+    # a smooth bowl on three rungs, published to 3 decimals: its rounding is the noise
+    coords = (np.linspace(-1.5, 1.5, 7) + 0.0123).tolist() * 3
+    values = [round(3.0 + 0.1 * r + 0.4 * x * x, 3) for r in range(3) for x in coords[:7]]
+    valley = _fit_1d(
+        [[x] for x in coords], values, np.repeat(range(3), 7).tolist(), np.log([1, 2, 4.0])
+    )
+    assert valley.noise_sd >= 0.001 / math.sqrt(12)
 
 
 def test_the_calibration_factor_by_hand() -> None:

@@ -672,6 +672,19 @@ def _fit_noise(
     return float(sigma), float(rho)
 
 
+def _rounding_sd(values: FloatArray) -> float:
+    """The sd of the rounding in values reported to ``k`` decimals, ``10⁻ᵏ/√12`` (the
+    fewest ``k`` ≤ 9 that holds them all), 0 for values at full precision (docs/science.md
+    §7.2): a loss published to 3 decimals carries uniform noise of ±0.0005, and the noise fit
+    never goes below it."""
+    for k in range(10):
+        rounded = np.round(values * 10.0**k) / 10.0**k
+        # to float round-off, relative to each value (so a tiny metric unit is not "0 decimals")
+        if np.allclose(rounded, values, rtol=1e-12, atol=0.0):
+            return float(10.0**-k / math.sqrt(12.0))
+    return 0.0
+
+
 def _leverage(phi: FloatArray, w: FloatArray, cov: FloatArray) -> FloatArray:
     """Each trial's leverage ``w_i φ_iᵀ Σ φ_i`` under the posterior covariance ``Σ``."""
     return np.asarray(w * np.einsum("ni,ij,nj->n", phi, cov, phi))
@@ -811,7 +824,7 @@ def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
     phi = _design(prob.u, data.rung, lay)
     best = np.array([y[data.rung == r].min() for r in range(lay.n_rungs)])
     excess = y - best[data.rung]  # the first round's: over each rung's best trial
-    resolution = NOISE_FLOOR * prob.spread
+    resolution = max(NOISE_FLOOR * prob.spread, _rounding_sd(y))
     sigma, rho = start
     hess = np.eye(lay.d) * prob.spread
     w = 1.0 / (sigma**2 + rho**2 * excess**2)
