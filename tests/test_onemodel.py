@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from transfersearch import Observation, Scale, extrapolate
+from transfersearch import Observation, Scale, extrapolate, synthetic
 from transfersearch.fitting.divergence import fit_divergence
 from transfersearch.fitting.onemodel import CALIBRATION_PRIOR_FOLDS, Fold, _calibration
 from transfersearch.fitting.target import TargetLoss
@@ -213,6 +213,27 @@ def test_values_given_to_three_decimals_carry_their_rounding_as_noise() -> None:
         [[x] for x in coords], values, np.repeat(range(3), 7).tolist(), np.log([1, 2, 4.0])
     )
     assert valley.noise_sd >= 0.001 / math.sqrt(12)
+
+
+def test_three_trials_a_rung_fewer_than_the_model_s_parameters_give_a_finite_answer() -> None:
+    """Ten finite trials on four rungs (the model has 23 parameters): the noise criterion is
+    nearly flat there and the valley nearly singular (its curvatures' correlation −0.997);
+    σ stays within the values' rounding and spread, ρ ≤ 1, and every optimum within the
+    trials' span widened by the reach (it ran to lr e⁺⁷⁰⁰ and raised OverflowError before)."""
+    scenario = synthetic.make_scenario("cliff", 6)
+    rng = np.random.default_rng(6)
+    by_scale: dict[Scale, list[Observation]] = {}
+    for o in scenario.observations:
+        by_scale.setdefault(o.scale, []).append(o)
+    obs = [lst[i] for lst in by_scale.values() for i in rng.choice(len(lst), 3, replace=False)]
+    res = extrapolate(obs, target=scenario.target, params=["lr", "tau"], seed=6)
+    assert all(math.isfinite(v) and v > 0 for v in res.params.values())
+    finite = [o for o in obs if math.isfinite(o.value)]
+    for name in ("lr", "tau"):
+        logs = [math.log(o.params[name]) for o in finite]
+        width = max(logs) - min(logs)
+        for optimum in res.optima:
+            assert abs(math.log(optimum.params[name]) - sum(logs) / len(logs)) < 3 * width
 
 
 def test_the_calibration_factor_by_hand() -> None:

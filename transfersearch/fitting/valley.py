@@ -108,6 +108,11 @@ CONDITION_FLOOR = 1e-6
 #: starts at least at :data:`MISFIT_START`.
 NOISE_FLOOR = 1e-6
 MISFIT_START = 1e-3
+#: ρ is a trial's misfit per unit of its excess over the bottom: at 1 the quadratic explains
+#: nothing of a far trial's value (its misfit as large as its whole excess), so larger values
+#: are outside the model; the noise fit keeps ρ ≤ 1, and ≥ this (indistinguishable from 0).
+MISFIT_MAX = 1.0
+MISFIT_MIN = 1e-9
 #: The skew's prior: ``κ_j ~ N(0, (c·H_jj)²)`` per coordinate (standardised units). Past its turn
 #: (:func:`turns`; ``t = −H_jj/κ_j`` in one dimension) the valley is continued by a tangent
 #: (:func:`cubic`), a cruder shape; a priori (two sd) that point lies no nearer than the sweep's
@@ -323,6 +328,8 @@ class Valley:
         floor: the flat-curvature floor in standardised units (:data:`FLAT_CURVATURE` σ).
         reach: (d,) how far a drawn optimum may lie from the posterior-mean one (standardised;
             :data:`PRIOR_REACH`).
+        span: (2, d) the trials' least and greatest standardised coordinates, widened by
+            ``reach``: a posterior-mean optimum is held inside (:meth:`_centre`).
         n_rungs, d, m: sizes.
     """
 
@@ -334,6 +341,7 @@ class Valley:
     relative_misfit: float
     floor: float
     reach: FloatArray
+    span: FloatArray
     n_rungs: int
     d: int
     m: int
@@ -357,7 +365,10 @@ class Valley:
         return _positive(curvature(thetas, self.layout), self.floor)
 
     def _centre(self, thetas: FloatArray, gradient: FloatArray) -> FloatArray:
-        return solve_centre(self.curvatures_u(thetas), gradient)
+        """``H⁻¹g``, held within :attr:`span`: past it lies only a valley whose curvature is flat
+        (or nearly singular) in some direction, where ``H⁻¹g`` runs off without bound and the box
+        prior gives the distance a mass below 1e-4 (:data:`PRIOR_REACH`)."""
+        return np.asarray(np.clip(solve_centre(self.curvatures_u(thetas), gradient), *self.span))
 
     def law_centre_u(self, log_scale: FloatArray) -> FloatArray:
         """The law's posterior-mean optimum at a scale (standardised units)."""
@@ -645,7 +656,11 @@ def _logdet_prior(precision: FloatArray) -> float:
 
 
 def _fit_noise(
-    resid: FloatArray, excess: FloatArray, start: tuple[float, float], leverage: FloatArray
+    resid: FloatArray,
+    excess: FloatArray,
+    start: tuple[float, float],
+    leverage: FloatArray,
+    sigma_range: tuple[float, float] = (0.0, math.inf),
 ) -> tuple[float, float]:
     """(σ, ρ) of ``e_i ~ N(0, σ² + ρ²E_i²)`` by restricted maximum likelihood (docs/science.md
     §7.2): minimise ``Σ_i (1 − h_i) log v_i + r_i²/v_i`` with ``h_i`` the trial's leverage (the
@@ -653,21 +668,28 @@ def _fit_noise(
     criterion to first order in the weights (its ``log|ΦᵀV⁻¹Φ + P₀|`` term has the derivative
     ``−h_i`` in ``log v_i``): a trial the fit passes through (``h_i → 1``, ``r_i → 0``) tells
     nothing of its noise, where plain maximum likelihood would drive its variance, and σ, to 0.
-    With ``ρ = 0`` it is ``σ² = Σr²/(n − p)``, the degrees-of-freedom correction."""
+    With ``ρ = 0`` it is ``σ² = Σr²/(n − p)``, the degrees-of-freedom correction.
+
+    The search stays in the model's family: σ within ``sigma_range`` (the values' rounding to
+    their spread) and ``ρ ≤`` :data:`MISFIT_MAX`. Where the trials barely outnumber the
+    parameters the criterion is nearly flat and would run to either end without them."""
     r2 = resid**2
     e2 = excess**2
     keep = 1.0 - np.clip(leverage, 0.0, 1.0)
 
     def nll(params: FloatArray) -> float:
-        var = math.exp(2 * params[0]) + math.exp(2 * params[1]) * e2
+        var = np.exp(2 * params[0]) + np.exp(2 * params[1]) * e2
         return float(0.5 * (keep @ np.log(var) + (r2 / var).sum()))
 
-    # the first simplex steps half a log unit from the start in each direction: a step relative
-    # to x0 (scipy's default) would depend on the loss's units through log σ
-    x0 = np.log(np.array(start))
-    simplex = x0 + np.array([[0.0, 0.0], [0.5, 0.0], [0.0, 0.5]])
+    low, high = (math.log(v) if v > 0 else -math.inf for v in sigma_range)
+    bounds = [(low, high), (math.log(MISFIT_MIN), math.log(MISFIT_MAX))]
+    x0 = np.clip(np.log(np.array(start)), [b[0] for b in bounds], [b[1] for b in bounds])
+    # the first simplex steps half a log unit from the start, inward at an upper bound: a step
+    # relative to x0 (scipy's default) would depend on the loss's units through log σ
+    step = np.where(x0 + 0.5 > np.array([b[1] for b in bounds]), -0.5, 0.5)
+    simplex = x0 + np.array([[0.0, 0.0], [step[0], 0.0], [0.0, step[1]]])
     options = {"xatol": 1e-3, "fatol": 1e-6, "initial_simplex": simplex}
-    best = minimize(nll, x0, method="Nelder-Mead", options=options)
+    best = minimize(nll, x0, method="Nelder-Mead", options=options, bounds=bounds)
     sigma, rho = np.exp(best.x)
     return float(sigma), float(rho)
 
@@ -837,7 +859,9 @@ def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
         active = [g for g, wt in zip(active, weights) if wt >= ACTIVE_WEIGHT]
         begin = (max(sigma, resolution), max(rho, MISFIT_START))
         cov = np.einsum("s,sij->ij", weights, np.array([c.cov for c in components]))
-        fitted = _fit_noise(y - phi @ theta, excess, begin, _leverage(phi, w, cov))
+        fitted = _fit_noise(
+            y - phi @ theta, excess, begin, _leverage(phi, w, cov), (resolution, prob.spread)
+        )
         # the noise and the weights feed each other (the residuals move with the weights):
         # a half step in log σ, log ρ damps the alternation, which a full step lets cycle
         sigma, rho = (math.sqrt(a * b) for a, b in zip(begin, fitted))
@@ -901,6 +925,7 @@ def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
     )
     # the alternation starts from equal weights: the noise as large as the values' spread
     kept = _alternate(prob, (prob.spread, 0.0))
+    reach = PRIOR_REACH * BOX_PRIOR_SD * np.where(np.ptp(u, axis=0) > 0, np.ptp(u, axis=0), 1.0)
     return Valley(
         frame=frame,
         components=tuple(kept.components),
@@ -909,7 +934,8 @@ def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
         noise_sd=kept.sigma,
         relative_misfit=kept.rho,
         floor=FLAT_CURVATURE * kept.sigma,
-        reach=PRIOR_REACH * BOX_PRIOR_SD * np.where(np.ptp(u, axis=0) > 0, np.ptp(u, axis=0), 1.0),
+        reach=reach,
+        span=np.array([u.min(axis=0) - reach, u.max(axis=0) + reach]),
         n_rungs=lay.n_rungs,
         d=lay.d,
         m=lay.m,
