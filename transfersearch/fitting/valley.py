@@ -709,7 +709,7 @@ def _rounding_sd(values: FloatArray) -> float:
 
 def _leverage(phi: FloatArray, w: FloatArray, cov: FloatArray) -> FloatArray:
     """Each trial's leverage ``w_i φ_iᵀ Σ φ_i`` under the posterior covariance ``Σ``."""
-    return np.asarray(w * np.einsum("ni,ij,nj->n", phi, cov, phi))
+    return np.asarray(w * ((phi @ cov) * phi).sum(axis=1))
 
 
 def _settled(
