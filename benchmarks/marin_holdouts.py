@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from baselines import ARGMIN, BAND, baselines
 from marin_sweeps import LOG_PARAMS, OPTIMIZERS, PREDICTED, fit_ours, load, observations, score
-from provenance import header
+from provenance import header, holdout_table
 
 RESULTS = Path(__file__).resolve().parent / "results" / "marin_holdouts.md"
 NEAREST = "null (nearest table's best)"
@@ -108,33 +108,17 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     frames = {opt: load(args.data_dir, opt) for opt in OPTIMIZERS}
-    table, every = [], []
+    results = {}
     for name in PROTOCOLS:
         print(name, flush=True)
-        rows = run_protocol(frames, name)
-        every += rows
-        means = {m: float(np.mean([r[m] for r in rows])) for m in METHODS}
-        wins = sum(r["ours"] <= r[NEAREST] for r in rows)
-        table.append((name, len(rows), means, wins))
-    table.append(
-        (
-            "**every target**",
-            len(every),
-            {m: float(np.mean([r[m] for r in every])) for m in METHODS},
-            sum(r["ours"] <= r[NEAREST] for r in every),
-        )
-    )
+        results[name] = run_protocol(frames, name)
     shown = None if argv is None else [__file__, *argv]
     lines = header("Marin Lion and Mars, other hold-outs: mean summed score per protocol", shown)
     lines += [
         __doc__.split("\n\n", 1)[1].split("Usage:")[0].strip(),
         "",
-        "| protocol | target tables | " + " | ".join(METHODS) + " | ours ≤ null |",
-        "|---|---:|" + "---:|" * (len(METHODS) + 1),
     ]
-    for name, n, means, wins in table:
-        cells = " | ".join(f"{means[m]:.4f}" for m in METHODS)
-        lines.append(f"| {name} | {n} | {cells} | {wins}/{n} |")
+    lines += holdout_table(results, METHODS, "ours", NEAREST, "{:.4f}", "target tables")
     lines += ["", f"Whole run {time.perf_counter() - started:.0f} s.", ""]
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))

@@ -68,3 +68,26 @@ def header(title: str, argv: list[str] | None = None) -> list[str]:
         f"{os.cpu_count()} CPUs, 1-minute load {os.getloadavg()[0]:.1f} at the start.",
         "",
     ]
+
+
+def holdout_table(
+    results: dict[str, list[dict[str, float]]],
+    methods: list[str],
+    ours: str,
+    null: str,
+    cell: str,
+    unit: str = "targets",
+) -> list[str]:
+    """A hold-out benchmark's table: per protocol (and over every target) each method's mean, and
+    on how many targets ours is at or below the null. ``cell`` formats a mean (``"{:.4f}"``)."""
+    rows = [(name, found) for name, found in results.items()]
+    rows.append(("**every target**", [r for found in results.values() for r in found]))
+    lines = [
+        f"| protocol | {unit} | " + " | ".join(methods) + " | ours ≤ null |",
+        "|---|---:|" + "---:|" * (len(methods) + 1),
+    ]
+    for name, found in rows:
+        means = " | ".join(cell.format(sum(r[m] for r in found) / len(found)) for m in methods)
+        wins = sum(r[ours] <= r[null] for r in found)
+        lines.append(f"| {name} | {len(found)} | {means} | {wins}/{len(found)} |")
+    return lines

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from baselines import ARGMIN, BAND
 from fit_call import readout
-from provenance import header
+from provenance import header, holdout_table
 from steplaw_moe import LOSS, NEAREST, baseline_predictions, nearest, ours, regret
 
 RESULTS = Path(__file__).resolve().parent / "results" / "steplaw_holdouts.md"
@@ -97,35 +97,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=str(RESULTS), help="markdown table to write")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    table, every = [], []
+    results = {}
     for name, (filename, variables, split) in PROTOCOLS.items():
         frame = pd.read_csv(args.data_dir / filename)
         frame = frame[np.isfinite(frame[LOSS])]
         print(name, flush=True)
-        rows = run_protocol(frame, variables, split)
-        every += rows
-        means = {m: float(np.mean([r[m] for r in rows])) for m in METHODS}
-        wins = sum(r["transfersearch"] <= r[NEAREST] for r in rows)
-        table.append((name, len(rows), means, wins))
-    table.append(
-        (
-            "**every target**",
-            len(every),
-            {m: float(np.mean([r[m] for r in every])) for m in METHODS},
-            sum(r["transfersearch"] <= r[NEAREST] for r in every),
-        )
-    )
+        results[name] = run_protocol(frame, variables, split)
     shown = None if argv is None else [__file__, *argv]
     lines = header("Step Law, other hold-outs: mean regret (%) per protocol", shown)
     lines += [
         __doc__.split("\n\n", 1)[1].split("Usage:")[0].strip(),
         "",
-        "| protocol | targets | " + " | ".join(METHODS) + " | ours ≤ null |",
-        "|---|---:|" + "---:|" * (len(METHODS) + 1),
     ]
-    for name, n, means, wins in table:
-        cells = " | ".join(f"{100 * means[m]:.3f}%" for m in METHODS)
-        lines.append(f"| {name} | {n} | {cells} | {wins}/{n} |")
+    lines += holdout_table(results, METHODS, "transfersearch", NEAREST, "{:.3%}", "targets")
     lines += ["", f"Whole run {time.perf_counter() - started:.0f} s.", ""]
     Path(args.out).write_text("\n".join(lines))
     print("\n".join(lines))

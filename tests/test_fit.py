@@ -368,9 +368,8 @@ def skewed_rungs(
     return obs, np.array(centres)
 
 
-def test_rung_stderr_counts_the_quadratics_misfit() -> None:
-    # The noise is tiny, so nearly all of a centre's error is the quadratic's bias on a skewed
-    # valley; an honest stderr covers it.
+def _rung_z() -> np.ndarray:
+    """|read-out − true centre| / stderr for every rung and coordinate of six skewed ladders."""
     z = []
     for seed in range(6):
         obs, centres = skewed_rungs(seed)
@@ -379,10 +378,22 @@ def test_rung_stderr_counts_the_quadratics_misfit() -> None:
             res = extrapolate(obs, target=TARGET, params=["x", "y"], log_params=[])
         for optimum, centre in zip(res.optima, centres, strict=True):
             z += [(optimum.coords[p] - c) / optimum.stderr[p] for p, c in zip("xy", centre)]
-    z_array = np.abs(np.array(z))
-    # measured: RMS z 1.66 and 26 of 36 within 1.96 with the plain-likelihood noise fit, 1.71 and
-    # 24 of 36 with the leverage-REML one (docs/science.md §7.2): both short of 95%, the bias of
-    # a skewed valley's centre that the posterior does not carry (the floor below is a guard
-    # against a collapse, not the goal)
-    assert float(np.sqrt(np.mean(z_array**2))) < 2.0
-    assert float(np.mean(z_array < 1.96)) > 0.6
+    return np.abs(np.array(z))
+
+
+def test_rung_stderr_counts_the_quadratics_misfit() -> None:
+    # The noise is tiny, so nearly all of a centre's error is the quadratic's bias on a skewed
+    # valley; an honest stderr covers it.
+    assert float(np.sqrt(np.mean(_rung_z() ** 2))) < 2.0
+
+
+@pytest.mark.xfail(
+    reason=(
+        "measured: 26 of 36 read-outs within 1.96 stderr with the plain-likelihood noise fit, 24 "
+        "of 36 (0.67) with the leverage-REML one (docs/science.md §7.2): the bias of a skewed "
+        "valley's centre that the posterior does not carry"
+    ),
+    strict=True,
+)
+def test_rung_stderr_covers_seven_in_ten_read_outs() -> None:
+    assert float(np.mean(_rung_z() < 1.96)) > 0.7
