@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from baselines import ARGMIN, BAND, baselines
 from marin_sweeps import LOG_PARAMS, OPTIMIZERS, PREDICTED, fit_ours, load, observations, score
-from provenance import header, holdout_table
+from provenance import write_holdouts
 
 RESULTS = Path(__file__).resolve().parent / "results" / "marin_holdouts.md"
 NEAREST = "null (nearest table's best)"
@@ -112,16 +112,17 @@ def main(argv: list[str] | None = None) -> None:
     for name in PROTOCOLS:
         print(name, flush=True)
         results[name] = run_protocol(frames, name)
-    shown = None if argv is None else [__file__, *argv]
-    lines = header("Marin Lion and Mars, other hold-outs: mean summed score per protocol", shown)
-    lines += [
-        __doc__.split("\n\n", 1)[1].split("Usage:")[0].strip(),
-        "",
-    ]
-    lines += holdout_table(results, METHODS, "ours", NEAREST, "{:.4f}", "target tables")
-    lines += ["", f"Whole run {time.perf_counter() - started:.0f} s.", ""]
-    Path(args.out).write_text("\n".join(lines))
-    print("\n".join(lines))
+    write_holdouts(
+        args.out,
+        "Marin Lion and Mars, other hold-outs: mean summed score per protocol",
+        None if argv is None else [__file__, *argv],
+        __doc__ or "",
+        results,
+        (METHODS, "ours", NEAREST),
+        "{:.4f}",
+        "target tables",
+        time.perf_counter() - started,
+    )
 
 
 if __name__ == "__main__":

@@ -70,19 +70,27 @@ def header(title: str, argv: list[str] | None = None) -> list[str]:
     ]
 
 
-def holdout_table(
+def write_holdouts(
+    out: str,
+    title: str,
+    shown: list[str] | None,
+    doc: str,
     results: dict[str, list[dict[str, float]]],
-    methods: list[str],
-    ours: str,
-    null: str,
+    columns: tuple[list[str], str, str],
     cell: str,
-    unit: str = "targets",
-) -> list[str]:
-    """A hold-out benchmark's table: per protocol (and over every target) each method's mean, and
-    on how many targets ours is at or below the null. ``cell`` formats a mean (``"{:.4f}"``)."""
-    rows = [(name, found) for name, found in results.items()]
+    unit: str,
+    seconds: float,
+) -> None:
+    """Write and print a hold-out benchmark's report: the header, the script's description
+    (``doc`` between its first paragraph and ``Usage:``), then per protocol (and over every
+    target) each method's mean and on how many targets ours is at or below the null.
+
+    ``columns`` is (the methods, ours, the null); ``cell`` formats a mean (``"{:.4f}"``)."""
+    methods, ours, null = columns
+    rows = list(results.items())
     rows.append(("**every target**", [r for found in results.values() for r in found]))
-    lines = [
+    lines = [*header(title, shown), doc.split("\n\n", 1)[1].split("Usage:")[0].strip(), ""]
+    lines += [
         f"| protocol | {unit} | " + " | ".join(methods) + " | ours ≤ null |",
         "|---|---:|" + "---:|" * (len(methods) + 1),
     ]
@@ -90,4 +98,6 @@ def holdout_table(
         means = " | ".join(cell.format(sum(r[m] for r in found) / len(found)) for m in methods)
         wins = sum(r[ours] <= r[null] for r in found)
         lines.append(f"| {name} | {len(found)} | {means} | {wins}/{len(found)} |")
-    return lines
+    lines += ["", f"Whole run {seconds:.0f} s.", ""]
+    Path(out).write_text("\n".join(lines))
+    print("\n".join(lines))

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from baselines import ARGMIN, BAND
 from fit_call import readout
-from provenance import header, holdout_table
+from provenance import write_holdouts
 from steplaw_moe import LOSS, NEAREST, baseline_predictions, nearest, ours, regret
 
 RESULTS = Path(__file__).resolve().parent / "results" / "steplaw_holdouts.md"
@@ -103,16 +103,17 @@ def main(argv: list[str] | None = None) -> None:
         frame = frame[np.isfinite(frame[LOSS])]
         print(name, flush=True)
         results[name] = run_protocol(frame, variables, split)
-    shown = None if argv is None else [__file__, *argv]
-    lines = header("Step Law, other hold-outs: mean regret (%) per protocol", shown)
-    lines += [
-        __doc__.split("\n\n", 1)[1].split("Usage:")[0].strip(),
-        "",
-    ]
-    lines += holdout_table(results, METHODS, "transfersearch", NEAREST, "{:.3%}", "targets")
-    lines += ["", f"Whole run {time.perf_counter() - started:.0f} s.", ""]
-    Path(args.out).write_text("\n".join(lines))
-    print("\n".join(lines))
+    write_holdouts(
+        args.out,
+        "Step Law, other hold-outs: mean regret (%) per protocol",
+        None if argv is None else [__file__, *argv],
+        __doc__ or "",
+        results,
+        (METHODS, "transfersearch", NEAREST),
+        "{:.3%}",
+        "targets",
+        time.perf_counter() - started,
+    )
 
 
 if __name__ == "__main__":
