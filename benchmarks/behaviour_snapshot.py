@@ -33,7 +33,7 @@ from transfersearch.integrations.optuna import TransferSampler
 
 SNAPSHOT = Path(__file__).parent / "results" / "behaviour_snapshot.json"
 #: Sweep seeds per family, resamples per fit, trials of the Optuna study.
-SEEDS, N_BOOTSTRAP, N_TRIALS = (0, 1, 2), 40, 120
+SEEDS, N_TRIALS = (0, 1, 2), 120
 #: The Optuna study's target.
 TARGET = ts.Scale(width=1024, dataset_size=2e4, batch_size=64)
 #: Relative tolerance of the comparison: the same arithmetic on the same machine gives equal bits;

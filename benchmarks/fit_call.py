@@ -1,6 +1,6 @@
 """Call ``transfersearch.extrapolate`` the same way on today's engine and on its rewrite (issue 25).
 
-The benchmarks pass options a user would (``seed``, ``n_bootstrap``, ``model``); the rewrite may
+The benchmarks pass options a user would (``seed``, ``model``, ``cost``); the rewrite may
 drop some (the bootstrap, the model selection). :func:`accepted` keeps the keywords the installed
 engine declares and names the ones it dropped, so one command re-runs every table on either engine,
 and the table says what was left out. :func:`readout` reads a result field that may be gone.

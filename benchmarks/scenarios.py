@@ -48,9 +48,6 @@ from transfersearch.report import format_table
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scenarios.md"
 DEFAULT_SEEDS = "0-19"
-#: Resamples per fit: half extrapolate()'s default, so that the default run (7 families x 20 seeds)
-#: stays within about 3 minutes on a shared 2-core machine.
-DEFAULT_BOOTSTRAP = 100
 DEFAULT_MODELS = "default"
 #: ``--models`` name for ``extrapolate`` called without ``model=``, and its row's label.
 OURS = "ours"
@@ -131,9 +128,7 @@ def make_scenario(family: str, seed: int) -> synthetic.Scenario:
     return one_rung(seed) if family == "one_rung" else synthetic.make_scenario(family, seed)
 
 
-def run(
-    families: list[str], seeds: list[int], models: list[str], n_bootstrap: int
-) -> dict[tuple[str, str], Tally]:
+def run(families: list[str], seeds: list[int], models: list[str]) -> dict[tuple[str, str], Tally]:
     tallies: dict[tuple[str, str], Tally] = {}
     for family in families:
         for seed in seeds:
@@ -153,7 +148,7 @@ def run(
                 tally.diverged.append(diverged)
             for model in models:
                 tally = tallies.setdefault((family, label(model)), Tally())
-                wanted: dict[str, object] = {"n_bootstrap": n_bootstrap, "seed": seed}
+                wanted: dict[str, object] = {"seed": seed}
                 if model != DEFAULT_MODELS:
                     wanted["model"] = model
                 keywords, _ = accepted(wanted)
@@ -203,12 +198,6 @@ def main(argv: list[str] | None = None) -> None:
         default=DEFAULT_MODELS,
         help=f"models passed to extrapolate; {DEFAULT_MODELS!r}: no model= ({DEFAULT_MODELS})",
     )
-    parser.add_argument(
-        "--n-bootstrap",
-        type=int,
-        default=DEFAULT_BOOTSTRAP,
-        help=f"resamples per fit ({DEFAULT_BOOTSTRAP})",
-    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="the markdown table to write")
     parser.add_argument("--note", default="", help="a line for the table's header")
     args = parser.parse_args(argv)
@@ -216,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
     seeds = parse_seeds(args.seeds)
     models = [m for m in args.models.split(",") if m]
     started = time.perf_counter()
-    tallies = run(families, seeds, models, args.n_bootstrap)
+    tallies = run(families, seeds, models)
     elapsed = time.perf_counter() - started
 
     rows = []
@@ -300,7 +289,6 @@ def main(argv: list[str] | None = None) -> None:
             ("--families", args.families, ",".join(synthetic.FAMILIES)),
             ("--seeds", args.seeds, DEFAULT_SEEDS),
             ("--models", args.models, DEFAULT_MODELS),
-            ("--n-bootstrap", str(args.n_bootstrap), str(DEFAULT_BOOTSTRAP)),
         )
         if value != default
     )
@@ -333,12 +321,12 @@ def main(argv: list[str] | None = None) -> None:
             "`res.params` minus the true optimum at the target (loss units; a pick past the true "
             f"divergence boundary counts {synthetic.DIVERGED_REGRET}). Coverage: seeds whose "
             "`res.interval(0.9)` holds the true optimum. `ours` = `extrapolate(obs, target, "
-            f"params=['lr', 'tau'], n_bootstrap={args.n_bootstrap}, seed=seed)`, warnings "
+            "params=['lr', 'tau'], seed=seed)`, warnings "
             "silenced. Baselines (`benchmarks/baselines.py`, lr and tau in log space): "
             f"`{NULL}` copies the (lr, tau) of the top rung's best finite trial; `{ARGMIN}` "
             f"regresses each rung's best trial, `{BAND}` every trial within 0.25% of its rung's "
             "best, by least squares of log(param) on log(width), log(dataset_size).",
-            *([note, ""] if (note := dropped_note({"n_bootstrap": 1, "seed": 0})) else []),
+            *([note, ""] if (note := dropped_note({"seed": 0})) else []),
             "",
             "Families:",
             "",

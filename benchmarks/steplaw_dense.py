@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_data_arguments(parser, FILENAME)
     parser.add_argument("--out", default=str(RESULTS), help="markdown table to write")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (0)")
+    parser.add_argument("--seed", type=int, default=0, help="the fits' seed (0)")
     args = parser.parse_args(argv)
     frame = pd.read_csv(data_path(args, FILENAME))
     frame = frame[np.isfinite(frame[LOSS])]
@@ -115,8 +115,8 @@ def main(argv: list[str] | None = None) -> None:
     lines += [
         "Fit on N = 215M, 268M, 429M (12 configurations, every D), predict (lr, bs) at N = 537M for",
         "each of its three D; regret = smoothed loss at the prediction (linear interpolation in",
-        "log lr × log bs on the held-out grid) over the grid's best, minus 1, in %. Bootstrap: 200",
-        f"resamples, seed {args.seed}; rungs ordered by cost = N·D (`cost=`, see steplaw_moe.py's "
+        "log lr × log bs on the held-out grid) over the grid's best, minus 1, in %. Seed",
+        f"{args.seed} (the posterior draws'); rungs ordered by cost = N·D (`cost=`, see steplaw_moe.py's "
         "flops_cost). Baselines: `benchmarks/baselines.py` (lr, bs in log space); the null",
         f"`{NEAREST}` copies the grid best of the proxy nearest in log (N, D) (N = 429M at the",
         f"nearest D, the data README's null); `{COSTLIEST}` copies N = 429M, D = 100B's for every",
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
         + ", ".join(f"{k} {v:.4g}" for k, v in scores.items())
         + ".",
         "",
-        f"Whole run {elapsed:.1f} s (six fits with 200 resamples each).",
+        f"Whole run {elapsed:.1f} s (six fits).",
         "",
     ]
     note = dropped_note({"seed": 0, "cost": flops_cost, "prior_exponents": None})
