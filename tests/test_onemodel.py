@@ -16,10 +16,15 @@ from transfersearch.fitting.target import TargetLoss
 from transfersearch.fitting.valley import (
     Valley,
     ValleyInput,
+    _data_terms,
     _design,
     _fit_noise,
     _Layout,
+    _prior,
+    _problem,
     _rounding_sd,
+    _solve,
+    _solve_grid,
     cubic,
     fit_valley,
     own_optimum,
@@ -62,6 +67,33 @@ def test_the_skew_s_cubic_continues_by_its_tangent_past_the_turn() -> None:
     valley = 0.5 * 2 * np.array([-5.0, -6.0]) ** 2 + cubic(np.array([-5.0, -6.0]), turn)
     assert valley[1] > valley[0] > 0  # the gentle side keeps rising
     assert np.isinf(turns(np.array([[2.0]]), np.array([0.0]))).all()
+    # a turn above (κ < 0): past t = 2 the tangent 2³/6 + 2²/2·(t − 2); before it, and with no
+    # turn at all (±inf, κ = 0), the cubic itself
+    above = cubic(np.array([3.0, 1.0, -4.0]), np.array(2.0))
+    assert above.tolist() == pytest.approx([8 / 6 + 2.0, 1 / 6, -64 / 6])
+    assert cubic(np.array([-4.0, 4.0]), np.array(np.inf)).tolist() == pytest.approx(
+        [-64 / 6, 64 / 6]
+    )
+
+
+def test_the_grid_s_stacked_solve_is_each_point_s_solve() -> None:
+    """:func:`_solve_grid` (one stacked factorisation per step) gives what :func:`_solve` gives
+    point by point: the posterior mean, covariance and evidence at every (drift scale, scatter)."""
+    rng = np.random.default_rng(3)
+    coords = rng.uniform(-1.0, 1.0, size=(30, 2))
+    rung = np.repeat(np.arange(3), 10)
+    values = (coords**2).sum(axis=1) + 0.01 * rng.standard_normal(30)
+    logs = np.log([[64.0], [128.0], [256.0]])
+    data = ValleyInput(coords, values, rung, logs, np.zeros((1, 1)), np.zeros((1, 1), dtype=bool))
+    prob = _problem(data)
+    lay = prob.lay
+    terms = _data_terms(_design(prob.u, rung, lay), values, np.full(30, 1e4))
+    parts = _prior(lay, np.eye(2), prob.frame, data, prob.boxes, prob.typical)
+    for (mean, cov, log_ev), (s, t) in zip(_solve_grid(terms, parts, prob.grid), prob.grid):
+        one = _solve(terms, parts.at(s, t))
+        np.testing.assert_allclose(mean, one[0], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(cov, one[1], rtol=1e-9, atol=1e-12)
+        assert log_ev == pytest.approx(one[2], rel=1e-9)
 
 
 def test_a_correlated_valley_turns_at_its_least_curvature_and_stays_above_its_bottom() -> None:
