@@ -450,3 +450,26 @@ def test_an_interval_past_the_float_range_is_unbounded_not_an_error() -> None:
     low, high = vague.interval(0.9)["lr"]
     assert low == 0.0 and high == math.inf
     assert vague.interval(0.9)["tau"] == res.interval(0.9)["tau"]
+
+
+def test_a_target_the_ladder_holds_is_read_off_its_own_trials() -> None:
+    """A target that is one of the fitted rungs (a study whose top rung has run) is that rung's
+    own posterior optimum, which its trials inform: not a new rung drawn about the law of the
+    others (docs/science.md §7.5)."""
+    rng = np.random.default_rng(0)
+    obs = []
+    for width in (64, 128, 256, 512):
+        centre = math.log(0.01) - 0.5 * math.log(width / 64) + (0.6 if width == 512 else 0.0)
+        for _ in range(20 if width < 512 else 12):
+            x = centre + rng.uniform(-1.5, 1.5)
+            value = 3.0 + 0.5 * (x - centre) ** 2 + rng.normal(0.0, 0.003)
+            obs.append(Observation({"width": width}, {"lr": math.exp(x)}, value))
+    truth = math.log(0.01) - 0.5 * math.log(8.0) + 0.6
+    res = extrapolate(obs, target=Scale(width=512), params=["lr"], seed=0)
+    assert abs(math.log(res.params["lr"]) - truth) < 0.05
+    low, high = res.interval(0.9)["lr"]
+    assert low < math.exp(truth) < high and math.log(high / low) < 0.5
+    # without the top rung's trials the same target is a new rung: the law of the others
+    cheaper = [o for o in obs if o.scale["width"] < 512]
+    law = extrapolate(cheaper, target=Scale(width=512), params=["lr"], seed=0)
+    assert abs(math.log(law.params["lr"]) - (truth - 0.6)) < 0.2

@@ -89,6 +89,30 @@ def test_the_prediction_is_the_law_s_point_and_its_one_sigma_spread() -> None:
     assert planner.prediction(3, history) is predicted  # the rungs have not grown: cached
 
 
+def test_a_rung_s_own_trials_move_its_prediction_to_what_they_show() -> None:
+    """Once the predicted rung has trials of its own, the one model fits them too: the
+    prediction is that rung's own optimum, not the other rungs' law (docs/science.md §7.5)."""
+    planner = TransferPlanner(SPACE, LADDER, min_trials=6, seed=1)
+    history = observations(planner, [0, 1, 2], 20)
+    from_law = planner.prediction(3, history)
+    assert from_law is not None
+    top = planner.ladder[3]
+    lr_star, tau_star = optimum(top)
+    shifted = lr_star + 0.8  # the top rung's optimum lies 0.8 log units off the law
+    rng = np.random.default_rng(5)
+    own = []
+    for _ in range(12):
+        log_lr, log_tau = shifted + rng.uniform(-1.5, 1.5), tau_star + rng.uniform(-1.5, 1.5)
+        value = 1 + 0.5 * (log_lr - shifted) ** 2 + 0.3 * (log_tau - tau_star) ** 2
+        params = {"base_lr": math.exp(log_lr), "tau_epoch": math.exp(log_tau)}
+        own.append(Observation(scale=top, params=params, value=value))
+    with_own = planner.prediction(3, history + own)
+    assert with_own is not None and with_own is not from_law  # a new rung fitted: refitted
+    assert abs(math.log(from_law.center["base_lr"]) - shifted) > 0.5  # the law's: far from it
+    assert abs(math.log(with_own.center["base_lr"]) - shifted) < 0.1
+    assert with_own.spread["base_lr"] <= from_law.spread["base_lr"]
+
+
 def test_the_law_proposes_the_predicted_optimum_first_then_its_neighbourhood() -> None:
     planner = TransferPlanner(SPACE, LADDER, min_trials=6, focus=1.0, seed=1)
     assert planner.propose(3, observations(planner, [0], 20), 0).source == "base"

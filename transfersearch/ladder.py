@@ -386,7 +386,9 @@ class TransferPlanner:
         """The law's predicted optimum at ``rung`` and its spread (log units for log coordinates).
 
         Uses rungs other than ``rung`` that have at least ``min_trials`` complete trials; needs two
-        such rungs. Returns None when the law is not available yet or the fit fails; a failed
+        such rungs. Once ``rung`` has complete trials of its own they are fitted too, and the
+        prediction is that rung's own optimum, which its trials inform as well as the law
+        (docs/science.md §7.5). Returns None when the law is not available yet or the fit fails; a failed
         fit is logged (logger ``transfersearch.ladder``) and recorded in :attr:`fit_attempts`,
         and is retried once the source rungs have grown by ``refit_growth``.
 

@@ -141,7 +141,8 @@ class LawCache:
         return self._suggested
 
     def sources(self, rung: int, complete: Mapping[Scale, int]) -> dict[Scale, int]:
-        """The rungs other than ``rung`` with at least ``min_trials`` complete trials."""
+        """The rungs other than ``rung`` with at least ``min_trials`` complete trials (the law
+        needs two of them)."""
         target = self.ladder[rung]
         return {s: n for s, n in complete.items() if s != target and n >= self.options.min_trials}
 
@@ -161,13 +162,21 @@ class LawCache:
         return sum(n >= self.options.min_trials for n in merged.values()) >= MIN_SOURCE_RUNGS
 
     def prediction(self, rung: int, observations: Sequence[Observation]) -> LawPrediction | None:
-        """The law's prediction at ``rung``, from the cache unless a source rung is new or has
-        grown by ``refit_growth``; None when fewer than two rungs qualify or the fit failed."""
+        """The law's prediction at ``rung``, from the cache unless a fitted rung is new or has
+        grown by ``refit_growth``; None when fewer than two other rungs qualify or the fit failed.
+
+        Once ``rung`` has complete trials of its own, they are fitted too: the one
+        model then predicts that rung's own optimum, which its trials inform as well as the law
+        (docs/science.md §7.5), so the neighbourhood follows what the rung itself shows."""
         if not self.names:
             return None
-        counts = self.sources(rung, complete_counts(observations))
+        complete = complete_counts(observations)
+        counts = self.sources(rung, complete)
         if len(counts) < MIN_SOURCE_RUNGS:
             return None
+        target = self.ladder[rung]
+        if complete.get(target, 0):
+            counts[target] = complete[target]
         cached = self._cache.get(rung)
         if cached is not None and set(cached[0]) == set(counts):
             last = cached[0]

@@ -361,11 +361,7 @@ def fit_ladder(
     owns = [own_optimum(valley, data, k) for k in range(len(ladder.scales))] if validate else []
     folds = _folds(ladder, active, optima, owns, fixed_values, rng, drift) if validate else []
     calibration = _calibration(folds, len(active))
-    draws_u, hess_u, skew_u = valley.predictive_u(target_logs, N_DRAWS, rng)
-    draws = frame.to_x(draws_u)
-    raw_sd = robust_sd(draws)
-    middle = np.median(draws, axis=0)  # robust: a draw with a near-flat curvature runs far
-    draws = middle + calibration * (draws - middle)
+    draws, raw_sd, hess_u, skew_u = _target_draws(ladder, valley, target_logs, calibration, rng)
     centres = np.array([[o.coords[ladder.names[j]] for j in active] for o in optima])
     coords = trials.coords[:, list(active)]
     divergence = fit_divergence(coords - centres[trials.rung], ~np.isfinite(trials.values), coords)
@@ -399,6 +395,33 @@ def fit_ladder(
         law_coefficients=_law_coefficients(valley.draws(N_DRAWS // 4, rng)[0], valley),
         divergence_cost=cost,
     )
+
+
+def _target_draws(
+    ladder: Ladder,
+    valley: Valley,
+    target_logs: FloatArray,
+    calibration: float,
+    rng: np.random.Generator,
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """Draws of the target's optimum (fitted units; their raw robust sd) and of the valley's
+    curvature and skews (standardised), docs/science.md §7.5.
+
+    A target the ladder does not hold is a new rung: the law's draws plus the rungs' scatter,
+    their spread multiplied by the walk-forward ``calibration``. A target it holds (a rung
+    whose trials are in the fit: the top rung of a study still running) is that rung's own
+    posterior, which its trials inform as well as the law; no fold checks a read-out, so it is
+    not calibrated."""
+    held = np.flatnonzero(np.all(np.isclose(ladder.log_scales, target_logs), axis=1))
+    if len(held):
+        draws_u, hess_u, skew_u = valley.rung_predictive_u(int(held[0]), N_DRAWS, rng)
+        draws = valley.frame.to_x(draws_u)
+        return draws, robust_sd(draws), hess_u, skew_u
+    draws_u, hess_u, skew_u = valley.predictive_u(target_logs, N_DRAWS, rng)
+    draws = valley.frame.to_x(draws_u)
+    raw_sd = robust_sd(draws)
+    middle = np.median(draws, axis=0)  # robust: a draw with a near-flat curvature runs far
+    return middle + calibration * (draws - middle), raw_sd, hess_u, skew_u
 
 
 def _target_loss(

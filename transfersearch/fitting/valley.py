@@ -419,6 +419,19 @@ class Valley:
         optima = self._held(solve_centre(hess, grad), self.law_centre_u(log_scale))
         return optima, hess, np.asarray(thetas[:, self.layout.skew])
 
+    def rung_predictive_u(
+        self, rung: int, n: int, rng: np.random.Generator
+    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """:meth:`predictive_u` at a scale the fit already holds: draws of that rung's own
+        optimum (its trials and the law both inform it; no new scatter), with each draw's
+        curvature and skews, standardised."""
+        thetas, _ = self.draws(n, rng)
+        hess = _positive(curvature(thetas, self.layout), self.floor)
+        optima = self._held(
+            solve_centre(hess, thetas[:, self.layout.rung_grad(rung)]), self.rung_centre_u(rung)
+        )
+        return optima, hess, np.asarray(thetas[:, self.layout.skew])
+
     def _held(self, draws: FloatArray, centre: FloatArray) -> FloatArray:
         """Draws held within :attr:`reach` of ``centre``."""
         return np.asarray(np.clip(draws, centre - self.reach, centre + self.reach))
