@@ -4,7 +4,7 @@ A refactor that claims "behaviour unchanged" runs ``--check``: every number the 
 equal the committed one (relative tolerance 1e-9; texts are not compared, so a reworded message is
 not a difference). What it records, all deterministic (fixed seeds):
 
-- ``extrapolate`` on every family of :mod:`transfersearch.synthetic` (seeds 0-2, 40 resamples): the
+- ``extrapolate`` on every family of :mod:`transfersearch.synthetic` (seeds 0-2): the
   decision, the law's point, standard errors, the 90% interval, the model scores, P(diverge), the
   stable-up-to bound and a 2-run portfolio; ``validate`` on seed 0 of each family;
 - a 120-trial Optuna study driven by ``TransferSampler`` over the synthetic ladder with
