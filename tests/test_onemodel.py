@@ -16,6 +16,7 @@ from transfersearch.fitting.target import TargetLoss
 from transfersearch.fitting.valley import (
     Valley,
     ValleyInput,
+    _boxes,
     _data_terms,
     _design,
     _fit_noise,
@@ -373,3 +374,40 @@ def test_a_one_at_a_time_table_with_weight_decay_zero_and_a_two_trial_rung() -> 
     low, high = res.interval()["lr"]
     assert low < 4e-3 < high
     assert 0.0 <= res.p_diverge < 0.5
+
+
+def test_a_value_repeated_with_round_off_is_a_value_the_rung_does_not_vary() -> None:
+    """A two-trial rung whose weight decay is "0.1" twice, once computed another way (round-off
+    of 1e-16): the rung does not vary it. Its box prior was built on that 1e-16 range (a
+    precision of 1e32), the rung's posterior came out singular and ``extrapolate`` raised
+    numpy's LinAlgError."""
+    rng = np.random.default_rng(1)
+    obs = _one_at_a_time(64, 4e-3, rng) + _one_at_a_time(128, 4e-3, rng)
+    same = 0.1
+    computed = 0.3 / 3.0  # 0.09999999999999999
+    assert same != computed
+    obs += [
+        Observation({"width": 256}, {"lr": 4e-3, "weight_decay": same}, 3.0),
+        Observation({"width": 256}, {"lr": 8e-3, "weight_decay": computed}, 3.024),
+    ]
+    exact = [*obs[:-1], Observation({"width": 256}, {"lr": 8e-3, "weight_decay": same}, 3.024)]
+    target = Scale(width=1024)
+    res = extrapolate(obs, target=target, params=["lr", "weight_decay"], seed=0)
+    ref = extrapolate(exact, target=target, params=["lr", "weight_decay"], seed=0)
+    for name in ("lr", "weight_decay"):
+        # the same answer, within the alternation's stopping tolerance
+        assert res.params[name] == pytest.approx(ref.params[name], rel=0.02)
+
+
+def test_a_rung_s_box_ignores_a_range_of_round_off() -> None:
+    """The box prior's sd per coordinate is half the rung's range, or half the whole sweep's
+    where the rung does not vary it; a range of round-off (1e-9 of the sweep's) is "does not
+    vary": a box of that width has a prior precision of ~1e18 (Marin Mars 520M with every
+    parameter moved by 1e-9 relative, as values re-read at 9 significant digits are, made
+    ``own_optimum``'s matrix singular and ``extrapolate`` raised LinAlgError)."""
+    u = np.array([[0.0, 1.0], [2.0, 1.0 + 1e-9], [1.0, 3.0], [-1.0, -1.0]])
+    rung = np.array([0, 0, 1, 1])
+    centres, sds = _boxes(u, rung, 2)
+    assert sds[0].tolist() == pytest.approx([0.5 * 2.0, 0.5 * 4.0])  # the second: the sweep's 4
+    assert sds[1].tolist() == pytest.approx([0.5 * 2.0, 0.5 * 4.0])
+    assert centres[0].tolist() == pytest.approx([1.0, 1.0])

@@ -83,6 +83,11 @@ FLAT_PRECISION = 1e-8
 #: coordinate — the sweep's own design says where its author expected the optimum, and ±2 sd
 #: reach half a range past each edge (an optimum farther out is a priori 2.5% likely).
 BOX_PRIOR_SD = 0.5
+#: A rung whose trials span less than this fraction of the whole sweep's range in a coordinate
+#: does not vary it (single precision's resolution, as :data:`NOISE_FLOOR`): a box prior on such
+#: a range (round-off, e.g. 1e-16) would have a precision of 1e32 and make the rung's posterior
+#: singular (a LinAlgError out of ``extrapolate``).
+SAME_VALUE = 1e-6
 #: How far (in box-prior sds of the whole sweep's range) a drawn optimum may lie from the
 #: posterior-mean one: a draw past it comes from a near-flat curvature draw (``H⁻¹g`` of a
 #: nearly singular ``H`` runs off without bound) that the data do not place, and the box prior
@@ -580,7 +585,8 @@ def _prior(
 def _boxes(u: FloatArray, rung: np.ndarray, n_rungs: int) -> tuple[FloatArray, FloatArray]:
     """Each rung's box centre and the box prior's sd per coordinate (standardised units): the
     middle of the rung's trials and :data:`BOX_PRIOR_SD` of their range; a coordinate the rung
-    does not vary takes the range of every rung's trials."""
+    does not vary (its range below :data:`SAME_VALUE` of the whole sweep's: round-off, as in a
+    value computed two ways) takes the range of every rung's trials."""
     whole = np.ptp(u, axis=0)
     whole = np.where(whole > 0, whole, 1.0)
     centres = np.zeros((n_rungs, u.shape[1]))
@@ -588,7 +594,7 @@ def _boxes(u: FloatArray, rung: np.ndarray, n_rungs: int) -> tuple[FloatArray, F
     for r in range(n_rungs):
         own = u[rung == r]
         low, high = own.min(axis=0), own.max(axis=0)
-        width = np.where(high - low > 0, high - low, whole)
+        width = np.where(high - low > SAME_VALUE * whole, high - low, whole)
         centres[r] = 0.5 * (low + high)
         sds[r] = BOX_PRIOR_SD * width
     return centres, sds
