@@ -319,6 +319,42 @@ def _loss(divergence: np.ndarray | None, cost: float = 10.0) -> TargetLoss:
     )
 
 
+def test_the_decision_s_gradient_is_its_loss_s_derivative() -> None:
+    """:meth:`TargetLoss.loss_and_gradient` (the single decision's objective and its gradient,
+    by hand) against central differences of :meth:`expected_loss`, in two dimensions with
+    skews turning to their tangents, a divergence law and draws whose excess the cost caps."""
+    rng = np.random.default_rng(4)
+    s = 50
+    hess = np.array([[2.0, 0.6], [0.6, 1.0]]) * rng.uniform(0.5, 1.5, size=(s, 1, 1))
+    loss = TargetLoss(
+        names=("x", "y"),
+        log_params=(),
+        optima=rng.normal(0.0, 0.5, size=(s, 2)),
+        curvatures=hess,
+        skews=rng.normal(0.0, 1.0, size=(s, 2)),
+        divergence=np.column_stack([rng.normal(-2.0, 0.5, s), rng.normal(2.0, 0.5, (s, 2))]),
+        divergence_cost=3.0,
+        lower=np.array([-5.0, -5.0]),
+        upper=np.array([5.0, 5.0]),
+        decision=np.zeros(2),
+        full_names=("x", "y"),
+        full_logs=(),
+        fixed_values=np.array([math.nan, math.nan]),
+        active=(0, 1),
+    )
+    for point in ([0.3, -0.2], [2.5, 1.0], [-1.5, 0.7]):
+        x = np.array(point)
+        value, grad = loss.loss_and_gradient(x)
+        assert value == pytest.approx(loss.expected_loss(x), rel=1e-12)
+        h = 1e-6
+        numeric = [
+            (loss.expected_loss(x + h * e) - loss.expected_loss(x - h * e)) / (2 * h)
+            for e in np.eye(2)
+        ]
+        np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-6)
+    assert np.isfinite(loss.best_runs(np.array([[0.3, -0.2]]))).all()
+
+
 def test_the_decision_minimises_the_posterior_expected_loss_by_hand() -> None:
     # optimum −1 or +1, H = 2: E[L(x)] = ½·2·((x + 1)² + (x − 1)²)/2 = x² + 1 → 0, loss 1
     loss = _loss(None)

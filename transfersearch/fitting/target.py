@@ -15,15 +15,17 @@ runs minimise ``mean_s E[min_i L_s(x_i)]`` (the runs diverge independently given
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
 
 from transfersearch.fitting.coords import FloatArray, natural_params
 from transfersearch.fitting.divergence import DivergenceModel
-from transfersearch.fitting.valley import cubic, turns
+from transfersearch.fitting.valley import cubic, cubic_slope, turns
 
 __all__ = ["START_POOL", "TargetLoss"]
 
@@ -119,6 +121,28 @@ class TargetLoss:
         p = self._p(coords)
         return float(((1 - p) * excess + p * self.divergence_cost).mean())
 
+    def loss_and_gradient(self, coords: FloatArray) -> tuple[float, FloatArray]:
+        """:meth:`expected_loss` at one point (d,) and its gradient, by hand: with
+        ``g = x − μ_s`` and ``V_c = min(V_s, C)``, ``∇V_s = H_s g + κ_s ⊙ c′(g)`` (``c′`` is half
+        the square of the gap held at the skew's turn: the cubic's ``t²/2``, then its tangent's
+        constant slope), 0 where ``V_s > C``; ``∇p_s = p_s(1 − p_s)β_s``; and
+        ``∇L_s = (1 − p_s)∇V_c + (C − V_c)∇p_s``."""
+        gap = np.asarray(coords)[None, :] - self.optima  # (S, d)
+        excess = self._excess(np.asarray(coords))
+        grad_v = np.einsum("sij,sj->si", self.curvatures, gap)
+        if self.skews is not None:
+            grad_v = grad_v + self.skews * cubic_slope(gap, self._turns)
+        capped = excess >= self.divergence_cost
+        grad_v[capped] = 0.0
+        excess = np.minimum(excess, self.divergence_cost)
+        p = self._p(np.asarray(coords))
+        grad = (1 - p)[:, None] * grad_v
+        if self.divergence is not None:
+            slope = (p * (1 - p))[:, None] * self.divergence[:, 1:]
+            grad = grad + (self.divergence_cost - excess)[:, None] * slope
+        value = float(((1 - p) * excess + p * self.divergence_cost).mean())
+        return value, np.asarray(grad.mean(axis=0))
+
     def expected_best(self, runs: FloatArray) -> float:
         """``mean_s E[min_i L_s(x_i)]`` for runs (k, d), diverging independently per draw."""
         excess = np.minimum(self._excess(runs), self.divergence_cost)  # (k, S)
@@ -135,6 +159,18 @@ class TargetLoss:
 
     def clip(self, coords: FloatArray) -> FloatArray:
         return np.clip(coords, self.lower, self.upper)
+
+    def _objective(self, k: int, d: int, unit: float) -> Callable[[FloatArray], Any]:
+        """What :meth:`best_runs` minimises, in ``unit``s: one run's loss with its gradient
+        (:meth:`loss_and_gradient`), or k runs' :meth:`expected_best` (gradient by differences)."""
+        if k == 1:
+
+            def single(flat: FloatArray) -> tuple[float, FloatArray]:
+                value, grad = self.loss_and_gradient(flat)
+                return value / unit, grad / unit
+
+            return single
+        return lambda flat: self.expected_best(flat.reshape(k, d)) / unit
 
     def best_runs(self, start: FloatArray) -> FloatArray:
         """Runs (k, d) minimising :meth:`expected_best`, polished from ``start`` (k, d).
@@ -154,9 +190,10 @@ class TargetLoss:
         unit = self.divergence_cost if self.divergence_cost > 0 else 1.0  # the metric's units
         for x0 in starts:
             result = minimize(
-                lambda flat: self.expected_best(flat.reshape(k, d)) / unit,
+                self._objective(k, d, unit),
                 x0.ravel(),
                 method="L-BFGS-B",
+                jac=k == 1,
                 bounds=bounds,
             )
             if result.fun * unit < best_value:

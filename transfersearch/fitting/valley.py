@@ -49,6 +49,7 @@ __all__ = [
     "Frame",
     "Valley",
     "ValleyInput",
+    "cubic_slope",
     "fit_valley",
     "own_optimum",
 ]
@@ -238,8 +239,22 @@ def cubic(gap: FloatArray, turn: FloatArray) -> FloatArray:
 
     With ``c`` the gap held at the turn (``c = t`` before it), both pieces are
     ``c³/6 + c²/2·(t − c) = c²(t/2 − c/3)``: one expression, no temporaries per piece."""
-    held = np.where(turn > 0, np.minimum(gap, turn), np.where(turn < 0, np.maximum(gap, turn), gap))
+    held = _held_at_turn(gap, turn)
     return np.asarray(held * held * (0.5 * gap - held / 3.0))
+
+
+def cubic_slope(gap: FloatArray, turn: FloatArray) -> FloatArray:
+    """The derivative of :func:`cubic`: ``c²/2`` with ``c`` the gap held at the turn (the
+    cubic's ``t²/2``, then its tangent's constant slope). Broadcasts."""
+    held = _held_at_turn(gap, turn)
+    return np.asarray(0.5 * held * held)
+
+
+def _held_at_turn(gap: FloatArray, turn: FloatArray) -> FloatArray:
+    """The gap, held at ``turn`` past it (±inf: no turn; a turn of 0 counts as none)."""
+    return np.asarray(
+        np.where(turn > 0, np.minimum(gap, turn), np.where(turn < 0, np.maximum(gap, turn), gap))
+    )
 
 
 def turns(hess: FloatArray, skew: FloatArray) -> FloatArray:
