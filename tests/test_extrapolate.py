@@ -469,6 +469,7 @@ def test_a_target_the_ladder_holds_is_read_off_its_own_trials() -> None:
     assert abs(math.log(res.params["lr"]) - truth) < 0.05
     low, high = res.interval(0.9)["lr"]
     assert low < math.exp(truth) < high and math.log(high / low) < 0.5
+    assert res.calibration == 1.0 and "not calibrated" in res.selection_reason
     # without the top rung's trials the same target is a new rung: the law of the others
     cheaper = [o for o in obs if o.scale["width"] < 512]
     law = extrapolate(cheaper, target=Scale(width=512), params=["lr"], seed=0)

@@ -103,8 +103,9 @@ class PlannerOptions:
             neighbourhood points instead of the same ones.
         transfer: False turns the law off: every proposal defers to the base sampler, so each rung
             is searched independently (the baseline that transfer is measured against).
-        refit_growth: the law is refitted for a rung when a new rung qualifies or a qualifying
-            rung's finished trials have grown by this factor since the last fit (1.0: on every
+        refit_growth: the law is refitted for a rung when a new rung qualifies or a fitted
+            rung's finished trials (the predicted rung's own among them) have grown by this
+            factor since the last fit (1.0: on every
             new trial). Refits then grow logarithmically with the study, not linearly.
         direction: ``"minimize"`` (default) or ``"maximize"`` the observations' values, which
             are the raw metric; passed to :func:`transfersearch.extrapolate`. Fixed for a

@@ -362,11 +362,15 @@ def _scores(fit: LadderFit, model: str) -> dict[str, float]:
 def _reason(fit: LadderFit, options: FitOptions) -> str:
     if options.model == "constant":
         return "no drift: chosen by the caller (model='constant')"
+    spread = (
+        "the target is a fitted rung: its own posterior, not calibrated"
+        if fit.target_is_rung
+        else f"predictive spread calibrated x{fit.calibration:.2f} on {len(fit.folds)} "
+        "walk-forward fold(s)"
+    )
     return (
         f"one model of every trial; the drift prior's scale integrated over "
-        f"(posterior weight beyond no drift {fit.valley.drift_weight:.0%}), "
-        f"predictive spread calibrated x{fit.calibration:.2f} on {len(fit.folds)} walk-forward "
-        "fold(s)"
+        f"(posterior weight beyond no drift {fit.valley.drift_weight:.0%}), {spread}"
     )
 
 

@@ -97,7 +97,9 @@ class LadderFit:
         law_point: (d,) the law's posterior-mean optimum at the target.
         draws: (S, d) calibrated posterior-predictive draws of the target's optimum.
         raw_sd: (d,) the draws' spread before calibration (:func:`robust_sd`).
-        calibration: the walk-forward factor applied to the draws' spread.
+        calibration: the walk-forward factor applied to the draws' spread (1: a target the fit
+            holds, read off its own posterior, is not calibrated).
+        target_is_rung: the target is one of the fitted rungs (:func:`_target_draws`).
         folds: the walk-forward folds.
         divergence: the divergence model, or None (no trial diverged).
         target_loss: the decision's objective.
@@ -125,6 +127,7 @@ class LadderFit:
     law_point_coefficients: FloatArray
     law_coefficients: FloatArray
     divergence_cost: float
+    target_is_rung: bool = False
 
 
 @dataclass(frozen=True)
@@ -360,8 +363,9 @@ def fit_ladder(
     optima = _rung_optima(ladder, trials, valley, active, fixed_values, hessian, rng)
     owns = [own_optimum(valley, data, k) for k in range(len(ladder.scales))] if validate else []
     folds = _folds(ladder, active, optima, owns, fixed_values, rng, drift) if validate else []
-    calibration = _calibration(folds, len(active))
-    draws, raw_sd, hess_u, skew_u = _target_draws(ladder, valley, target_logs, calibration, rng)
+    held = _held_rung(ladder, target_logs)
+    calibration = 1.0 if held is not None else _calibration(folds, len(active))
+    draws, raw_sd, hess_u, skew_u = _target_draws(valley, target_logs, held, calibration, rng)
     centres = np.array([[o.coords[ladder.names[j]] for j in active] for o in optima])
     coords = trials.coords[:, list(active)]
     divergence = fit_divergence(coords - centres[trials.rung], ~np.isfinite(trials.values), coords)
@@ -394,27 +398,33 @@ def fit_ladder(
         law_point_coefficients=_law_coefficients(valley.theta, valley),
         law_coefficients=_law_coefficients(valley.draws(N_DRAWS // 4, rng)[0], valley),
         divergence_cost=cost,
+        target_is_rung=held is not None,
     )
 
 
+def _held_rung(ladder: Ladder, target_logs: FloatArray) -> int | None:
+    """The rung the target is, when the fit holds it (None: a new rung)."""
+    held = np.flatnonzero(np.all(np.isclose(ladder.log_scales, target_logs), axis=1))
+    return int(held[0]) if len(held) else None
+
+
 def _target_draws(
-    ladder: Ladder,
     valley: Valley,
     target_logs: FloatArray,
+    held: int | None,
     calibration: float,
     rng: np.random.Generator,
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """Draws of the target's optimum (fitted units; their raw robust sd) and of the valley's
     curvature and skews (standardised), docs/science.md §7.5.
 
-    A target the ladder does not hold is a new rung: the law's draws plus the rungs' scatter,
-    their spread multiplied by the walk-forward ``calibration``. A target it holds (a rung
+    A target the ladder does not hold (``held`` None) is a new rung: the law's draws plus the
+    rungs' scatter, their spread multiplied by the walk-forward ``calibration``. A target it holds (a rung
     whose trials are in the fit: the top rung of a study still running) is that rung's own
     posterior, which its trials inform as well as the law; no fold checks a read-out, so it is
     not calibrated."""
-    held = np.flatnonzero(np.all(np.isclose(ladder.log_scales, target_logs), axis=1))
-    if len(held):
-        draws_u, hess_u, skew_u = valley.rung_predictive_u(int(held[0]), N_DRAWS, rng)
+    if held is not None:
+        draws_u, hess_u, skew_u = valley.rung_predictive_u(held, N_DRAWS, rng)
         draws = valley.frame.to_x(draws_u)
         return draws, robust_sd(draws), hess_u, skew_u
     draws_u, hess_u, skew_u = valley.predictive_u(target_logs, N_DRAWS, rng)

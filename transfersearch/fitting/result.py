@@ -67,7 +67,8 @@ class Extrapolation:
             for log parameters), calibrated walk-forward.
         samples: (n, d) posterior-predictive draws of the target's optimum, fitted coordinates
             (calibrated; a non-negative linear parameter's draws held at ≥ 0).
-        calibration: the factor walk-forward put on the predictive spread.
+        calibration: the factor walk-forward put on the predictive spread (1 where the target
+            is one of the fitted rungs: its own posterior is not calibrated).
         decision_shift: ``params − law_params`` in fitted coordinates.
         collinearity: scale variables the ladder moves together, or None.
         extrapolation_decades: distance from the target to the nearest rung, log10 units.
