@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import transfersearch as ts
-from transfersearch.cost import by_cost, default_cost
+from transfersearch.cost import by_cost, cost_function, default_cost
 
 
 @pytest.mark.parametrize(
@@ -42,3 +42,15 @@ def test_a_ladder_with_its_own_names_gets_walk_forward_folds() -> None:
     res = ts.extrapolate(obs, target={"N": 1.6e9, "D": 3.2e10})
     assert len(res.walk_forward) >= 1
     assert res.params["lr"] == pytest.approx(3e-3 * 16**-0.3, rel=0.1)
+
+
+def test_the_cost_function_is_the_user_s_else_the_default() -> None:
+    """:func:`cost_function` is the one place the default is taken: the planner, the schedule,
+    the law cache and the fit's rung order all read the ladder's cost through it."""
+
+    def flops(scale: ts.Scale) -> float:
+        return 3.0 * scale["width"]
+
+    assert cost_function(None) is default_cost
+    assert cost_function(flops) is flops
+    assert cost_function(flops)(ts.Scale(width=2.0)) == 6.0

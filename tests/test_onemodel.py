@@ -19,6 +19,7 @@ from transfersearch.fitting.valley import (
     _boxes,
     _data_terms,
     _design,
+    _factor,
     _fit_noise,
     _Layout,
     _prior,
@@ -95,6 +96,22 @@ def test_the_grid_s_stacked_solve_is_each_point_s_solve() -> None:
         np.testing.assert_allclose(mean, one[0], rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(cov, one[1], rtol=1e-9, atol=1e-12)
         assert log_ev == pytest.approx(one[2], rel=1e-9)
+
+
+def test_a_singular_precision_is_factored_with_a_relative_jitter() -> None:
+    """:func:`_factor` (used by the posterior solve and by ``own_optimum``): a positive-definite
+    matrix is factored as given; one round-off leaves singular (rank 1 here) gets
+    ``1e-6 × max|diag|`` on its diagonal instead of numpy's LinAlgError."""
+    good = np.array([[4.0, 1.0], [1.0, 3.0]])
+    post, chol = _factor(good)
+    np.testing.assert_array_equal(post, good)
+    np.testing.assert_allclose(chol @ chol.T, good)
+    singular = np.array([[4.0, 2.0], [2.0, 1.0]])  # determinant 0
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.cholesky(singular)
+    post, chol = _factor(singular)
+    np.testing.assert_allclose(post, singular + 4e-6 * np.eye(2))
+    np.testing.assert_allclose(chol @ chol.T, post)
 
 
 def test_a_correlated_valley_turns_at_its_least_curvature_and_stays_above_its_bottom() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from transfersearch.errors import TransferSearchError
 from transfersearch.scale import Scale
 
-__all__ = ["by_cost", "default_cost"]
+__all__ = ["by_cost", "cost_function", "default_cost"]
 
 
 #: Scale names :func:`default_cost` reads as a model's size or the data it processes.
@@ -35,6 +35,12 @@ def default_cost(scale: Scale) -> float:
     return float(size * data)
 
 
+def cost_function(cost: Callable[[Scale], float] | None) -> Callable[[Scale], float]:
+    """The cost a ladder is ordered by: ``cost`` where the user gave one, else
+    :func:`default_cost` (the one place that default is taken)."""
+    return default_cost if cost is None else cost
+
+
 def by_cost(scales: Iterable[Scale], cost: Callable[[Scale], float] | None = None) -> list[Scale]:
     """``scales`` cheapest first: the one rung order of the planner, walk-forward validation,
     ``validate()`` (which holds out the last), the report and the visualisation.
@@ -49,7 +55,7 @@ def by_cost(scales: Iterable[Scale], cost: Callable[[Scale], float] | None = Non
     Raises:
         TransferSearchError: ``cost`` gives a value that is not positive and finite.
     """
-    measure = cost or default_cost
+    measure = cost_function(cost)
     keyed = []
     for scale in scales:
         value = float(measure(scale))

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from transfersearch.cost import default_cost
+from transfersearch.cost import cost_function
 from transfersearch.errors import (
     POSITIVE,
     Allowed,
@@ -251,7 +251,7 @@ class TransferPlanner:
         if not isinstance(space, TransferSpace):
             raise TransferSearchError(f"`space` must be a TransferSpace, but got {space!r}.")
         self.space = space
-        self.cost: Callable[[Scale], float] = self.options.cost or default_cost
+        self.cost: Callable[[Scale], float] = cost_function(self.options.cost)
         self._schedule = RungSchedule.build(ladder, self.options)
         self._laws = LawCache(space, self._schedule.ladder, self.options)
         self._rng = np.random.default_rng(self.options.seed)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from transfersearch.cost import default_cost
+from transfersearch.cost import cost_function
 from transfersearch.errors import TransferSearchError, TransferSearchWarning
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.engine import fit_sweep
@@ -120,7 +120,7 @@ class LawCache:
         self.space = space
         self.ladder = ladder
         self.options = options
-        self.cost: Callable[[Scale], float] = options.cost or default_cost
+        self.cost: Callable[[Scale], float] = cost_function(options.cost)
         self.names = [n for n, d in space.distributions.items() if isinstance(d, (Float, Int))]
         # rung -> (complete trials per source rung at the last fit, the fit's prediction)
         self._cache: dict[int, tuple[dict[Scale, int], LawPrediction | None]] = {}

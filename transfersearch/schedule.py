@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from transfersearch.cost import by_cost, default_cost
+from transfersearch.cost import by_cost, cost_function
 from transfersearch.errors import TransferSearchError
 from transfersearch.scale import Scale
 
@@ -97,7 +97,7 @@ class RungSchedule:
         scales = [s if isinstance(s, Scale) else Scale(s) for s in ladder]
         if len(set(scales)) != len(scales):
             raise TransferSearchError(f"`ladder` holds duplicate scales: {scales}.")
-        cost = options.cost or default_cost
+        cost = cost_function(options.cost)
         costs = [float(cost(s)) for s in scales]
         if any(not math.isfinite(c) or c <= 0 for c in costs):
             raise TransferSearchError(f"`cost` must give positive finite costs, but gave {costs}.")

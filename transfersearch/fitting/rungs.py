@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from transfersearch.cost import by_cost, default_cost
+from transfersearch.cost import by_cost, cost_function
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import (
     FloatArray,
@@ -208,7 +208,7 @@ def prepare(
         log_scales,
         fixed,
         prior,
-        np.log([float((cost or default_cost)(s)) for s in scales]),
+        np.log([float(cost_function(cost)(s)) for s in scales]),
     )
     return ladder, tuple(notes)
 

@@ -653,19 +653,25 @@ def _data_terms(phi: FloatArray, y: FloatArray, w: FloatArray) -> _DataTerms:
     )
 
 
+def _factor(precision: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """A posterior precision, symmetrised, and its Cholesky factor; where round-off on a
+    near-singular direction fails the factorisation, with a relative jitter of
+    :data:`CONDITION_FLOOR` on the diagonal (what the factor is then of)."""
+    post = 0.5 * (precision + precision.T)
+    try:
+        return post, np.asarray(np.linalg.cholesky(post), dtype=float)
+    except np.linalg.LinAlgError:
+        post = post + np.eye(len(post)) * CONDITION_FLOOR * float(np.abs(np.diag(post)).max())
+        return post, np.asarray(np.linalg.cholesky(post), dtype=float)
+
+
 def _solve(data: _DataTerms, prior: _Prior) -> tuple[FloatArray, FloatArray, float]:
     """The Gaussian posterior of ``θ`` (mean, covariance) and the log marginal likelihood
     (weights fixed).
 
     ``log p(y) = ½[log|W| + log|P₀| − log|P₁| − (yᵀWy + m₀ᵀP₀m₀ − θ̂ᵀP₁θ̂)] − (n/2) log 2π``
     with ``P₁ = ΦᵀWΦ + P₀`` and ``P₁θ̂ = ΦᵀWy + P₀m₀``: the Gaussian integral over ``θ``."""
-    post = data.precision + prior.precision
-    post = 0.5 * (post + post.T)
-    try:
-        chol = np.linalg.cholesky(post)
-    except np.linalg.LinAlgError:  # round-off on a near-singular direction: a relative jitter
-        post = post + np.eye(len(post)) * CONDITION_FLOOR * float(np.abs(np.diag(post)).max())
-        chol = np.linalg.cholesky(post)
+    post, chol = _factor(data.precision + prior.precision)
     rhs = data.linear + prior.linear
     theta = np.linalg.solve(post, rhs)
     logdet_prior = _logdet_prior(prior.precision)
@@ -869,8 +875,9 @@ def own_optimum(valley: Valley, data: ValleyInput, rung: int) -> tuple[FloatArra
     box = inv_h @ np.diag(1.0 / box_sds[rung] ** 2) @ inv_h  # on g = Hμ
     precision[1:, 1:] += box
     linear[1:] += box @ (hess @ box_centres[rung])
-    cov_g = np.linalg.inv(precision)[1:, 1:]
-    g = np.linalg.solve(precision, linear)[1:]
+    precision, _ = _factor(precision)  # a jitter where round-off leaves it singular
+    full = np.linalg.inv(precision)
+    cov_g, g = full[1:, 1:], (full @ linear)[1:]
     cov = inv_h @ cov_g @ inv_h
     return frame.to_x(np.asarray(inv_h @ g, dtype=float)), cov * np.outer(
         frame.spread, frame.spread
