@@ -129,6 +129,9 @@ def test_fit_options_check_themselves_and_replace_checks_again() -> None:
         dataclasses.replace(options, seed=-1)
     with pytest.raises(TransferSearchError, match="`divergence_cost` must be None"):
         FitOptions(divergence_cost=-1.0)
+    # infinite: every run's expected loss would be inf, the decision left unoptimised
+    with pytest.raises(TransferSearchError, match="give a large finite cost"):
+        FitOptions(divergence_cost=math.inf)
     with pytest.raises(TransferSearchError, match="`n_bootstrap` must be a non-negative integer"):
         FitOptions(n_bootstrap=True)
     with pytest.warns(DeprecationWarning, match="n_bootstrap is deprecated"):

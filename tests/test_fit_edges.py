@@ -245,6 +245,22 @@ def test_weight_decay_zero_rows_are_fitted_linearly_and_stay_non_negative() -> N
     assert res.law_params["lr"] == pytest.approx(1e-2 * 32**-0.5, rel=0.2)
 
 
+def test_a_weight_decay_law_heading_below_zero_is_held_at_zero_in_its_law_point() -> None:
+    """Weight decay swept over a grid holding 0 whose optimum falls with D (0.3, 0.25, 0.2):
+    carried 250× further its straight line goes negative; the law point, like the decision and
+    the interval, stays ≥ 0 (it was reported as about −1)."""
+    rng = np.random.default_rng(0)
+    obs = [
+        Observation(Scale(D=d), {"weight_decay": wd}, 3.0 + 0.5 * (wd - opt) ** 2 + 1e-4 * e)
+        for d, opt in ((1e9, 0.3), (2e9, 0.25), (4e9, 0.2))
+        for wd, e in zip((0.0, 0.1, 0.2, 0.3, 0.4, 0.6), rng.standard_normal(6))
+    ]
+    res = _fit(obs, Scale(D=1e12), params=["weight_decay"])
+    low, high = res.interval(0.9)["weight_decay"]
+    assert res.law_params["weight_decay"] == 0.0 and res.params["weight_decay"] >= 0.0
+    assert 0.0 <= low <= res.law_params["weight_decay"] <= high
+
+
 @pytest.mark.xfail(
     strict=True,
     reason=(
@@ -312,3 +328,21 @@ def test_three_trials_locate_a_rung_without_a_fallback_or_a_warning() -> None:
     assert 1e-3 < optimum.params["lr"] < 1e-2
     located = ts.estimate_optimum(bowl_rung(scale, 1e-2), ["lr"])
     assert located.params["lr"] == pytest.approx(1e-2, rel=1e-4) and not located.at_boundary
+
+
+def test_two_trials_tying_for_the_top_rung_s_best_give_one_answer_in_either_order() -> None:
+    """The fit's frame is centred on the top rung's best trial; where two tie (losses reported
+    to 2 decimals do), their mean: swapping the tied rows once moved the decision by 0.2 log
+    units of lr."""
+    rows = [
+        (1.0, 1e-3, 3.60), (1.0, 2e-3, 3.55), (1.0, 4e-3, 3.56), (1.0, 8e-3, 3.62),
+        (2.0, 5e-4, 3.45), (2.0, 1e-3, 3.41), (2.0, 2e-3, 3.41), (2.0, 4e-3, 3.48),
+    ]  # fmt: skip
+    obs = [ts.Observation({"D": d}, {"lr": lr}, value) for d, lr, value in rows]
+    swapped = [*obs[:5], obs[6], obs[5], *obs[7:]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ts.TransferSearchWarning)
+        one = extrapolate(obs, target={"D": 4.0}, params=["lr"], seed=0)
+        other = extrapolate(swapped, target={"D": 4.0}, params=["lr"], seed=0)
+    assert other.params["lr"] == pytest.approx(one.params["lr"], rel=1e-6)
+    assert other.law_params["lr"] == pytest.approx(one.law_params["lr"], rel=1e-6)

@@ -312,15 +312,21 @@ def _bounds(
 ) -> tuple[FloatArray, FloatArray]:
     """The region a run may use: the finite trials' range per parameter, widened by the law's
     drift from the costliest rung to the target; a linear parameter whose trials are all ≥ 0
-    stays ≥ 0."""
+    stays ≥ 0 (:func:`_nonnegative`)."""
     finite = trials.coords[np.isfinite(trials.values)][:, list(active)]
     drift = np.abs(law_point - top_point)
     lower = finite.min(axis=0) - drift
     upper = finite.max(axis=0) + drift
-    for i, j in enumerate(active):
-        if ladder.names[j] not in ladder.logs and finite[:, i].min() >= 0.0:
-            lower[i] = max(lower[i], 0.0)
+    lower = np.where(_nonnegative(ladder, trials, active), np.maximum(lower, 0.0), lower)
     return lower, upper
+
+
+def _nonnegative(ladder: Ladder, trials: _Trials, active: Sequence[int]) -> np.ndarray:
+    """Which active parameters are linear with every finite trial ≥ 0 (a weight decay grid
+    holding 0): their runs, law point and interval stay ≥ 0 (issue 25 item 5)."""
+    finite = trials.coords[np.isfinite(trials.values)][:, list(active)]
+    linear = np.array([ladder.names[j] not in ladder.logs for j in active], dtype=bool)
+    return np.asarray(linear & (finite.min(axis=0) >= 0.0))
 
 
 def worst_excess(trials: _Trials) -> float:
@@ -373,6 +379,10 @@ def fit_ladder(
     law_point = frame.to_x(valley.law_centre_u(target_logs))
     top_point = frame.to_x(valley.law_centre_u(ladder.log_scales[-1]))
     bounds = _bounds(ladder, trials, active, law_point, top_point)
+    # a parameter kept ≥ 0 has its law point there too, as its interval and its runs do
+    law_point = np.where(
+        _nonnegative(ladder, trials, active), np.maximum(law_point, 0.0), law_point
+    )
     shape = (frame.hessian_x(hess_u), skew_u / frame.spread**3)
     loss = _target_loss(ladder, active, fixed_values, draws, shape, bounds)
     loss = replace(

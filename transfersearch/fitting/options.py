@@ -118,8 +118,10 @@ OPTIONS: Mapping[str, Allowed] = {
     ),
     "divergence_cost": Allowed(
         None,
-        Interval(Real, 0, None, closed="neither", finite=False),
-        fix="None charges the sweep's worst excess; a number is a loss in the metric's units.",
+        Interval(Real, 0, None, closed="neither"),
+        fix="None charges the sweep's worst excess; a number is a finite loss in the metric's "
+        "units (an infinite one makes every run's expected loss infinite: to rule divergence "
+        "out, give a large finite cost, e.g. 10 times the worst excess).",
     ),
     "seed": Allowed(
         None,

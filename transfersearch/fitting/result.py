@@ -51,7 +51,8 @@ class Extrapolation:
         params: the decision: the point of least posterior expected loss at the target, a
             diverged run charged :attr:`divergence_cost` (natural units). Use this for the big
             run.
-        law_params: the law's posterior-mean point (natural units).
+        law_params: the law's posterior-mean point (natural units); a linear parameter whose
+            trials are all ≥ 0 is held at ≥ 0 there, as in its interval.
         laws: each parameter's law (posterior mean and covariance of intercept and exponents).
         optima: the per-rung optima read off the one model, cheapest rung first.
         model: ``"drift"`` (the drift prior's scale integrated over) or ``"constant"``.

@@ -181,10 +181,13 @@ class Frame:
 
 
 def _frame(data: ValleyInput) -> Frame:
-    best = int(np.argmin(np.where(data.rung == data.rung.max(), data.values, np.inf)))
+    """The origin is the last rung's best trial (the mean of those that tie for it, so the
+    rows' order never moves the fit); the spread each coordinate's sd over every trial."""
+    top = np.where(data.rung == data.rung.max(), data.values, np.inf)
+    origin = data.coords[top == top.min()].mean(axis=0)
     spread = data.coords.std(axis=0)
     spread = np.where(spread > 0, spread, 1.0)
-    return Frame(data.coords[best].copy(), spread, data.log_scales.mean(axis=0))
+    return Frame(origin, spread, data.log_scales.mean(axis=0))
 
 
 def _pairs(d: int) -> list[tuple[int, int]]:
