@@ -346,3 +346,32 @@ def test_two_trials_tying_for_the_top_rung_s_best_give_one_answer_in_either_orde
         other = extrapolate(swapped, target={"D": 4.0}, params=["lr"], seed=0)
     assert other.params["lr"] == pytest.approx(one.params["lr"], rel=1e-6)
     assert other.law_params["lr"] == pytest.approx(one.law_params["lr"], rel=1e-6)
+
+
+@pytest.mark.parametrize("unit", [1e-6, 1e3, 1e6, 1e100])
+def test_the_metric_s_units_do_not_move_the_fit(unit: float) -> None:
+    """The same sweep reported in other units gives the same runs: the flat priors of the fit's
+    loss-unit entries scale with the values (at ×1e6 the rung depths' fixed prior once pulled
+    them 3.6 noise sds toward 0 and the lr doubled)."""
+    rows = [
+        (1.0, 1e-3, 3.60), (1.0, 2e-3, 3.55), (1.0, 4e-3, 3.56), (1.0, 8e-3, 3.62),
+        (2.0, 5e-4, 3.45), (2.0, 1e-3, 3.41), (2.0, 2e-3, 3.40), (2.0, 4e-3, 3.48),
+    ]  # fmt: skip
+
+    def fit(k: float) -> ts.Extrapolation:
+        obs = [Observation(Scale(D=d), {"lr": lr}, k * value) for d, lr, value in rows]
+        return _fit(obs, Scale(D=4.0), params=["lr"], seed=0)
+
+    one, other = fit(1.0), fit(unit)
+    assert other.params["lr"] == pytest.approx(one.params["lr"], rel=1e-6)
+    assert other.law_params["lr"] == pytest.approx(one.law_params["lr"], rel=1e-6)
+
+
+def test_values_beyond_what_the_fit_s_squares_hold_are_refused_with_the_fix() -> None:
+    obs = [
+        Observation(Scale(D=d), {"lr": lr}, 1e300 * (3.0 + math.log(lr / 2e-3) ** 2))
+        for d in (1.0, 2.0)
+        for lr in (1e-3, 2e-3, 4e-3)
+    ]
+    with pytest.raises(ts.TransferSearchError, match=r"3\.48e\+300.*smaller units"):
+        extrapolate(obs, target=Scale(D=4.0), params=["lr"])

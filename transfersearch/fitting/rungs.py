@@ -110,6 +110,21 @@ def _check_exponents(
     return result
 
 
+#: The largest |value| the fit takes: its sums of squared values stay finite in float64
+#: (whose largest number is about 1.8e308).
+MAX_MAGNITUDE = 1e150
+
+
+def _check_magnitude(values: np.ndarray, scale: Scale) -> None:
+    finite = np.abs(values[np.isfinite(values)])
+    if len(finite) and float(finite.max()) > MAX_MAGNITUDE:
+        raise TransferSearchError(
+            f"a trial at {scale!r} reports the value {float(finite.max()):.3g}, beyond the "
+            f"{MAX_MAGNITUDE:.0e} the fit's squares can hold. Report the metric in smaller units "
+            "(e.g. the log of a perplexity); the fit gives the same answer in any units."
+        )
+
+
 def _rung_trials(
     groups: Mapping[Scale, list[Observation]],
     names: tuple[str, ...],
@@ -124,6 +139,7 @@ def _rung_trials(
     dropped: list[str] = []
     for scale, group in groups.items():
         coords, values = observation_arrays(group, names, logs, sign)
+        _check_magnitude(values, scale)
         if not np.isfinite(values).any():
             dropped.append(repr(scale))
             continue

@@ -77,8 +77,9 @@ CURVATURE_PRIOR = 0.5
 #: independent, with ±2 sd inside the positive-definite range |corr| < 1.
 OFFDIAGONAL_PRIOR_CORRELATION = 0.5
 #: A "flat" prior on an unbounded linear parameter (intercepts, depths, slopes): its precision,
-#: in standardised units. Tiny against any data's; the same for every drift scale, so it cancels
-#: from the marginal likelihood's comparison.
+#: in units of the largest |value| (:func:`_flat_precision`: a loss reported ×1000 gets the same
+#: fit). Tiny against any data's; the same for every drift scale, so it cancels from the
+#: marginal likelihood's comparison.
 FLAT_PRECISION = 1e-8
 #: The box prior: a rung's optimum ~ N(middle of its trials, (this × their range)²) per
 #: coordinate — the sweep's own design says where its author expected the optimum, and ±2 sd
@@ -558,7 +559,7 @@ def _prior(
     flat = np.concatenate(
         [np.arange(lay.n_rungs + lay.n_curv), np.arange(lay.grad.start, lay.grad.stop)]
     )
-    fixed.precision[flat, flat] += FLAT_PRECISION
+    fixed.precision[flat, flat] += _flat_precision(data.values)
     for col, (j, k) in enumerate(_pairs(d)):
         if j == k:
             entry = lay.n_rungs + col
@@ -654,6 +655,15 @@ def _data_terms(phi: FloatArray, y: FloatArray, w: FloatArray) -> _DataTerms:
         log_w=float(np.log(w).sum()),
         n=len(y),
     )
+
+
+def _flat_precision(values: FloatArray) -> float:
+    """:data:`FLAT_PRECISION` in the values' units: the flat entries of ``θ`` (rung depths,
+    curvatures, gradients) are in the metric's units, so their prior sd is 10⁴ times the
+    largest |value| (1 where every value is 0) — flat at any scale of the metric."""
+    finite = values[np.isfinite(values)]
+    level = float(np.abs(finite).max()) if len(finite) else 0.0
+    return FLAT_PRECISION / (level if level > 0.0 else 1.0) ** 2
 
 
 def _factor(precision: FloatArray) -> tuple[FloatArray, FloatArray]:
@@ -873,7 +883,7 @@ def own_optimum(valley: Valley, data: ValleyInput, rung: int) -> tuple[FloatArra
     phi = np.hstack([np.ones((len(y), 1)), -u])  # (c, g)
     precision = phi.T @ (phi * w[:, None])
     linear = phi.T @ (w * (y - known))
-    precision[0, 0] += FLAT_PRECISION
+    precision[0, 0] += _flat_precision(data.values)
     inv_h = np.linalg.inv(hess)
     box = inv_h @ np.diag(1.0 / box_sds[rung] ** 2) @ inv_h  # on g = Hμ
     precision[1:, 1:] += box
