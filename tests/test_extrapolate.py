@@ -470,6 +470,8 @@ def test_a_target_the_ladder_holds_is_read_off_its_own_trials() -> None:
     low, high = res.interval(0.9)["lr"]
     assert low < math.exp(truth) < high and math.log(high / low) < 0.5
     assert res.calibration == 1.0 and "not calibrated" in res.selection_reason
+    # its summary says why the decision sits off the law's line (not a hedge: the rung's trials)
+    assert "from the law's line: this rung's own trials place its optimum there" in res.summary()
     # without the top rung's trials the same target is a new rung: the law of the others
     cheaper = [o for o in obs if o.scale["width"] < 512]
     law = extrapolate(cheaper, target=Scale(width=512), params=["lr"], seed=0)

@@ -114,20 +114,24 @@ def _ladder(result: Summarised) -> list[str]:
 def _decision(result: Summarised) -> list[str]:
     """Each parameter's decision, law point and interval, and how far the decision moved."""
     interval = result.interval(LEVEL)
+    # a target that is a fitted rung is read off that rung's own posterior (docs/science.md
+    # §7.5): the decision and interval are its trials' answer, the law's line passes elsewhere
+    why = (
+        "the law's line: this rung's own trials place its optimum there, and the interval is "
+        "that posterior's"
+        if result.extrapolation_decades == 0.0
+        else "the law's point: less expected loss, divergence risk included"
+    )
     lines = []
     for name in result.params:
         shift = result.decision_shift[name]
         low, high = interval[name]
         moved = abs(shift) > 1e-3 * max(1.0, abs(result.stderr.get(name, 0.0)))
+        unit = "log units" if name in result.log_params else "units"
         lines.append(
             f"  {name}: decision {result.params[name]:.4g}, law {result.law_params[name]:.4g}, "
             f"{LEVEL:.0%} interval [{low:.4g}, {high:.4g}]"
-            + (
-                f" (moved {shift:+.3g} {'log ' if name in result.log_params else ''}units from "
-                "the law's point: less expected loss, divergence risk included)"
-                if moved
-                else ""
-            )
+            + (f" (moved {shift:+.3g} {unit} from {why})" if moved else "")
         )
     return lines
 
