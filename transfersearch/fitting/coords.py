@@ -24,6 +24,7 @@ __all__ = [
     "check_fixed_exponents",
     "check_params",
     "common_variables",
+    "gaussian_draws",
     "natural_params",
     "observation_arrays",
     "resolve_log_params",
@@ -177,9 +178,13 @@ EXPONENT = Allowed(Interval(Real), fix="E.g. 0.0 (no drift with that scale varia
 
 
 def check_fixed_exponents(
-    param: str, fixed: Mapping[str, float], variables: Sequence[str]
+    param: str,
+    fixed: Mapping[str, float],
+    variables: Sequence[str],
+    label: str = "fixed_exponents",
 ) -> dict[str, float]:
-    """Validate one parameter's fixed exponents: known scale variables, finite numbers.
+    """Validate one parameter's exponents (``label``: the option they came in, named in the
+    error): known scale variables, finite numbers.
 
     Raises:
         TransferSearchError: an unknown scale variable or a non-finite exponent.
@@ -188,9 +193,23 @@ def check_fixed_exponents(
     for name, value in fixed.items():
         if name not in variables:
             raise TransferSearchError(
-                f"fixed_exponents[{param!r}] names scale variable {name!r}, which not every "
+                f"{label}[{param!r}] names scale variable {name!r}, which not every "
                 f"trial's scale has (common variables: {list(variables)}). Fix the name or add "
                 "it to every Scale."
             )
-        checked[name] = check_value(f"fixed_exponents[{param!r}][{name!r}]", value, EXPONENT)
+        checked[name] = check_value(f"{label}[{param!r}][{name!r}]", value, EXPONENT)
     return checked
+
+
+def gaussian_draws(
+    mean: FloatArray, cov: FloatArray, n: int, rng: np.random.Generator
+) -> FloatArray:
+    """``n`` draws of ``N(mean, cov)`` through the Cholesky factor, which moves only by
+    round-off when ``cov`` does (an eigendecomposition's vectors rotate freely between
+    near-equal eigenvalues, so the same seed gave other draws when the trials' order changed);
+    a covariance round-off leaves not positive definite is drawn through its eigenvalues."""
+    try:
+        factor = np.linalg.cholesky(0.5 * (cov + cov.T))
+    except np.linalg.LinAlgError:
+        return np.asarray(rng.multivariate_normal(mean, cov, size=n, method="eigh"))
+    return np.asarray(mean + rng.standard_normal((n, len(mean))) @ factor.T)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
-from transfersearch.fitting.coords import FloatArray
+from transfersearch.fitting.coords import FloatArray, gaussian_draws
 
 __all__ = ["BOUNDARY_SHARPNESS", "DivergenceModel", "fit_divergence"]
 
@@ -44,7 +44,7 @@ class DivergenceModel:
     n_diverged: int
 
     def draws(self, n: int, rng: np.random.Generator) -> FloatArray:
-        return rng.multivariate_normal(self.mean, self.cov, size=n, method="eigh")
+        return gaussian_draws(self.mean, self.cov, n, rng)
 
     @staticmethod
     def probability(coefs: FloatArray, offsets: FloatArray) -> FloatArray:

@@ -106,22 +106,26 @@ def _check_exponents(
                 f"{label}[{param!r}] must map scale variable -> exponent, but got {row!r}. "
                 "Write {'dataset_size': 0.0}."
             )
-        result[param] = check_fixed_exponents(param, row, variables)
+        result[param] = check_fixed_exponents(param, row, variables, label)
     return result
 
 
-#: The largest |value| the fit takes: its sums of squared values stay finite in float64
-#: (whose largest number is about 1.8e308).
-MAX_MAGNITUDE = 1e150
+#: The largest |value| the fit takes, and the smallest largest one: its squared values stay
+#: finite and nonzero in float64 (normal numbers span about 2.2e-308 to 1.8e308).
+MAGNITUDES = (1e-150, 1e150)
 
 
-def _check_magnitude(values: np.ndarray, scale: Scale) -> None:
-    finite = np.abs(values[np.isfinite(values)])
-    if len(finite) and float(finite.max()) > MAX_MAGNITUDE:
+def _check_magnitude(rungs: Sequence[tuple[Scale, RungTrials]]) -> None:
+    """The sweep's largest |value| within :data:`MAGNITUDES` (all values 0 pass: a flat sweep)."""
+    sizes = [(float(np.abs(t.values[np.isfinite(t.values)]).max()), scale) for scale, t in rungs]
+    largest, scale = max(sizes, key=lambda item: item[0])
+    low, high = MAGNITUDES
+    if largest > high or 0.0 < largest < low:
         raise TransferSearchError(
-            f"a trial at {scale!r} reports the value {float(finite.max()):.3g}, beyond the "
-            f"{MAX_MAGNITUDE:.0e} the fit's squares can hold. Report the metric in smaller units "
-            "(e.g. the log of a perplexity); the fit gives the same answer in any units."
+            f"the sweep's largest |value| is {largest:.3g} (a trial at {scale!r}), outside the "
+            f"{low:.0e}–{high:.0e} the fit's squares can hold. Report the metric in other units "
+            "(e.g. the log of a perplexity, or the loss × 1e6); the fit gives the same answer "
+            "in any units."
         )
 
 
@@ -139,7 +143,6 @@ def _rung_trials(
     dropped: list[str] = []
     for scale, group in groups.items():
         coords, values = observation_arrays(group, names, logs, sign)
-        _check_magnitude(values, scale)
         if not np.isfinite(values).any():
             dropped.append(repr(scale))
             continue
@@ -158,6 +161,7 @@ def _rung_trials(
             f"only {len(rungs)} scale has a finite trial; extrapolation needs two or more. Run "
             "trials that do not diverge at another scale."
         )
+    _check_magnitude(rungs)
     order = {scale: i for i, scale in enumerate(by_cost((s for s, _ in rungs), cost))}
     rungs.sort(key=lambda item: order[item[0]])
     return rungs

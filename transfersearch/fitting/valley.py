@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from transfersearch.fitting.coords import FloatArray
+from transfersearch.fitting.coords import FloatArray, gaussian_draws
 
 __all__ = [
     "DRIFT_SCALE_MAX",
@@ -420,14 +420,12 @@ class Valley:
         return np.vstack(thetas), np.concatenate(taus)
 
     def _valley_draws(self, comp: _Component, k: int, rng: np.random.Generator) -> FloatArray:
-        out = rng.multivariate_normal(comp.mean, comp.cov, size=k, method="eigh")
+        out = gaussian_draws(comp.mean, comp.cov, k, rng)
         for _ in range(REDRAWS):
             bad = np.linalg.eigvalsh(curvature(out, self.layout))[:, 0] <= self.floor
             if not bad.any():
                 break
-            out[bad] = rng.multivariate_normal(
-                comp.mean, comp.cov, size=int(bad.sum()), method="eigh"
-            )
+            out[bad] = gaussian_draws(comp.mean, comp.cov, int(bad.sum()), rng)
         return np.asarray(out)
 
     def predictive_u(
