@@ -154,3 +154,30 @@ def test_the_constant_model_is_the_null_nested_in_the_drift_model() -> None:
     # on a no-drift scenario the integrated drift scale finds next to no drift either
     for law in drift.laws.values():
         assert all(abs(e) < 0.1 for e in law.exponents.values())
+
+
+def test_a_rung_whose_trials_all_report_one_value_is_warned_about() -> None:
+    """Every finite trial at a scale with one value (a metric that was not recorded) says nothing
+    of where the optimum lies: a warning names the scale, and a rung that varies does not."""
+    obs = [
+        Observation(Scale(D=d), {"lr": lr}, 3.5 if d == 2.0 else 3.0 + math.log(lr / 2e-3) ** 2)
+        for d in (1.0, 2.0, 4.0)
+        for lr in (1e-3, 2e-3, 4e-3, 8e-3)
+    ]
+    with pytest.warns(TransferSearchWarning, match=r"every finite trial at \['Scale\(D=2\)'\]"):
+        res = ts.extrapolate(obs, target={"D": 8.0}, params=["lr"], seed=0)
+    flat = [d for d in res.diagnostics if d.kind == "flat"]
+    assert len(flat) == 1 and flat[0].act and "Scale(D=1)" not in flat[0].message
+
+
+@pytest.mark.parametrize("option", ["prior_exponents", "fixed_exponents"])
+def test_an_exponent_s_refusal_names_the_option_it_came_in(option: str) -> None:
+    obs = [
+        Observation(Scale(D=d), {"lr": lr}, 3.0 + math.log(lr / 2e-3) ** 2)
+        for d in (1.0, 2.0)
+        for lr in (1e-3, 2e-3, 4e-3)
+    ]
+    with pytest.raises(
+        TransferSearchError, match=rf"`{option}\['lr'\]\['D'\]` must be a finite number"
+    ):
+        ts.extrapolate(obs, target={"D": 4.0}, params=["lr"], **{option: {"lr": {"D": math.inf}}})

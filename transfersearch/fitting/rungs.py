@@ -129,6 +129,28 @@ def _check_magnitude(rungs: Sequence[tuple[Scale, RungTrials]]) -> None:
         )
 
 
+def _flat_notes(rungs: Sequence[tuple[Scale, RungTrials]]) -> list[Diagnostic]:
+    """A rung whose finite trials (two or more) all report one value says nothing of where its
+    optimum lies: the fit reads it off the priors (the middle of its trials, the other rungs'
+    law). Usually a metric that was not recorded, so the user is asked to look."""
+    flat = []
+    for scale, trials in rungs:
+        finite = trials.values[np.isfinite(trials.values)]
+        if len(finite) >= 2 and float(np.ptp(finite)) == 0.0:
+            flat.append(repr(scale))
+    if not flat:
+        return []
+    return [
+        Diagnostic(
+            "flat",
+            f"every finite trial at {flat} reported the same value: they say nothing of where "
+            "the optimum lies there, and the fit reads it off its priors. Check that the metric "
+            "was recorded for those trials.",
+            act=True,
+        )
+    ]
+
+
 def _rung_trials(
     groups: Mapping[Scale, list[Observation]],
     names: tuple[str, ...],
@@ -162,6 +184,7 @@ def _rung_trials(
             "trials that do not diverge at another scale."
         )
     _check_magnitude(rungs)
+    notes.extend(_flat_notes(rungs))
     order = {scale: i for i, scale in enumerate(by_cost((s for s, _ in rungs), cost))}
     rungs.sort(key=lambda item: order[item[0]])
     return rungs
