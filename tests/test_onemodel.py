@@ -370,6 +370,27 @@ def test_the_decision_s_gradient_is_its_loss_s_derivative() -> None:
         ]
         np.testing.assert_allclose(grad, numeric, rtol=1e-4, atol=1e-6)
     assert np.isfinite(loss.best_runs(np.array([[0.3, -0.2]]))).all()
+    # k runs (candidates(k)'s objective): E[min_i L_s(x_i)] with independent divergences
+    runs = np.array([[0.3, -0.2], [2.5, 1.0], [-1.5, 0.7]])
+    value, grad = loss.best_and_gradient(runs)
+    assert value == pytest.approx(loss.expected_best(runs), rel=1e-12)
+    h = 1e-6
+    for i, j in np.ndindex(runs.shape):
+        step = np.zeros_like(runs)
+        step[i, j] = h
+        numeric = (loss.expected_best(runs + step) - loss.expected_best(runs - step)) / (2 * h)
+        assert grad[i, j] == pytest.approx(numeric, rel=1e-4, abs=1e-6)
+
+
+def test_the_expected_best_of_two_runs_and_its_gradient_by_hand() -> None:
+    """Optimum −1 or +1 (H = 2), every run diverging with p = ½, C = 10; runs at 0 and 2.5.
+    Draw 1: excesses 1 and 12.25 → capped 10: E = ½·1 + ¼·10 + ¼·10 = 5.5, ∂/∂x = (½·2, 0).
+    Draw 2: excesses 1 and 2.25: E = ½·1 + ¼·2.25 + ¼·10 = 3.5625, ∂/∂x = (½·(−2), ¼·3).
+    Mean: 4.53125 and (0, 0.375)."""
+    loss = _loss(np.zeros((2, 2)))  # logistic intercept and slope 0: p = ½ everywhere
+    value, grad = loss.best_and_gradient(np.array([[0.0], [2.5]]))
+    assert value == pytest.approx(4.53125)
+    np.testing.assert_allclose(grad, [[0.0], [0.375]], atol=1e-12)
 
 
 def test_the_decision_minimises_the_posterior_expected_loss_by_hand() -> None:

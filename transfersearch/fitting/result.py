@@ -127,7 +127,10 @@ class Extrapolation:
 
     def interval(self, level: float = 0.9) -> dict[str, tuple[float, float]]:
         """Central interval of the target optimum per parameter, natural units: the quantiles
-        of the calibrated posterior-predictive draws (:attr:`samples`).
+        of the calibrated posterior-predictive draws (:attr:`samples`). Where the target is one
+        of the fitted rungs, they are that rung's own posterior optimum, which its trials
+        inform (docs/science.md §7.5): :attr:`law_params`, the line through every rung, may then
+        lie outside it.
 
         Raises:
             TransferSearchError: ``level`` is not in (0, 1).

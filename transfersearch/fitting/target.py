@@ -122,55 +122,67 @@ class TargetLoss:
         return float(((1 - p) * excess + p * self.divergence_cost).mean())
 
     def loss_and_gradient(self, coords: FloatArray) -> tuple[float, FloatArray]:
-        """:meth:`expected_loss` at one point (d,) and its gradient, by hand: with
-        ``g = x − μ_s`` and ``V_c = min(V_s, C)``, ``∇V_s = H_s g + κ_s ⊙ c′(g)`` (``c′`` is half
-        the square of the gap held at the skew's turn: the cubic's ``t²/2``, then its tangent's
-        constant slope), 0 where ``V_s > C``; ``∇p_s = p_s(1 − p_s)β_s``; and
-        ``∇L_s = (1 − p_s)∇V_c + (C − V_c)∇p_s``."""
-        gap = np.asarray(coords)[None, :] - self.optima  # (S, d)
-        excess = self._excess(np.asarray(coords))
-        grad_v = np.einsum("sij,sj->si", self.curvatures, gap)
-        if self.skews is not None:
-            grad_v = grad_v + self.skews * cubic_slope(gap, self._turns)
-        capped = excess >= self.divergence_cost
-        grad_v[capped] = 0.0
-        excess = np.minimum(excess, self.divergence_cost)
-        p = self._p(np.asarray(coords))
-        grad = (1 - p)[:, None] * grad_v
-        if self.divergence is not None:
-            slope = (p * (1 - p))[:, None] * self.divergence[:, 1:]
-            grad = grad + (self.divergence_cost - excess)[:, None] * slope
-        value = float(((1 - p) * excess + p * self.divergence_cost).mean())
-        return value, np.asarray(grad.mean(axis=0))
+        """:meth:`expected_loss` at one point (d,) and its gradient: :meth:`best_and_gradient`
+        of that one run (with ``V_c = min(V_s, C)``:
+        ``∇L_s = (1 − p_s)∇V_c + (C − V_c)∇p_s``)."""
+        value, grad = self.best_and_gradient(np.asarray(coords)[None, :])
+        return value, grad[0]
 
     def expected_best(self, runs: FloatArray) -> float:
         """``mean_s E[min_i L_s(x_i)]`` for runs (k, d), diverging independently per draw."""
-        excess = np.minimum(self._excess(runs), self.divergence_cost)  # (k, S)
-        p = self._p(runs)
+        return self.best_and_gradient(runs, gradient=False)[0]
+
+    def best_and_gradient(
+        self, runs: FloatArray, gradient: bool = True
+    ) -> tuple[float, FloatArray]:
+        """:meth:`expected_best` of runs (k, d) and its gradient (k, d), by hand.
+
+        Per draw the runs are taken in order of their capped excess ``V_i = min(V_s(x_i), C)``;
+        run ``i`` is the one that counts when every run before it diverged (``S_i = Π_{j<i}
+        p_j``) and it did not, so ``E = Σ_i S_i(1 − p_i)V_i + S_k·C``. With ``R_i`` the
+        expected loss of runs ``i, i+1, …`` (``R_k = C``, ``R_i = (1 − p_i)V_i + p_i R_{i+1}``):
+        ``∂E/∂V_i = S_i(1 − p_i)`` and ``∂E/∂p_i = S_i(R_{i+1} − V_i)``; with
+        ``g = x_i − μ_s``, ``∇V_s = H_s g + κ_s ⊙ c′(g)`` (``c′`` is half the square of the gap
+        held at the skew's turn: the cubic's ``t²/2``, then its tangent's constant slope), 0
+        where ``V_s > C``, and ``∇p_s = p_s(1 − p_s)β_s``. (The order changes only where two
+        runs' excesses tie, and ``E`` is continuous there.)"""
+        runs = np.asarray(runs)
+        cost = self.divergence_cost
+        raw = self._excess(runs)  # (k, S)
+        excess, p = np.minimum(raw, cost), self._p(runs)
         order = np.argsort(excess, axis=0)
-        excess = np.take_along_axis(excess, order, axis=0)
-        p = np.take_along_axis(p, order, axis=0)
-        survive = np.ones(excess.shape[1])  # all runs before i diverged
-        total = np.zeros(excess.shape[1])
-        for i in range(len(runs)):
-            total += survive * (1 - p[i]) * excess[i]
-            survive = survive * p[i]
-        return float((total + survive * self.divergence_cost).mean())
+        v, q = np.take_along_axis(excess, order, axis=0), np.take_along_axis(p, order, axis=0)
+        survive = np.cumprod(np.vstack([np.ones((1, v.shape[1])), q]), axis=0)  # (k + 1, S)
+        tail = np.full((len(runs) + 1, v.shape[1]), cost)
+        for i in reversed(range(len(runs))):
+            tail[i] = (1 - q[i]) * v[i] + q[i] * tail[i + 1]
+        if not gradient:
+            return float(tail[0].mean()), np.zeros_like(runs)
+        by_v, by_p = np.empty_like(v), np.empty_like(v)
+        np.put_along_axis(by_v, order, survive[:-1] * (1 - q), axis=0)
+        np.put_along_axis(by_p, order, survive[:-1] * (tail[1:] - v), axis=0)
+        gap = runs[:, None, :] - self.optima  # (k, S, d)
+        grad_v = np.einsum("sij,ksj->ksi", self.curvatures, gap)
+        if self.skews is not None:
+            grad_v = grad_v + self.skews * cubic_slope(gap, self._turns)
+        grad_v[raw >= cost] = 0.0
+        grad = by_v[..., None] * grad_v
+        if self.divergence is not None:
+            grad = grad + (by_p * p * (1 - p))[..., None] * self.divergence[:, 1:]
+        return float(tail[0].mean()), np.asarray(grad.mean(axis=1))
 
     def clip(self, coords: FloatArray) -> FloatArray:
         return np.clip(coords, self.lower, self.upper)
 
     def _objective(self, k: int, d: int, unit: float) -> Callable[[FloatArray], Any]:
-        """What :meth:`best_runs` minimises, in ``unit``s: one run's loss with its gradient
-        (:meth:`loss_and_gradient`), or k runs' :meth:`expected_best` (gradient by differences)."""
-        if k == 1:
+        """What :meth:`best_runs` minimises, in ``unit``s: the k runs' :meth:`expected_best`
+        with its gradient (:meth:`best_and_gradient`), flattened."""
 
-            def single(flat: FloatArray) -> tuple[float, FloatArray]:
-                value, grad = self.loss_and_gradient(flat)
-                return value / unit, grad / unit
+        def objective(flat: FloatArray) -> tuple[float, FloatArray]:
+            value, grad = self.best_and_gradient(flat.reshape(k, d))
+            return value / unit, grad.ravel() / unit
 
-            return single
-        return lambda flat: self.expected_best(flat.reshape(k, d)) / unit
+        return objective
 
     def best_runs(self, start: FloatArray) -> FloatArray:
         """Runs (k, d) minimising :meth:`expected_best`, polished from ``start`` (k, d).
@@ -193,7 +205,7 @@ class TargetLoss:
                 self._objective(k, d, unit),
                 x0.ravel(),
                 method="L-BFGS-B",
-                jac=k == 1,
+                jac=True,
                 bounds=bounds,
             )
             if result.fun * unit < best_value:
