@@ -105,9 +105,19 @@ def fail_kind() -> str:
 
 
 def _holds_nan(told: Any) -> bool:
-    """A told value (one number or one per objective) that holds a float NaN."""
+    """A told value (one number or one per objective) that holds a NaN: anything Optuna casts
+    with ``float()`` — a Python or numpy float, a 0-d array, a one-element torch tensor."""
     values = told if isinstance(told, (list, tuple)) else [told]
-    return any(isinstance(v, float) and math.isnan(v) for v in values)
+    return any(_is_nan(v) for v in values)
+
+
+def _is_nan(value: Any) -> bool:
+    if isinstance(value, (str, bytes)):  # float("nan") parses: a string is no number told
+        return False
+    try:
+        return math.isnan(float(value))
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 def observation(trial: FrozenTrial, scale: Mapping[str, float]) -> Observation:

@@ -184,8 +184,8 @@ class TransferSearch(Searcher):
     left first) and its coordinates with :meth:`TransferPlanner.propose` (the fitted law's
     prediction once two rungs have enough finished trials), else from the base searcher (one copy
     per rung, so it sees only its rung's history) or, by default, by random sampling from the
-    space's distributions. Errored trials enter the fit as failed (diverged) observations, a NaN or
-    infinite metric as diverged, and trials stopped early by a scheduler (ASHA) as pruned.
+    space's distributions. Errored trials are crashes (``state="failed"``: counted in
+    ``summary()`` and left out of the fit, not divergences), a NaN or infinite metric is diverged, and trials stopped early by a scheduler (ASHA) as pruned.
 
     Concurrency is handled here: under ``ConcurrencyLimiter`` or ``max_concurrent_trials`` the
     limit is passed in by :meth:`set_max_concurrency` and :meth:`suggest` returns None while that

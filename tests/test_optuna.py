@@ -328,6 +328,24 @@ def test_nan_exceptions_and_pruned_trials_map_to_observation_states() -> None:
     assert sampler.rung(study.ask()) == 1
 
 
+def test_a_nan_of_any_numeric_type_the_objective_returns_is_a_divergence() -> None:
+    """``return loss`` where the loss is a numpy float32 or a 0-d torch tensor: Optuna casts it
+    with ``float()``, and a NaN of that kind is a divergence like a Python NaN (it was recorded
+    as a crash and left out of the fit)."""
+    torch = pytest.importorskip("torch")
+    sampler = TransferSampler(SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=2))
+    study = optuna.create_study(sampler=sampler)
+    told = [math.nan, np.float64("nan"), np.float32("nan"), torch.tensor(math.nan)]
+
+    def objective(trial: optuna.Trial) -> Any:
+        sampler.suggest(trial)
+        return told[trial.number]
+
+    study.optimize(objective, n_trials=len(told))
+    observations = observations_from_study(study)
+    assert [(o.diverged, o.crashed) for o in observations] == [(True, False)] * len(told)
+
+
 def test_a_trial_interrupted_by_ctrl_c_is_no_divergence_and_runs_again_next_time() -> None:
     """Issue 21: KeyboardInterrupt in the objective (Ctrl-C) is recorded as interrupted: no
     budget used, not fitted, not told to the base sampler; the next optimize reruns it."""
