@@ -181,3 +181,26 @@ def test_an_exponent_s_refusal_names_the_option_it_came_in(option: str) -> None:
         TransferSearchError, match=rf"`{option}\['lr'\]\['D'\]` must be a finite number"
     ):
         ts.extrapolate(obs, target={"D": 4.0}, params=["lr"], **{option: {"lr": {"D": math.inf}}})
+
+
+def test_an_interval_wider_than_the_trials_range_is_said_in_the_summary() -> None:
+    """Ten trials over six rungs (one or two a rung): the target's 90% interval spans more than
+    every trial's range, and the summary says the decision leans on the priors; a well-sampled
+    ladder (the scenario's 20 trials a rung) does not get the note."""
+    rows = [  # width, dataset_size, base_lr, tau_epoch, loss: a small Ray sweep's complete trials
+        (64, 1e4, 0.0353, 0.252, 1.7418), (64, 1e4, 0.0267, 3.955, 1.7713),
+        (128, 1e4, 0.0481, 2.415, 1.7534), (64, 4e4, 0.0289, 0.498, 1.5890),
+        (64, 4e4, 0.0567, 0.514, 1.6634), (64, 4e4, 0.0552, 2.463, 1.6757),
+        (256, 1e4, 0.0126, 0.321, 1.5931), (128, 4e4, 0.0238, 0.379, 1.5590),
+        (128, 4e4, 0.0193, 0.344, 1.5573), (256, 4e4, 0.0022, 0.123, 2.0169),
+    ]  # fmt: skip
+    obs = [
+        Observation(Scale(width=w, dataset_size=n), {"base_lr": lr, "tau_epoch": tau}, v)
+        for w, n, lr, tau, v in rows
+    ]
+    res = _fit_quietly(Sweep(tuple(obs)), Scale(width=2048, dataset_size=6.4e5), FitOptions())
+    wide = [d for d in res.diagnostics if d.kind == "wide"]
+    assert len(wide) == 1 and not wide[0].act and "base_lr" in wide[0].message
+    assert wide[0].message in res.summary()
+    full = _fit_quietly(Sweep(tuple(OBS)), SCENARIO.target, FitOptions())
+    assert not [d for d in full.diagnostics if d.kind == "wide"]

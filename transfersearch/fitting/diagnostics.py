@@ -25,6 +25,7 @@ KINDS: dict[str, str] = {
     "crashed": "trials that raised an exception: left out of the fit, not divergences",
     "far_target": "a target far beyond the ladder: the prediction leans on the law's form",
     "dropped": "scales left out because every trial there diverged or crashed",
+    "wide": "a 90% interval at the target wider than the trials' range: the priors decide",
     "flat": "scales whose finite trials all report one value: the optimum there from priors",
     "unseen": "a scale variable the target moves along that the ladder does not",
     "boundary": "what is known of divergence: how far the trials stayed stable",

@@ -20,7 +20,7 @@ import numpy as np
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import FloatArray, natural_params
 from transfersearch.fitting.diagnostics import Diagnostic
-from transfersearch.fitting.findings import collinearity, findings
+from transfersearch.fitting.findings import collinearity, findings, wide_findings
 from transfersearch.fitting.laws import PowerLaw
 from transfersearch.fitting.onemodel import LadderFit, fit_ladder, robust_sd
 from transfersearch.fitting.optimum import ScaleOptimum
@@ -326,7 +326,13 @@ def _extrapolate(
         target_loss=loss,
         target_from_ladder=checked.target_from_ladder,
         duplicates_collapsed=checked.duplicates,
-        diagnostics=(*checked.notes, *far, *_crash_notes(checked.crashed), *found),
+        diagnostics=(
+            *checked.notes,
+            *far,
+            *_crash_notes(checked.crashed),
+            *_wide(ladder, fit),
+            *found,
+        ),
     )
 
 
@@ -335,6 +341,14 @@ def _full(fit: LadderFit, active: FloatArray) -> FloatArray:
     point = fit.fixed_values.copy()
     point[list(fit.active)] = active
     return point
+
+
+def _wide(ladder: Ladder, fit: LadderFit) -> list[Diagnostic]:
+    """:func:`.findings.wide_findings` on the fitted parameters, from the finite trials' range."""
+    cols = list(fit.active)
+    coords = np.vstack([t.coords[np.isfinite(t.values)] for t in ladder.trials])[:, cols]
+    names = [ladder.names[j] for j in cols]
+    return wide_findings(names, ladder.logs, fit.draws, np.ptp(coords, axis=0))
 
 
 def _samples(ladder: Ladder, fit: LadderFit) -> tuple[FloatArray, FloatArray]:

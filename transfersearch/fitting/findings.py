@@ -22,7 +22,14 @@ from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.rungs import Ladder
 from transfersearch.scale import Scale
 
-__all__ = ["COLLINEAR_CORRELATION", "Collinearity", "collinearity", "findings", "optimum_findings"]
+__all__ = [
+    "COLLINEAR_CORRELATION",
+    "Collinearity",
+    "collinearity",
+    "findings",
+    "optimum_findings",
+    "wide_findings",
+]
 
 #: Scale variables whose logs correlate above this over the rungs are reported as collinear: the
 #: ladder then pins only their joint direction (a 2-variable design with |corr| 0.95 has a
@@ -159,3 +166,42 @@ def _boundary_findings(stable_up_to: Mapping[str, float]) -> list[Diagnostic]:
         f"stable up to {tops}."
     )
     return [Diagnostic("boundary", message, act=False)]
+
+
+def wide_findings(
+    names: Sequence[str],
+    log_params: Sequence[str],
+    draws: np.ndarray,
+    trial_range: np.ndarray,
+) -> list[Diagnostic]:
+    """Parameters whose central 90% of the target's predictive draws spans more than the
+    trials' whole range (fitted units: log units for a log parameter): the trials locate the
+    target's optimum no better than the sweep's own box does, so the decision there is the
+    priors — and round-off in the rows' order can move it across that width. Shown in
+    ``summary()``, not warned: Marin's one-at-a-time tables (3–5 rows a rung) have it on 10 of
+    12 fits and still beat copying the top rung's best there.
+
+    Args:
+        names, log_params: the fitted parameters and which of them are on a log axis.
+        draws: (S, d) the predictive draws of the target's optimum, fitted units.
+        trial_range: (d,) each parameter's range over the finite trials, fitted units.
+    """
+    low, high = np.quantile(draws, [0.05, 0.95], axis=0)
+    wide = [
+        (name, float(h - lo), float(r))
+        for name, lo, h, r in zip(names, low, high, trial_range, strict=True)
+        if r > 0.0 and h - lo > r
+    ]
+    if not wide:
+        return []
+    parts = ", ".join(
+        f"{name} {width:.2g} vs {span:.2g} {'log units' if name in log_params else 'units'}"
+        for name, width, span in wide
+    )
+    message = (
+        f"the 90% interval at the target is wider than the trials' whole range ({parts}): the "
+        "trials locate its optimum no better than the sweep's box, so the decision leans on "
+        "the priors (on one-at-a-time tables of a few rows per rung, as usual). More trials "
+        "near each rung's optimum narrow it."
+    )
+    return [Diagnostic("wide", message, act=False)]
