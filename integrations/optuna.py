@@ -53,7 +53,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without optuna
 from transfersearch.errors import TransferSearchError
 from transfersearch.integrations import _optuna_shim as shim
 from transfersearch.integrations._optuna_shim import seed_sampler
-from transfersearch.integrations._optuna_space import record_space, study_space
+from transfersearch.integrations._optuna_space import record_ladder, record_space, study_space
 from transfersearch.integrations._optuna_trials import (
     FAIL_KIND_ATTR,
     INTERRUPTED_ATTR,
@@ -365,6 +365,7 @@ class TransferSampler(BaseSampler):
         self._tallies: dict[tuple[int, str], StudyTally] = {}
         self._lock = threading.Lock()
         self._space_stored: set[str] = set()  # studies already holding the space
+        self._ladder_checked: set[str] = set()  # studies whose stored ladder matches this one
         self._claims_checked: set[int] = set()  # storages (ids) whose claims are made exact
         self._law_started: set[tuple[tuple[int, str], int]] = set()  # (study, rung) announced
 
@@ -465,6 +466,13 @@ class TransferSampler(BaseSampler):
                 f"TransferSampler fits one metric, but study {study.study_name!r} has "
                 f"{len(study.directions)} objectives. Use a single-objective study."
             )
+        if study.study_name not in self._ladder_checked:  # once per study and process
+            try:
+                record_ladder(study, self.ladder)
+            except TransferSearchError:  # Optuna made the trial already: not left RUNNING
+                shim.storage_of(study).set_trial_state_values(shim.trial_id(trial), TrialState.FAIL)
+                raise
+            self._ladder_checked.add(study.study_name)
         if study.study_name not in self._space_stored and record_space(study, self.space):
             self._space_stored.add(study.study_name)  # read back by ts.stored_space(study)
         self._claim_once(study)

@@ -328,6 +328,37 @@ def test_nan_exceptions_and_pruned_trials_map_to_observation_states() -> None:
     assert sampler.rung(study.ask()) == 1
 
 
+def test_a_study_resumed_with_another_ladder_is_refused_and_a_costlier_rung_may_be_added(
+    tmp_path: Any,
+) -> None:
+    """Trials store their rung by index: a second session whose ladder puts a rung before the
+    stored ones would read one rung's trials as another's (it ran width 64 again and never the
+    new width 32). That is refused, naming both ladders; adding costlier rungs after them is
+    fine."""
+    storage = f"sqlite:///{tmp_path / 'resume.db'}"
+    first, new = LADDER[:2], LADDER[2]
+
+    def session(ladder: Sequence[ts.Scale], create: bool) -> optuna.Study:
+        sampler = TransferSampler(SPACE, ladder, seed=0, trials_per_rung=2)
+        open_study = optuna.create_study if create else optuna.load_study
+        study = open_study(storage=storage, study_name="s", sampler=sampler)
+        study.optimize(lambda t: (sampler.suggest(t), 1.0)[1], n_trials=2)
+        return study
+
+    session(first, create=True)
+    cheaper = ts.Scale({**dict(first[0]), "width": first[0]["width"] / 2})
+    with pytest.raises(ts.TransferSearchError, match="store their rung by index"):
+        session([cheaper, *first], create=False)
+    study = session([*first, new], create=False)
+    states = [t.state for t in study.trials]  # the refused session's trial is not left RUNNING
+    assert (
+        states
+        == [optuna.trial.TrialState.COMPLETE] * 2
+        + [optuna.trial.TrialState.FAIL]
+        + [optuna.trial.TrialState.COMPLETE] * 2
+    )
+
+
 def test_a_nan_of_any_numeric_type_the_objective_returns_is_a_divergence() -> None:
     """``return loss`` where the loss is a numpy float32 or a 0-d torch tensor: Optuna casts it
     with ``float()``, and a NaN of that kind is a divergence like a Python NaN (it was recorded
