@@ -528,6 +528,8 @@ class TransferSampler(BaseSampler):
                 tally, exclude=trial.number, rung=None if fixed_rung is None else rung
             )
             planned = cast(Proposal, proposal)  # never None: plan() did not wait
+            if trial.system_attrs.get("fixed_params"):  # enqueued without a rung: it runs its own
+                planned = Proposal(planned.rung, {}, "enqueued")  # parameters, not the plan's
             self._log_progress(key, trial.number, planned, detoured_from, tally)
             return planned, detoured_from
 

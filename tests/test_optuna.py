@@ -359,6 +359,22 @@ def test_a_study_resumed_with_another_ladder_is_refused_and_a_costlier_rung_may_
     )
 
 
+def test_a_trial_enqueued_without_a_rung_is_labelled_enqueued_not_by_the_plan() -> None:
+    """``study.enqueue_trial(params)`` with no rung runs its own parameters where the plan sends
+    the next trial; it was labelled with the plan's source ("law-point", "base") although the
+    plan's coordinates never ran."""
+    sampler = TransferSampler(SPACE, LADDER, seed=0, trials_per_rung=2)
+    study = optuna.create_study(sampler=sampler)
+    study.enqueue_trial({"base_lr": 0.5, "tau_epoch": 10.0})
+    study.optimize(lambda t: (sampler.suggest(t), 1.0)[1], n_trials=2)
+    first, second = study.trials
+    assert first.params == {"base_lr": 0.5, "tau_epoch": 10.0}
+    assert (
+        first.user_attrs["transfer"] == "enqueued" and second.user_attrs["transfer"] != "enqueued"
+    )
+    assert first.user_attrs["rung"] == 0
+
+
 def test_a_nan_of_any_numeric_type_the_objective_returns_is_a_divergence() -> None:
     """``return loss`` where the loss is a numpy float32 or a 0-d torch tensor: Optuna casts it
     with ``float()``, and a NaN of that kind is a divergence like a Python NaN (it was recorded
