@@ -4,11 +4,16 @@ A trial's divergence is evidence about its whole configuration relative to its r
 ``μ(ℓ)`` (the valley's, :mod:`.valley`): the boundary moves with the optimum, and one diverged
 variation of one parameter is weighed against every stable trial near it, at every rung
 (docs/science.md §8). Fitted by maximum a posteriori with a Gaussian prior, uncertainty by the
-Laplace approximation. A crashed trial (an exception) is not a divergence and never reaches here.
+Laplace approximation. The boundary is nested with its absence: a constant rate (``β = 0``,
+divergences that do not depend on the configuration, a flaky run) is the other model, and the
+draws mix the two by their Laplace evidence, so a few NaNs scattered at random do not make a
+wall that the decision steps away from. A crashed trial (an exception) is not a divergence and
+never reaches here.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,17 +39,26 @@ class DivergenceModel:
     """The divergence posterior (Laplace), in fitted coordinates.
 
     Attributes:
-        mean: (d + 1,) MAP of ``(β₀, β)`` with ``β`` per fitted unit.
+        mean: (d + 1,) MAP of ``(β₀, β)`` with ``β`` per fitted unit (the boundary model).
         cov: (d + 1, d + 1) its covariance.
         n_diverged: diverged trials it was fitted to.
+        rate: (mean, variance) of ``β₀`` in the constant-rate model (``β = 0``).
+        boundary_weight: the boundary model's posterior probability against the constant rate
+            (equal prior odds; Laplace evidence).
     """
 
     mean: FloatArray
     cov: FloatArray
     n_diverged: int
+    rate: tuple[float, float]
+    boundary_weight: float
 
     def draws(self, n: int, rng: np.random.Generator) -> FloatArray:
-        return gaussian_draws(self.mean, self.cov, n, rng)
+        """``n`` draws of ``(β₀, β)`` from the mixture: each model in proportion to its weight."""
+        k = int(rng.binomial(n, self.boundary_weight))
+        flat = np.zeros((n - k, len(self.mean)))
+        flat[:, 0] = self.rate[0] + math.sqrt(self.rate[1]) * rng.standard_normal(n - k)
+        return np.vstack([gaussian_draws(self.mean, self.cov, k, rng), flat])
 
     @staticmethod
     def probability(coefs: FloatArray, offsets: FloatArray) -> FloatArray:
@@ -77,12 +91,26 @@ def fit_divergence(
     """
     if not diverged.any():
         return None
-    n, d = offsets.shape
+    n = len(offsets)
     design = np.hstack([np.ones((n, 1)), offsets])
     prior_sd = np.concatenate([[INTERCEPT_SD], BOUNDARY_SHARPNESS / _spacing(coords)])
-    prior_prec = np.diag(1.0 / prior_sd**2)
     target = diverged.astype(float)
-    coef = np.zeros(d + 1)
+    coef, cov, log_ev = _laplace(design, target, prior_sd)
+    rate, rate_var, rate_ev = _laplace(design[:, :1], target, prior_sd[:1])
+    weight = float(expit(log_ev - rate_ev))  # equal prior odds
+    return DivergenceModel(
+        coef, cov, int(diverged.sum()), (float(rate[0]), float(rate_var[0, 0])), weight
+    )
+
+
+def _laplace(
+    design: FloatArray, target: FloatArray, prior_sd: FloatArray
+) -> tuple[FloatArray, FloatArray, float]:
+    """The logistic regression's MAP under ``N(0, diag(prior_sd²))`` by Newton's method, its
+    Laplace covariance and log evidence ``log p(y|β̂) + log p(β̂) + (k/2)log 2π − ½log|H|``
+    (``H`` the log posterior's negative Hessian at the MAP)."""
+    prior_prec = np.diag(1.0 / prior_sd**2)
+    coef = np.zeros(design.shape[1])
     hess = prior_prec
     for _ in range(NEWTON_STEPS):
         p = expit(design @ coef)
@@ -92,5 +120,11 @@ def fit_divergence(
         coef = coef + step
         if float(np.abs(step).max()) < 1e-8:
             break
+    logit = design @ coef
+    loglik = float((target * logit - np.logaddexp(0.0, logit)).sum())
+    # the Gaussian prior's and the Laplace integral's (2π)^(k/2) cancel
+    log_prior = float((-0.5 * (coef / prior_sd) ** 2 - np.log(prior_sd)).sum())
+    _, logdet = np.linalg.slogdet(hess)
+    log_ev = loglik + log_prior - 0.5 * float(logdet)
     cov = np.linalg.inv(hess)
-    return DivergenceModel(coef, 0.5 * (cov + cov.T), int(diverged.sum()))
+    return coef, 0.5 * (cov + cov.T), float(log_ev)
