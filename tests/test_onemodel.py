@@ -353,6 +353,9 @@ def test_divergences_at_random_are_a_rate_and_a_cliff_is_a_boundary() -> None:
     draws = flaky.draws(4000, np.random.default_rng(1))
     share_flat = float(np.mean(np.all(draws[:, 1:] == 0.0, axis=1)))
     assert share_flat == pytest.approx(1.0 - flaky.boundary_weight, abs=0.03)
+    # mixed through the draws, not in two blocks (they pair with grid-grouped valley draws)
+    halves = [np.mean(np.all(h[:, 1:] == 0.0, axis=1)) for h in np.split(draws, 2)]
+    assert halves[0] == pytest.approx(halves[1], abs=0.05)
     # the rate's draws sit at the observed rate, 4 in 40
     assert float(np.median(1 / (1 + np.exp(-draws[draws[:, 1] == 0.0, 0])))) == pytest.approx(
         0.1, abs=0.03

@@ -54,11 +54,13 @@ class DivergenceModel:
     boundary_weight: float
 
     def draws(self, n: int, rng: np.random.Generator) -> FloatArray:
-        """``n`` draws of ``(β₀, β)`` from the mixture: each model in proportion to its weight."""
+        """``n`` draws of ``(β₀, β)`` from the mixture: each model in proportion to its weight,
+        in random order (the target's draws they are paired with come grouped by the valley's
+        hyperprior grid point, so two blocks would tie one model to some grid points)."""
         k = int(rng.binomial(n, self.boundary_weight))
         flat = np.zeros((n - k, len(self.mean)))
         flat[:, 0] = self.rate[0] + math.sqrt(self.rate[1]) * rng.standard_normal(n - k)
-        return np.vstack([gaussian_draws(self.mean, self.cov, k, rng), flat])
+        return rng.permutation(np.vstack([gaussian_draws(self.mean, self.cov, k, rng), flat]))
 
     @staticmethod
     def probability(coefs: FloatArray, offsets: FloatArray) -> FloatArray:
