@@ -178,6 +178,7 @@ class StudyTally:
         self.seen = 0  # trials number 0 .. seen-1 have been looked at
         self.unfinished: dict[int, FrozenTrial] = {}  # by number: RUNNING or WAITING when seen
         self.finished = [0] * len(self.ladder)  # finished trials that used up their rung's budget
+        self.finished_planned = [0] * len(self.ladder)  # of those, not enqueued by the user
         self.ledger = TrialLedger()
 
     def update(self, trials: Sequence[FrozenTrial]) -> None:
@@ -203,12 +204,14 @@ class StudyTally:
                 continue
             if current.state in COUNTED_STATES or told_fail(current):
                 self.finished[rung] += 1
+                self.finished_planned[rung] += not _enqueued(current)
             if not died(current):
                 self.ledger.append(observation(current, self.ladder[rung]))
 
     def counts(self, exclude: object = None) -> RungCounts:
-        """(started, running) per rung, leaving out trial number ``exclude`` (the one planned)."""
-        started = list(self.finished)
+        """(started, running, planned) per rung, leaving out trial number ``exclude`` (the one
+        planned); ``planned`` leaves out the trials the user enqueued."""
+        started, planned = list(self.finished), list(self.finished_planned)
         running = [0] * len(self.ladder)
         for number, trial in self.unfinished.items():
             rung = rung_of(trial)
@@ -217,7 +220,13 @@ class StudyTally:
             if trial.state == TrialState.RUNNING:
                 started[rung] += 1
                 running[rung] += 1
-        return RungCounts(started, running)
+                planned[rung] += not _enqueued(trial)
+        return RungCounts(started, running, planned)
+
+
+def _enqueued(trial: FrozenTrial) -> bool:
+    """The user enqueued the trial (its coordinates are not the planner's)."""
+    return bool(trial.user_attrs.get("transfer") == "enqueued")
 
 
 def _tail(trials: Sequence[FrozenTrial], seen: int) -> list[tuple[int, FrozenTrial]]:

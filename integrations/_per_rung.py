@@ -41,6 +41,9 @@ class RungCounts(NamedTuple):
 
     started: list[int]  # trials that used up their rung's budget (running or finished)
     running: list[int]  # of those, the ones still running
+    #: of the started, those whose coordinates the planner chose (not enqueued by the user):
+    #: a law-guided rung's first planned trial runs at the law's point (None: all started)
+    planned: list[int] | None = None
 
 
 class Tally(Protocol):
@@ -223,4 +226,5 @@ class PerRung(Generic[BaseT]):
                 )
                 return None, None
             rung, detoured_from = decision.rung, decision.detoured_from
-        return self.planner.propose(rung, ledger, counts.started[rung]), detoured_from
+        planned = counts.started if counts.planned is None else counts.planned
+        return self.planner.propose(rung, ledger, planned[rung]), detoured_from

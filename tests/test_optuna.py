@@ -255,6 +255,19 @@ def test_an_enqueued_trial_keeps_its_rung_and_parameters() -> None:
     assert second.system_attrs[RUNG_ATTR] == 0
 
 
+def test_an_enqueued_trial_does_not_take_the_law_point_of_its_rung() -> None:
+    """A trial the user enqueued at a law-guided rung is not the plan's: the first trial the
+    planner places there still runs at the law's point (it counted as the rung's first and the
+    law's point was never run)."""
+    sampler = TransferSampler(SPACE, LADDER, trials_per_rung=[6, 6, 6, 3], seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.enqueue_trial({"base_lr": 1e-3, "tau_epoch": 2.0}, user_attrs={"rung": 3})
+    study.optimize(make_objective(sampler, noise=0.0), n_trials=21)
+    top = [t for t in study.trials if t.system_attrs[RUNG_ATTR] == 3]
+    assert [t.user_attrs["transfer"] for t in top[:2]] == ["enqueued", "law-point"]
+    assert top[1].params != top[0].params
+
+
 @pytest.mark.parametrize("base_name", ["tpe", "tpe-multivariate", "gp"])
 def test_tpe_and_gp_learn_each_rung_separately(base_name: str) -> None:
     """Two rungs with opposite optima: a base sampler that mixed them would search in between."""
