@@ -410,3 +410,21 @@ def test_the_rows_order_does_not_move_a_one_at_a_time_table_s_runs() -> None:
         res = _fit(shuffled, target, log_params=["lr", "batch_size"], **options)
         for name, value in base.params.items():
             assert res.params[name] == pytest.approx(value, rel=1e-6), name
+
+
+def test_a_law_held_at_the_edge_of_the_trials_warns() -> None:
+    """Fixed exponents the rungs contradict absurdly (lr ∝ width^-50 on a ladder whose optimum
+    does not move) put the law's point e^-70 past every trial; the fit holds it at the edge of
+    what the trials support, and says so instead of answering as if it had fitted it."""
+    scenario = synthetic.make_scenario("no_drift", 0)
+    obs, target = list(scenario.observations), scenario.target
+    with pytest.warns(ts.TransferSearchWarning, match=r"optimum of \['lr'\] more than two"):
+        held = extrapolate(
+            obs, target=target, params=["lr", "tau"], seed=0, fixed_exponents={"lr": {"width": -50}}
+        )
+    assert [d.act for d in held.diagnostics if d.kind == "held"] == [True]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = extrapolate(obs, target=target, params=["lr", "tau"], seed=0)
+    assert not [w for w in caught if "more than two trial ranges" in str(w.message)]
+    assert all(d.kind != "held" for d in fitted.diagnostics)

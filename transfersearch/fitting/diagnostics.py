@@ -26,6 +26,7 @@ KINDS: dict[str, str] = {
     "far_target": "a target far beyond the ladder: the prediction leans on the law's form",
     "dropped": "scales left out because every trial there diverged or crashed",
     "wide": "a 90% interval at the target wider than the trials' range: the priors decide",
+    "held": "the law's point at the target held at the edge of what the trials support",
     "flat": "scales whose finite trials all report one value: the optimum there from priors",
     "unseen": "a scale variable the target moves along that the ladder does not",
     "boundary": "what is known of divergence: how far the trials stayed stable",

@@ -20,7 +20,7 @@ import numpy as np
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import FloatArray, natural_params
 from transfersearch.fitting.diagnostics import Diagnostic
-from transfersearch.fitting.findings import collinearity, findings, wide_findings
+from transfersearch.fitting.findings import collinearity, findings, held_findings, wide_findings
 from transfersearch.fitting.laws import PowerLaw
 from transfersearch.fitting.onemodel import LadderFit, fit_ladder, robust_sd
 from transfersearch.fitting.optimum import ScaleOptimum
@@ -331,6 +331,7 @@ def _extrapolate(
             *far,
             *_crash_notes(checked.crashed),
             *_wide(ladder, fit),
+            *held_findings([names[j] for j in fit.active], list(fit.law_held)),
             *found,
         ),
     )

@@ -27,6 +27,7 @@ __all__ = [
     "Collinearity",
     "collinearity",
     "findings",
+    "held_findings",
     "optimum_findings",
     "wide_findings",
 ]
@@ -205,3 +206,21 @@ def wide_findings(
         "near each rung's optimum narrow it."
     )
     return [Diagnostic("wide", message, act=False)]
+
+
+def held_findings(names: Sequence[str], held: Sequence[bool]) -> list[Diagnostic]:
+    """Parameters whose law point at the target the fit held at the edge of what the trials
+    support (docs/science.md §7.5: two trial ranges past them, where the box prior's mass is
+    below 1e-4): the law, unheld, goes farther, so the answer there is the hold's, not the data's.
+    Warned: it comes of exponents the trials contradict (``fixed_exponents``, a
+    ``prior_exponents`` far from them) or of a target far past the ladder."""
+    at_edge = [name for name, h in zip(names, held, strict=True) if h]
+    if not at_edge:
+        return []
+    message = (
+        f"the law puts the target's optimum of {at_edge} more than two trial ranges past every "
+        "trial, where the fit's prior gives it a mass below 1e-4: the law's point, the interval "
+        "and the decision there are held at that edge, not fitted. Check fixed_exponents or "
+        "prior_exponents against the rungs' optima (summary()), or move the target nearer."
+    )
+    return [Diagnostic("held", message, act=True)]

@@ -100,6 +100,8 @@ class LadderFit:
         calibration: the walk-forward factor applied to the draws' spread (1: a target the fit
             holds, read off its own posterior, is not calibrated).
         target_is_rung: the target is one of the fitted rungs (:func:`_target_draws`).
+        law_held: (d,) which coordinates of the law's point the fit held at the edge of what
+            the trials support (:meth:`.valley.Valley.law_centre_held`).
         folds: the walk-forward folds.
         divergence: the divergence model, or None (no trial diverged).
         target_loss: the decision's objective.
@@ -128,6 +130,7 @@ class LadderFit:
     law_coefficients: FloatArray
     divergence_cost: float
     target_is_rung: bool = False
+    law_held: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 @dataclass(frozen=True)
@@ -363,8 +366,7 @@ def fit_ladder(
     active, fixed_values = _active(ladder)
     trials = _trials(ladder, every)
     data = _valley_input(ladder, trials, active, every)
-    valley = fit_valley(data, drift=drift)
-    frame = valley.frame
+    frame = (valley := fit_valley(data, drift=drift)).frame
     hessian = frame.hessian_x(valley.hessian_u)
     optima = _rung_optima(ladder, trials, valley, active, fixed_values, hessian, rng)
     owns = [own_optimum(valley, data, k) for k in range(len(ladder.scales))] if validate else []
@@ -409,6 +411,7 @@ def fit_ladder(
         law_coefficients=_law_coefficients(valley.draws(N_DRAWS // 4, rng)[0], valley),
         divergence_cost=cost,
         target_is_rung=held is not None,
+        law_held=valley.law_centre_held(target_logs),
     )
 
 

@@ -400,6 +400,13 @@ class Valley:
         grad = law_gradient(self.theta, self.layout, log_scale - self.frame.scale_centre)
         return self._centre(self.theta, grad)
 
+    def law_centre_held(self, log_scale: FloatArray) -> FloatArray:
+        """Which coordinates of the law's optimum at a scale :meth:`law_centre_u` holds at the
+        edge of :attr:`span` (the law, unheld, puts them farther: a mass below 1e-4 there)."""
+        grad = law_gradient(self.theta, self.layout, log_scale - self.frame.scale_centre)
+        free = solve_centre(self.curvatures_u(self.theta), grad)
+        return np.asarray((free < self.span[0]) | (free > self.span[1]))
+
     def rung_centre_u(self, rung: int) -> FloatArray:
         """A rung's own posterior-mean optimum (the law plus its scatter), standardised."""
         return self._centre(self.theta, self.theta[self.layout.rung_grad(rung)])
