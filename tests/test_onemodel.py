@@ -8,10 +8,16 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from transfersearch import Observation, Scale, extrapolate, synthetic
 from transfersearch.fitting.divergence import fit_divergence
-from transfersearch.fitting.onemodel import CALIBRATION_PRIOR_FOLDS, Fold, _calibration
+from transfersearch.fitting.onemodel import (
+    CALIBRATION_PRIOR_FOLDS,
+    Fold,
+    _calibration,
+    _calibration_draws,
+)
 from transfersearch.fitting.target import TargetLoss
 from transfersearch.fitting.valley import (
     Valley,
@@ -298,6 +304,22 @@ def test_the_calibration_factor_by_hand() -> None:
     assert c0 * (1 - c2) / c2**2 + 2 * (3 - c2) / (c2 + 1) ** 2 == pytest.approx(0.0, abs=1e-3)
     assert 1.0 < c2 < 3.0  # the held-out noise explains part of the error
     assert _calibration([], 2) == 1.0
+
+
+def test_the_calibration_draws_follow_its_inverse_gamma_posterior() -> None:
+    """With every ``o = 0`` the posterior of ``c²`` is inverse-gamma, shape ``(c₀ + n)/2`` and
+    scale ``(c₀ + Σz²)/2``: two folds of ``z² = 4`` and one pseudo-fold give shape 1.5, scale
+    4.5. The draws' quantiles are that distribution's (its maximum alone, c² = 3, would give
+    every draw the same factor)."""
+    folds = [_checks([2.0], [1.0], [0.0]), _checks([1.0], [0.25], [0.0])]
+    c0 = CALIBRATION_PRIOR_FOLDS
+    shape, scale = (c0 + 2.0) / 2.0, (c0 + 8.0) / 2.0
+    c2 = _calibration_draws(folds, 1, 40_000, np.random.default_rng(0)) ** 2
+    levels = [0.1, 0.5, 0.9]
+    expected = stats.invgamma(shape, scale=scale).ppf(levels)
+    assert np.quantile(c2, levels) == pytest.approx(expected, rel=0.04)
+    assert np.mean(1.0 / c2) == pytest.approx(shape / scale, rel=0.02)
+    assert np.all(_calibration_draws([], 2, 5, np.random.default_rng(0)) == 1.0)
 
 
 def test_without_a_diverged_trial_there_is_no_divergence_law() -> None:

@@ -355,8 +355,11 @@ def _moved_traces(go: Any, info: LawPanelInfo, column: int) -> list[Any]:
 
 
 def _target_trace(go: Any, info: LawPanelInfo, column: int) -> Any:
-    """The target's decision with its prediction interval (``Extrapolation.interval``)."""
-    low, high = info.interval
+    """The target's decision with its prediction interval (``Extrapolation.interval``), drawn
+    as the PNG draws it (cut at e^±MAX_LOG_BAR of the decision on a log axis); the hover text
+    gives the whole interval."""
+    low, high = info.drawn_interval
+    whole = f"{info.percent} interval {info.interval[0]:.4g} to {info.interval[1]:.4g}"
     return go.Scatter(
         x=[info.target_compute],
         y=[info.decision],
@@ -367,6 +370,7 @@ def _target_trace(go: Any, info: LawPanelInfo, column: int) -> Any:
             "arrayminus": [info.decision - low],
         },
         mode="markers",
+        hovertext=[whole],
         marker={"symbol": "star", "size": 14, "color": "rgb(214,39,40)"},
         name=f"target: decision, {info.percent} prediction interval",
         legendgroup="target",

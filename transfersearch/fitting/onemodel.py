@@ -10,7 +10,7 @@ user's :class:`~transfersearch.fitting.result.Extrapolation` once, at the end.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -54,6 +54,12 @@ CALIBRATION_PRIOR_FOLDS = 1.0
 #: The range searched for ``ln c²`` (numerical bounds only: the pseudo-folds keep ``c`` near 1
 #: unless the folds insist, and a factor beyond 100× either way would say the model is wrong).
 CALIBRATION_LOG_RANGE = (math.log(1e-4), math.log(1e4))
+#: The calibration's posterior is tabulated on this many points of ``ln c²``
+#: (:func:`_calibration_draws`), within this reach of its maximum: its sd in ``ln c²`` is
+#: ``√(2/ν)`` for ``ν`` errors and pseudo-errors, at most √2 (one pseudo-fold, no fold), so the
+#: reach is over four sds; the grid's step (0.03) is well inside one.
+CALIBRATION_GRID = 401
+CALIBRATION_GRID_REACH = 6.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -372,8 +378,8 @@ def fit_ladder(
     owns = [own_optimum(valley, data, k) for k in range(len(ladder.scales))] if validate else []
     folds = _folds(ladder, active, optima, owns, fixed_values, rng, drift) if validate else []
     held = _held_rung(ladder, target_logs)
-    calibration = 1.0 if held is not None else _calibration(folds, len(active))
-    draws, raw_sd, hess_u, skew_u = _target_draws(valley, target_logs, held, calibration, rng)
+    calibration, factors = _calibrate(folds, len(active), held, rng)
+    draws, raw_sd, hess_u, skew_u = _target_draws(valley, target_logs, held, factors, rng)
     centres = np.array([[o.coords[ladder.names[j]] for j in active] for o in optima])
     coords = trials.coords[:, list(active)]
     divergence = fit_divergence(coords - centres[trials.rung], ~np.isfinite(trials.values), coords)
@@ -421,18 +427,29 @@ def _held_rung(ladder: Ladder, target_logs: FloatArray) -> int | None:
     return int(held[0]) if len(held) else None
 
 
+def _calibrate(
+    folds: Sequence[Fold], dims: int, held: int | None, rng: np.random.Generator
+) -> tuple[float, FloatArray]:
+    """The calibration's maximum and one factor per target draw from its posterior (1 and
+    ones for a target the fit holds: its own posterior is not calibrated)."""
+    if held is not None:
+        return 1.0, np.ones(N_DRAWS)
+    return _calibration(folds, dims), _calibration_draws(folds, dims, N_DRAWS, rng)
+
+
 def _target_draws(
     valley: Valley,
     target_logs: FloatArray,
     held: int | None,
-    calibration: float,
+    factors: FloatArray,
     rng: np.random.Generator,
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """Draws of the target's optimum (fitted units; their raw robust sd) and of the valley's
     curvature and skews (standardised), docs/science.md §7.5.
 
     A target the ladder does not hold (``held`` None) is a new rung: the law's draws plus the
-    rungs' scatter, their spread multiplied by the walk-forward ``calibration``. A target it holds (a rung
+    rungs' scatter, each draw's spread multiplied by its own walk-forward factor (``factors``,
+    from the calibration's posterior). A target it holds (a rung
     whose trials are in the fit: the top rung of a study still running) is that rung's own
     posterior, which its trials inform as well as the law; no fold checks a read-out, so it is
     not calibrated."""
@@ -444,7 +461,7 @@ def _target_draws(
     draws = valley.frame.to_x(draws_u)
     raw_sd = robust_sd(draws)
     middle = np.median(draws, axis=0)  # robust: a draw with a near-flat curvature runs far
-    return middle + calibration * (draws - middle), raw_sd, hess_u, skew_u
+    return middle + factors[:, None] * (draws - middle), raw_sd, hess_u, skew_u
 
 
 def _target_loss(
@@ -502,18 +519,16 @@ def robust_sd(draws: FloatArray) -> FloatArray:
     return np.asarray(0.5 * (high - low))
 
 
-def _calibration(folds: Sequence[Fold], dims: int) -> float:
-    """The walk-forward factor ``c`` on the predictive spread (docs/science.md §7.5).
-
-    Each fold's error ``e`` (the law's point minus the held-out rung's own optimum) is
-    ``N(0, c²p + o)``: ``p`` the prediction's variance, ``o`` the own optimum's. ``c²`` maximises
-    that likelihood together with ``c₀`` pseudo-errors of ``z² = 1`` at ``o = 0``
-    (:data:`CALIBRATION_PRIOR_FOLDS` per parameter: an inverse-gamma prior whose mean is
-    "calibrated"); with ``o = 0`` this is ``c² = (c₀ + Σz²)/(c₀ + n)``. 1 with no fold."""
+def _calibration_nll(folds: Sequence[Fold], dims: int) -> Callable[[float], float] | None:
+    """``−2 ln`` of the calibration's posterior density in ``ln c²``, up to a constant (None:
+    no usable fold). Each fold's error ``e`` (the law's point minus the held-out rung's own
+    optimum) is ``N(0, c²p + o)``: ``p`` the prediction's variance, ``o`` the own optimum's; the
+    prior is ``c₀`` pseudo-errors of ``z² = 1`` at ``o = 0`` (:data:`CALIBRATION_PRIOR_FOLDS`
+    per parameter: an inverse-gamma prior on ``c²`` whose mean is "calibrated")."""
     checks = np.hstack([f.check for f in folds]) if folds else np.zeros((3, 0))
     keep = np.isfinite(checks).all(axis=0) & (checks[1] > 0)
     if not keep.any():
-        return 1.0
+        return None
     err2, pred, own = checks[0, keep] ** 2, checks[1, keep], checks[2, keep]
     c0 = CALIBRATION_PRIOR_FOLDS * dims
 
@@ -522,8 +537,42 @@ def _calibration(folds: Sequence[Fold], dims: int) -> float:
         var = c2 * pred + own
         return float(c0 * (log_c2 + 1.0 / c2) + np.sum(np.log(var) + err2 / var))
 
+    return nll
+
+
+def _calibration(folds: Sequence[Fold], dims: int) -> float:
+    """The walk-forward factor ``c`` on the predictive spread at its posterior's maximum
+    (docs/science.md §7.5; :func:`_calibration_nll`); with every ``o = 0`` it is
+    ``c² = (c₀ + Σz²)/(c₀ + n)``. 1 with no fold."""
+    nll = _calibration_nll(folds, dims)
+    if nll is None:
+        return 1.0
     best = minimize_scalar(nll, bounds=CALIBRATION_LOG_RANGE, method="bounded")
     return math.exp(0.5 * float(best.x))
+
+
+def _calibration_draws(
+    folds: Sequence[Fold], dims: int, n: int, rng: np.random.Generator
+) -> FloatArray:
+    """``n`` draws of ``c`` from its posterior (docs/science.md §7.5): a handful of folds fix
+    it loosely, and a factor drawn per draw (a scale mixture: Student-t tails for a normal
+    predictive) carries that uncertainty into the interval and the decision, where the
+    posterior's maximum alone would not. The density is evaluated on
+    :data:`CALIBRATION_GRID` points of ``ln c²`` within :data:`CALIBRATION_GRID_REACH` of the
+    maximum; a draw takes a grid cell by its mass and a uniform place in it. Ones with no fold."""
+    nll = _calibration_nll(folds, dims)
+    if nll is None:
+        return np.ones(n)
+    centre = 2.0 * math.log(_calibration(folds, dims))
+    low = max(CALIBRATION_LOG_RANGE[0], centre - CALIBRATION_GRID_REACH)
+    high = min(CALIBRATION_LOG_RANGE[1], centre + CALIBRATION_GRID_REACH)
+    grid = np.linspace(low, high, CALIBRATION_GRID)
+    scores = np.array([nll(float(g)) for g in grid])
+    mass = np.exp(-0.5 * (scores - scores.min()))
+    cell = rng.choice(CALIBRATION_GRID, size=n, p=mass / mass.sum())
+    step = grid[1] - grid[0]
+    log_c2 = grid[cell] + step * (rng.random(n) - 0.5)
+    return np.asarray(np.exp(0.5 * log_c2))
 
 
 def rung_optimum(

@@ -68,8 +68,10 @@ class Extrapolation:
             for log parameters), calibrated walk-forward.
         samples: (n, d) posterior-predictive draws of the target's optimum, fitted coordinates
             (calibrated; a non-negative linear parameter's draws held at ≥ 0).
-        calibration: the factor walk-forward put on the predictive spread (1 where the target
-            is one of the fitted rungs: its own posterior is not calibrated).
+        calibration: the factor walk-forward put on the predictive spread, at its posterior's
+            maximum (each draw in :attr:`samples` takes its own factor from that posterior;
+            1 where the target is one of the fitted rungs: its own posterior is not
+            calibrated).
         decision_shift: ``params − law_params`` in fitted coordinates.
         collinearity: scale variables the ladder moves together, or None.
         extrapolation_decades: distance from the target to the nearest rung, log10 units.
