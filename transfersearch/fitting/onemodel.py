@@ -568,6 +568,9 @@ def _calibration_draws(
     high = min(CALIBRATION_LOG_RANGE[1], centre + CALIBRATION_GRID_REACH)
     grid = np.linspace(low, high, CALIBRATION_GRID)
     scores = np.array([nll(float(g)) for g in grid])
+    scores = np.where(np.isfinite(scores), scores, np.inf)  # round-off at an end: no mass
+    if not np.isfinite(scores).any():
+        return np.full(n, math.exp(0.5 * centre))
     mass = np.exp(-0.5 * (scores - scores.min()))
     cell = rng.choice(CALIBRATION_GRID, size=n, p=mass / mass.sum())
     step = grid[1] - grid[0]
