@@ -428,3 +428,17 @@ def test_a_law_held_at_the_edge_of_the_trials_warns() -> None:
         fitted = extrapolate(obs, target=target, params=["lr", "tau"], seed=0)
     assert not [w for w in caught if "more than two trial ranges" in str(w.message)]
     assert all(d.kind != "held" for d in fitted.diagnostics)
+
+
+@pytest.mark.parametrize("option", ["fixed_exponents", "prior_exponents"])
+def test_an_exponent_past_the_float_range_is_refused_with_the_fix(option: str) -> None:
+    """``{"lr": {"width": 1e300}}`` raised numpy's ValueError from deep in the fit (the law's
+    arithmetic overflowed); an exponent that moves its parameter by more than 1e150 across the
+    rungs and the target is refused, naming it."""
+    scenario = synthetic.make_scenario("no_drift", 0)
+    obs, target = list(scenario.observations), scenario.target
+    for exponent in (1e300, -1e3):
+        with pytest.raises(ts.TransferSearchError, match=rf"`{option}\['lr'\]\['width'\]`"):
+            extrapolate(
+                obs, target=target, params=["lr", "tau"], **{option: {"lr": {"width": exponent}}}
+            )

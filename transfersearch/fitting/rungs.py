@@ -110,6 +110,34 @@ def _check_exponents(
     return result
 
 
+def _check_exponent_reach(
+    tables: Mapping[str, Mapping[str, Mapping[str, float]]],
+    variables: Sequence[str],
+    log_scales: np.ndarray,
+    target: Scale | None,
+) -> None:
+    """Refuse an exponent that moves its parameter by more than :data:`MAGNITUDES` allows across
+    the rungs and the target (a factor past 1e150: no run can take it, and the law's arithmetic
+    overflows)."""
+    points = log_scales
+    if target is not None:
+        points = np.vstack([log_scales, np.log([[target[v] for v in variables]])])
+    span = np.ptp(points, axis=0)
+    limit = math.log(MAGNITUDES[1])
+    for label, table in tables.items():
+        for param, row in table.items():
+            for j, variable in enumerate(variables):
+                exponent = row.get(variable, 0.0)
+                if abs(exponent) * span[j] > limit:
+                    raise TransferSearchError(
+                        f"`{label}[{param!r}][{variable!r}]` = {exponent!r} moves {param} by a "
+                        f"factor of e^{abs(exponent) * span[j]:.3g} across the rungs and the "
+                        f"target (beyond {MAGNITUDES[1]:g}: no run can take it). Give the "
+                        "exponent the rule you follow publishes (docs/science.md §6: |exponent| "
+                        "≤ 1), or leave it out to fit it."
+                    )
+
+
 #: The largest |value| the fit takes, and the smallest largest one: its squared values stay
 #: finite and nonzero in float64 (normal numbers span about 2.2e-308 to 1.8e308).
 MAGNITUDES = (1e-150, 1e150)
@@ -241,6 +269,9 @@ def prepare(
         target.require(*variables, purpose="predict from the fitted power laws")
         notes.extend(_unseen_notes(variables, log_scales, target, fixed))
         notes.extend(_unrecorded_notes(scales, target, scale_variables))
+    _check_exponent_reach(
+        {"fixed_exponents": fixed, "prior_exponents": prior}, variables, log_scales, target
+    )
     ladder = Ladder(
         names,
         logs,
