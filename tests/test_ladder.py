@@ -132,6 +132,42 @@ def test_the_law_proposes_the_predicted_optimum_first_then_its_neighbourhood() -
         assert SPACE.distributions["base_lr"].contains(proposal.params["base_lr"])
 
 
+def test_a_law_point_past_the_box_puts_its_neighbourhood_inside_near_the_edge() -> None:
+    """The top rung's law point lies past the space's upper base_lr: its neighbourhood is the
+    law's normal truncated to the box, so the draws lie inside it, near the edge, and differ
+    (clipped, every one ran at the edge itself: the same trial again)."""
+    history = observations(TransferPlanner(SPACE, LADDER, min_trials=6), [0, 1, 2], 20)
+    free = TransferPlanner(SPACE, LADDER, min_trials=6, focus=1.0, seed=1)
+    centre = free.propose(3, history, started_at_rung=0).params["base_lr"]
+    edge = centre * math.exp(-1.0)  # the box ends one log unit below the law's point
+    narrow = ts.TransferSpace(
+        synthetic.BASE,
+        {"base_lr": ts.Float(1e-5, edge, log=True), "tau_epoch": ts.Float(1e-2, 1e2, log=True)},
+    )
+    planner = TransferPlanner(narrow, LADDER, min_trials=6, focus=1.0, seed=1)
+    assert planner.propose(3, history, started_at_rung=0).params["base_lr"] == edge
+    drawn = [planner.propose(3, history, started_at_rung=k).params["base_lr"] for k in range(1, 40)]
+    assert all(v < edge for v in drawn) and len(set(drawn)) == len(drawn)
+    spread = planner.prediction(3, history)
+    assert spread is not None
+    # a normal truncated one sd past its centre's far side: its mean lies about half an sd in
+    sd = spread.spread["base_lr"]
+    gaps = [math.log(edge / v) for v in drawn]
+    assert float(np.median(gaps)) < sd
+
+
+def test_the_truncated_normal_is_the_truncated_normal_s_quantile() -> None:
+    """Against scipy's truncnorm, inside and far in either tail (where a plain inverse CDF of
+    Φ(40) = 1 - 4e-350 loses every digit)."""
+    from scipy.stats import truncnorm
+
+    from transfersearch.ladder import truncated_normal
+
+    for a, b in [(-1.0, 1.0), (40.0, 45.0), (-45.0, -40.0), (-math.inf, 0.5), (2.0, math.inf)]:
+        for u in (0.0, 0.1, 0.5, 0.9, 0.999):
+            assert truncated_normal(a, b, u) == pytest.approx(truncnorm.ppf(u, a, b), rel=1e-9)
+
+
 def test_a_maximizing_planner_proposes_the_maximum_of_the_raw_metric() -> None:
     """An accuracy-like metric (1 − loss, maximised): the law point is its maximum."""
     planner = TransferPlanner(SPACE, LADDER, direction="maximize")

@@ -27,6 +27,7 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from scipy.special import log_ndtr, ndtri_exp
 
 from transfersearch.cost import cost_function
 from transfersearch.errors import (
@@ -429,16 +430,23 @@ class TransferPlanner:
         return Proposal(rung, self._neighbour(predicted), "law-neighbourhood")
 
     def _neighbour(self, predicted: LawPrediction) -> dict[str, float]:
-        """One normal draw around the law's point, snapped to the space."""
+        """One draw around the law's point from the normal truncated to the space's box (in log
+        space for a log coordinate), snapped to the space: the rung's optimum as the law has it,
+        restricted to where trials can run. A point past the box's edge puts the draws near
+        that edge, inside it (clipped, they all ran at the edge itself, the same trial again)."""
         params = {}
         for name, value in predicted.center.items():
             dist = self.space.distributions[name]
             assert isinstance(dist, (Float, Int))  # the law models Float and Int coordinates
-            if dist.log and value > 0:
-                draw = value * math.exp(self._rng.normal(0.0, predicted.spread[name]))
-            else:
-                draw = value + self._rng.normal(0.0, predicted.spread[name])
-            params[name] = dist.snap(draw)
+            logged = dist.log and value > 0
+            to_axis: Callable[[float], float] = math.log if logged else float
+            centre, sd = to_axis(value), predicted.spread[name]
+            low, high = to_axis(dist.low), to_axis(dist.high)
+            draw = centre
+            if sd > 0 and high > low:
+                u = float(self._rng.random())
+                draw = centre + sd * truncated_normal((low - centre) / sd, (high - centre) / sd, u)
+            params[name] = dist.snap(math.exp(draw) if logged else draw)
         return params
 
     def reseed(self, seed: int | None = None) -> None:
@@ -462,6 +470,18 @@ class TransferPlanner:
                 f"planner state version {version!r} is not supported (expected {STATE_VERSION})."
             )
         self._rng.bit_generator.state = state["rng"]
+
+
+def truncated_normal(a: float, b: float, u: float) -> float:
+    """The standard normal truncated to ``[a, b]`` at quantile ``u`` ∈ [0, 1) (inverse CDF), in
+    log probabilities so that an interval far in a tail (``a = 40``) keeps its precision: the
+    lower tail as it is, the upper one mirrored into it."""
+    if a + b > 0:  # mostly in the upper tail: mirror it
+        return -truncated_normal(-b, -a, 1.0 - u)
+    log_a, log_b = float(log_ndtr(a)), float(log_ndtr(b))
+    log_width = log_b + math.log1p(-math.exp(log_a - log_b)) if log_b > log_a else log_a
+    log_p = float(np.logaddexp(log_a, math.log(u) + log_width)) if u > 0 else log_a
+    return float(min(max(float(ndtri_exp(log_p)), a), b))
 
 
 def _planner_signature() -> inspect.Signature:
