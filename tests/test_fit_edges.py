@@ -442,3 +442,18 @@ def test_an_exponent_past_the_float_range_is_refused_with_the_fix(option: str) -
             extrapolate(
                 obs, target=target, params=["lr", "tau"], **{option: {"lr": {"width": exponent}}}
             )
+
+
+def test_the_reason_says_whether_walk_forward_calibrated_the_spread() -> None:
+    """Two rungs leave no fold: the spread is the posterior's own, and the result says so instead
+    of "calibrated x1.00 on 0 folds"; three rungs calibrate it on one fold."""
+    scenario = synthetic.make_scenario("no_drift", 0)
+    obs = list(scenario.observations)
+    scales = sorted({o.scale for o in obs}, key=default_cost)
+    two = [o for o in obs if o.scale in scales[:2]]
+    three = [o for o in obs if o.scale in scales[:3]]
+    res2 = _fit(two, scenario.target, params=["lr", "tau"], seed=0)
+    res3 = _fit(three, scenario.target, params=["lr", "tau"], seed=0)
+    assert res2.calibration == 1.0 and "no walk-forward fold" in res2.selection_reason
+    assert len(res3.walk_forward) == 1
+    assert f"x{res3.calibration:.2f} at its most likely" in res3.selection_reason

@@ -377,12 +377,16 @@ def _scores(fit: LadderFit, model: str) -> dict[str, float]:
 def _reason(fit: LadderFit, options: FitOptions) -> str:
     if options.model == "constant":
         return "no drift: chosen by the caller (model='constant')"
-    spread = (
-        "the target is a fitted rung: its own posterior, not calibrated"
-        if fit.target_is_rung
-        else f"predictive spread calibrated x{fit.calibration:.2f} on {len(fit.folds)} "
-        "walk-forward fold(s)"
-    )
+    if fit.target_is_rung:
+        spread = "the target is a fitted rung: its own posterior, not calibrated"
+    elif not fit.folds:
+        spread = "no walk-forward fold to calibrate against: the posterior's own spread"
+    else:
+        spread = (
+            f"predictive spread calibrated on {len(fit.folds)} walk-forward fold(s), "
+            f"x{fit.calibration:.2f} at its most likely (each draw takes its own factor from "
+            "that posterior)"
+        )
     return (
         f"one model of every trial; the drift prior's scale integrated over "
         f"(posterior weight beyond no drift {fit.valley.drift_weight:.0%}), {spread}"
