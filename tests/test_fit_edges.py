@@ -442,6 +442,15 @@ def test_an_exponent_past_the_float_range_is_refused_with_the_fix(option: str) -
             extrapolate(
                 obs, target=target, params=["lr", "tau"], **{option: {"lr": {"width": exponent}}}
             )
+    # on a linear axis an exponent is a slope in the parameter's own units: a batch size of a few
+    # hundred that grows by 400 per e-fold of width is no overflow, and is fitted
+    scaled = [
+        Observation(o.scale, {**o.params, "tau": 100.0 * o.params["tau"]}, o.value) for o in obs
+    ]
+    res = _fit(
+        scaled, target, params=["lr", "tau"], log_params=["lr"], **{option: {"tau": {"width": 400}}}
+    )
+    assert all(math.isfinite(v) for v in res.params.values())
 
 
 def test_the_reason_says_whether_walk_forward_calibrated_the_spread() -> None:

@@ -115,26 +115,30 @@ def _check_exponent_reach(
     variables: Sequence[str],
     log_scales: np.ndarray,
     target: Scale | None,
+    logs: Sequence[str],
 ) -> None:
-    """Refuse an exponent that moves its parameter by more than :data:`MAGNITUDES` allows across
-    the rungs and the target (a factor past 1e150: no run can take it, and the law's arithmetic
-    overflows)."""
+    """Refuse an exponent that moves its parameter past :data:`MAGNITUDES` across the rungs and
+    the target: a log parameter by a factor beyond 1e150 (``|exponent| · span > ln 1e150``), a
+    linear one (its exponent a slope in its own units per log unit of scale) by more than 1e150.
+    No run can take such a value, and the law's arithmetic overflows."""
     points = log_scales
     if target is not None:
         points = np.vstack([log_scales, np.log([[target[v] for v in variables]])])
     span = np.ptp(points, axis=0)
-    limit = math.log(MAGNITUDES[1])
     for label, table in tables.items():
         for param, row in table.items():
+            logged = param in logs
+            limit = math.log(MAGNITUDES[1]) if logged else MAGNITUDES[1]
             for j, variable in enumerate(variables):
-                exponent = row.get(variable, 0.0)
-                if abs(exponent) * span[j] > limit:
+                move = abs(row.get(variable, 0.0)) * span[j]
+                if move > limit:
+                    size = f"a factor of e^{move:.3g}" if logged else f"{move:.3g} (its own units)"
                     raise TransferSearchError(
-                        f"`{label}[{param!r}][{variable!r}]` = {exponent!r} moves {param} by a "
-                        f"factor of e^{abs(exponent) * span[j]:.3g} across the rungs and the "
-                        f"target (beyond {MAGNITUDES[1]:g}: no run can take it). Give the "
-                        "exponent the rule you follow publishes (docs/science.md §6: |exponent| "
-                        "≤ 1), or leave it out to fit it."
+                        f"`{label}[{param!r}][{variable!r}]` = {row[variable]!r} moves {param} "
+                        f"by {size} across the rungs and the target (beyond {MAGNITUDES[1]:g}: "
+                        "no run can take it). Give the exponent the rule you follow publishes "
+                        "(docs/science.md §6: |exponent| ≤ 1 for a log parameter), or leave it "
+                        "out to fit it."
                     )
 
 
@@ -270,7 +274,7 @@ def prepare(
         notes.extend(_unseen_notes(variables, log_scales, target, fixed))
         notes.extend(_unrecorded_notes(scales, target, scale_variables))
     _check_exponent_reach(
-        {"fixed_exponents": fixed, "prior_exponents": prior}, variables, log_scales, target
+        {"fixed_exponents": fixed, "prior_exponents": prior}, variables, log_scales, target, logs
     )
     ladder = Ladder(
         names,
