@@ -56,8 +56,8 @@ CALIBRATION_PRIOR_FOLDS = 1.0
 CALIBRATION_LOG_RANGE = (math.log(1e-4), math.log(1e4))
 #: The calibration's posterior is tabulated on this many points of ``ln c²``
 #: (:func:`_calibration_draws`), within this reach of its maximum: its sd in ``ln c²`` is
-#: ``√(2/ν)`` for ``ν`` errors and pseudo-errors, at most √2 (one pseudo-fold, no fold), so the
-#: reach is over four sds; the grid's step (0.03) is well inside one.
+#: about ``√(2/ν)`` for ``ν`` errors and pseudo-errors, at most 1 (``ν ≥ 2``: with no fold there is
+#: nothing to tabulate), so the reach is six sds; the grid's step (0.03) is well inside one.
 CALIBRATION_GRID = 401
 CALIBRATION_GRID_REACH = 6.0
 
