@@ -466,3 +466,16 @@ def test_the_reason_says_whether_walk_forward_calibrated_the_spread() -> None:
     assert res2.calibration == 1.0 and "no walk-forward fold" in res2.selection_reason
     assert len(res3.walk_forward) == 1
     assert f"x{res3.calibration:.2f} at its most likely" in res3.selection_reason
+
+
+def test_no_varied_parameter_is_refused_naming_the_values_and_the_fix() -> None:
+    """Asked only for parameters no trial varied (a Marin table's ``min_lr``, 0 in every row)
+    there is no valley to fit: extrapolate() raised numpy's "zero-size array" ValueError from
+    deep in the fit; it now refuses, naming each value every trial ran and the fix."""
+    obs = []
+    for width in (64, 128, 256):
+        for o in bowl_rung(Scale(width=width), 1e-2):
+            obs.append(Observation(o.scale, {"lr": o.params["lr"], "min_lr": 0.0}, o.value))
+    with pytest.raises(ts.TransferSearchError, match=r"every one ran min_lr=0.*Pass params="):
+        extrapolate(obs, target=Scale(width=512), params=["min_lr"])
+    assert extrapolate(obs, target=Scale(width=512), params=["lr", "min_lr"]).params["min_lr"] == 0

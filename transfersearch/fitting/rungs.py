@@ -292,15 +292,26 @@ def prepare(
 
 
 def _log_unvaried(names: Sequence[str], logs: Sequence[str], trials: Sequence[RungTrials]) -> None:
-    """Log each parameter no finite trial varied: the fit drops it and keeps its one value."""
+    """Log each parameter no finite trial varied: the fit drops it and keeps its one value.
+
+    Raises:
+        TransferSearchError: no parameter varied, so there is no valley to fit.
+    """
     finite = np.vstack([t.coords[np.isfinite(t.values)] for t in trials])
     unvaried = np.ptp(finite, axis=0) <= 1e-12 * np.maximum(1.0, np.abs(finite).max(axis=0))
+    ran = {names[j]: to_natural(finite[0, j], names[j] in logs) for j in range(len(names))}
+    if unvaried.all():
+        raise TransferSearchError(
+            f"no parameter to fit varies over the finite trials: every one ran "
+            f"{', '.join(f'{k}={v:.6g}' for k, v in ran.items())}, so there is no optimum to "
+            "locate. Pass params= naming parameters the sweep varied, or sweep these."
+        )
     for j in map(int, np.flatnonzero(unvaried)):
         logger.info(
             "%r was never varied (every finite trial at %.6g): dropped from the fit, the prediction "
             "keeps that value",
             names[j],
-            to_natural(finite[0, j], names[j] in logs),
+            ran[names[j]],
         )
 
 
