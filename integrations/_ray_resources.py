@@ -121,15 +121,16 @@ class RungResources:
         return self._index(Scale(raw), "config['scale']")
 
     def cluster_gpus(self) -> float:
-        """GPUs in the connected Ray cluster (0 when none); read once per process."""
+        """GPUs in the connected Ray cluster (0 when none); read once per process, once Ray is
+        initialised (a request made before ``ray.init()`` counts 0 GPUs and is not remembered, so
+        the trials Tune starts later still get theirs)."""
         if self._cluster_gpus is None:
             import ray
 
-            if ray.is_initialized():
-                available = ray.cluster_resources()  # type: ignore[no-untyped-call,unused-ignore]
-                self._cluster_gpus = float(available.get("GPU", 0))
-            else:
-                self._cluster_gpus = 0.0
+            if not ray.is_initialized():
+                return 0.0
+            available = ray.cluster_resources()  # type: ignore[no-untyped-call,unused-ignore]
+            self._cluster_gpus = float(available.get("GPU", 0))
         return self._cluster_gpus
 
     def request(

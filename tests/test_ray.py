@@ -377,6 +377,20 @@ def overlaps(a, b) -> bool:
     return a["start"] < b["end"] and b["start"] < a["end"]
 
 
+def test_a_request_made_before_ray_init_does_not_cost_the_trials_their_gpus(cluster):
+    """Printing a rung's request before ``ray.init()`` saw no cluster (0 GPUs); that reading was
+    remembered, and every trial Tune started afterwards ran without a GPU, with no word."""
+    search = TransferSearch(make_space(), make_ladder(), metric="loss", mode="min")
+    resources = search.resources(gpu=0.5)
+    big = {"scale": make_ladder()[2].to_dict()}
+    ray.shutdown()  # the module's cluster, restarted below for the tests after this one
+    try:
+        assert resources.request(big) == {"CPU": 1.0}  # no cluster yet: CPU only
+    finally:
+        ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
+    assert resources.request(big) == {"CPU": 1.0, "GPU": 1.0}
+
+
 def test_rungs_and_fractional_gpu_packing(cluster, tmp_path, monkeypatch):
     """Small rungs share a GPU (two trials on one id at once); the large rung holds a whole GPU."""
     # Tune keeps one trial pending at a time for a searcher: on a loaded machine a trial's actor
