@@ -353,6 +353,42 @@ def test_resources_rule_and_overrides():
     assert cloudpickle.loads(cloudpickle.dumps(packed)).gpu == packed.gpu
 
 
+BEFORE_INIT = """
+import sys
+import ray
+import transfersearch as ts
+from transfersearch.integrations.ray import TransferSearch
+
+base = ts.Scale(width=64, dataset_size=1000, batch_size=32)
+space = ts.TransferSpace(
+    base,
+    {"base_lr": ts.Float(1e-4, 1e-1, log=True), "tau_epoch": ts.Float(0.05, 20.0, log=True)},
+)
+ladder = [base.replace(width=w) for w in (32, 64, 128)]
+resources = TransferSearch(space, ladder, metric="loss", mode="min").resources(gpu=0.5)
+big = {"scale": ladder[2].to_dict()}
+print(resources.request(big))
+ray.init(address="local", num_cpus=1, num_gpus=1, include_dashboard=False, log_to_driver=False)
+print(resources.request(big))
+ray.shutdown()
+"""
+
+
+def test_a_request_made_before_ray_init_does_not_cost_the_trials_their_gpus(tmp_path):
+    """Printing a rung's request before ``ray.init()`` saw no cluster (0 GPUs); that reading was
+    remembered, and every trial Tune started afterwards ran without a GPU, with no word. In a
+    fresh process, so the module's cluster stays as its fixture made it."""
+    script = tmp_path / "before_init.py"
+    script.write_text(BEFORE_INIT)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    before, after = done.stdout.strip().splitlines()[-2:]
+    assert before == "{'CPU': 1.0}"  # no cluster yet: CPU only
+    assert after == "{'CPU': 1.0, 'GPU': 1.0}"
+
+
 # ----------------------------------------------------------------------------------------------
 # On the cluster
 # ----------------------------------------------------------------------------------------------
@@ -375,20 +411,6 @@ def timed_trainable(config):
 
 def overlaps(a, b) -> bool:
     return a["start"] < b["end"] and b["start"] < a["end"]
-
-
-def test_a_request_made_before_ray_init_does_not_cost_the_trials_their_gpus(cluster):
-    """Printing a rung's request before ``ray.init()`` saw no cluster (0 GPUs); that reading was
-    remembered, and every trial Tune started afterwards ran without a GPU, with no word."""
-    search = TransferSearch(make_space(), make_ladder(), metric="loss", mode="min")
-    resources = search.resources(gpu=0.5)
-    big = {"scale": make_ladder()[2].to_dict()}
-    ray.shutdown()  # the module's cluster, restarted below for the tests after this one
-    try:
-        assert resources.request(big) == {"CPU": 1.0}  # no cluster yet: CPU only
-    finally:
-        ray.init(num_cpus=2, num_gpus=2, include_dashboard=False, log_to_driver=False)
-    assert resources.request(big) == {"CPU": 1.0, "GPU": 1.0}
 
 
 def test_rungs_and_fractional_gpu_packing(cluster, tmp_path, monkeypatch):
