@@ -479,3 +479,25 @@ def test_no_varied_parameter_is_refused_naming_the_values_and_the_fix() -> None:
     with pytest.raises(ts.TransferSearchError, match=r"every one ran min_lr=0.*Pass params="):
         extrapolate(obs, target=Scale(width=512), params=["min_lr"])
     assert extrapolate(obs, target=Scale(width=512), params=["lr", "min_lr"]).params["min_lr"] == 0
+
+
+def test_a_parameter_params_leaves_out_that_varies_within_a_rung_is_warned() -> None:
+    """A one-at-a-time table varies warmup beside lr; fitted for lr alone, rows that differ only
+    in warmup look like repeats of one configuration (their spread noise, a divergence warmup
+    caused lr's). extrapolate() warns, naming warmup; a parameter that moves only between rungs
+    (one value per rung, as a best configuration's does) confounds nothing and is not named."""
+    obs = []
+    for width in (64, 128, 256):
+        for o in bowl_rung(Scale(width=width), 1e-2):
+            common = {"lr": o.params["lr"], "beta2": 0.9 if width < 256 else 0.95}
+            obs.append(Observation(o.scale, {**common, "warmup": 100.0}, o.value))
+            obs.append(Observation(o.scale, {**common, "warmup": 500.0}, o.value + 0.01))
+    with pytest.warns(
+        ts.TransferSearchWarning, match=r"also differ in \['warmup'\], which params="
+    ):
+        res = extrapolate(obs, target=Scale(width=512), params=["lr"])
+    assert [d.kind for d in res.diagnostics].count("unfitted") == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ts.TransferSearchWarning)
+        kept = [o for o in obs if o.params["warmup"] == 100.0]
+        extrapolate(kept, target=Scale(width=512), params=["lr"])

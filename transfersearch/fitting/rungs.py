@@ -257,6 +257,7 @@ def prepare(
         )
     notes: list[Diagnostic] = []
     rungs = _rung_trials(groups, names, logs, sign, cost, notes)
+    notes.extend(_unfitted_notes(groups, names))
     scales = tuple(scale for scale, _ in rungs)
     scale_variables = options.scale_variables
     variables = common_variables(scales, scale_variables, purpose="fit the power laws")
@@ -313,6 +314,33 @@ def _log_unvaried(names: Sequence[str], logs: Sequence[str], trials: Sequence[Ru
             names[j],
             ran[names[j]],
         )
+
+
+def _unfitted_notes(
+    groups: Mapping[Scale, list[Observation]], names: Sequence[str]
+) -> list[Diagnostic]:
+    """A note when trials at one scale differ in a parameter ``params`` leaves out (a table
+    that varies lr and warmup, fitted for beta1 alone): the fit reads rows that differ only in
+    it as repeats of one configuration, their spread as noise and a divergence it caused as that
+    configuration's."""
+    varying: set[str] = set()
+    for group in groups.values():
+        rows = [o for o in group if o.state != "pruned"]
+        for name in {key for o in rows for key in o.params} - set(names) - varying:
+            if len({repr(o.params.get(name)) for o in rows}) > 1:
+                varying.add(name)
+    if not varying:
+        return []
+    return [
+        Diagnostic(
+            "unfitted",
+            f"trials at one scale also differ in {sorted(varying)}, which params= leaves out: "
+            "the fit reads rows that differ only in them as repeats of one configuration (their "
+            "spread as noise, a divergence they caused as that configuration's). Add them to "
+            "params=, or pass only the rows that hold them fixed.",
+            act=True,
+        )
+    ]
 
 
 def _unrecorded_notes(
