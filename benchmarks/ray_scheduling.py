@@ -147,6 +147,7 @@ def fit(args: argparse.Namespace, cpu: float, storage: str) -> tuple[list[Record
             search_alg=search,
             num_samples=trials,
             max_concurrent_trials=args.max_concurrent or trials,
+            reuse_actors=args.reuse_actors,
         ),
         run_config=tune.RunConfig(
             storage_path=storage, name="ray_scheduling", verbose=0, callbacks=[Progress()]
@@ -285,6 +286,8 @@ def command(args: argparse.Namespace) -> str:
         parts.append(f"--cpu {args.cpu:g}")
     if args.max_concurrent:
         parts.append(f"--max-concurrent {args.max_concurrent}")
+    if args.reuse_actors:
+        parts.append("--reuse-actors")
     if Path(args.out).name != RESULTS.name:
         parts.append(f"--out benchmarks/results/{Path(args.out).name}")
     return " ".join(parts)
@@ -364,6 +367,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--cpu", type=float, default=None, help="CPUs per trial (default 1; 0.5 without CUDA)"
     )
     parser.add_argument("--max-concurrent", type=int, default=0, help="0: all trials")
+    parser.add_argument(
+        "--reuse-actors", action="store_true", help="Tune keeps a trial's worker for the next"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if sorted(args.widths) != args.widths or len(set(args.widths)) != len(args.widths):
