@@ -501,3 +501,44 @@ def test_a_parameter_params_leaves_out_that_varies_within_a_rung_is_warned() -> 
         warnings.simplefilter("error", ts.TransferSearchWarning)
         kept = [o for o in obs if o.params["warmup"] == 100.0]
         extrapolate(kept, target=Scale(width=512), params=["lr"])
+
+
+def _blown_ladder(blown: float = 7.8) -> list[Observation]:
+    """Three rungs of a shallow bowl in log lr (3.0 at the optimum, 0.1 higher at the grid's
+    ends), each with one run at lr 0.3 that blew up to ``blown`` without reaching NaN."""
+    obs = []
+    for width in (64, 128, 256):
+        best = 1e-2 * (width / 64) ** -0.5
+        for lr in LR_GRID:
+            value = 3.0 + 0.02 * math.log(lr / best) ** 2
+            obs.append(Observation(Scale(width=width), {"lr": float(lr)}, value))
+        obs.append(Observation(Scale(width=width), {"lr": 0.3}, blown))
+    return obs
+
+
+def test_a_loss_that_blew_up_is_warned_and_diverged_beyond_makes_it_a_divergence() -> None:
+    """A run whose loss blew up to 7.8 (Marin's tables: above ~6 nats) is far past its rung's
+    other values (3.0-3.2): extrapolate() warns, naming them and diverged_beyond=. With it, those
+    trials are diverged runs, exactly as if reported NaN, and summary() says how many."""
+    obs = _blown_ladder()
+    target = Scale(width=512)
+    with pytest.warns(ts.TransferSearchWarning, match=r"far past the rest .*diverged_beyond="):
+        extrapolate(obs, target=target, params=["lr"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ts.TransferSearchWarning)
+        res = extrapolate(obs, target=target, params=["lr"], diverged_beyond=6.0)
+    assert not [w for w in caught if "far past" in str(w.message)]
+    by_hand = [Observation(o.scale, o.params, math.nan) if o.value > 6 else o for o in obs]
+    assert res.params == pytest.approx(_fit(by_hand, target, params=["lr"]).params, rel=1e-12)
+    assert "3 trial(s) past diverged_beyond=6 (7.8) counted as diverged" in res.summary()
+
+
+def test_diverged_beyond_is_the_worse_side_of_a_maximised_metric() -> None:
+    """Maximising accuracy, a run that blew up reaches a *low* value: diverged_beyond counts the
+    values below it. A value the option refuses names the fix."""
+    obs = [Observation(o.scale, o.params, -o.value) for o in _blown_ladder()]
+    res = extrapolate(obs, target=Scale(width=512), params=["lr"], direction="maximize",
+                      diverged_beyond=-6.0)  # fmt: skip
+    assert "3 trial(s) past diverged_beyond=-6" in res.summary()
+    with pytest.raises(ts.TransferSearchError, match="diverged_beyond"):
+        extrapolate(obs, target=Scale(width=512), params=["lr"], diverged_beyond=math.inf)

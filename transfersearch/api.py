@@ -52,7 +52,7 @@ class FitKeywords(TypedDict, total=False):
     """The keywords :func:`extrapolate` and :func:`validate` share.
 
     ``params``, ``log_params``, ``scale_variables``, ``fixed_exponents``, ``prior_exponents``,
-    ``model``, ``divergence_cost``, ``seed`` and the deprecated ``n_bootstrap`` are the fields of
+    ``model``, ``divergence_cost``, ``diverged_beyond``, ``seed`` and the deprecated ``n_bootstrap`` are the fields of
     :class:`~transfersearch.fitting.options.FitOptions` (documented there); ``params`` also
     chooses a DataFrame's parameter columns. The others say how the source is read
     (:func:`~transfersearch.readers.read_sweep`).
@@ -74,6 +74,7 @@ class FitKeywords(TypedDict, total=False):
     prior_exponents: Mapping[str, Mapping[str, float]] | None
     model: str
     divergence_cost: float | None
+    diverged_beyond: float | None
     seed: int | None
     n_bootstrap: int | None
     scale_columns: Sequence[str] | None

@@ -271,6 +271,8 @@ def _fit_options(args: argparse.Namespace) -> FitOptions:
     given: dict[str, Any] = {"params": _params(args), "seed": _seed(args)}
     if args.divergence_cost is not None:
         given["divergence_cost"] = args.divergence_cost
+    if args.diverged_beyond is not None:
+        given["diverged_beyond"] = args.diverged_beyond
     if args.log_params is not None:  # "" fits every parameter linearly
         given["log_params"] = [n.strip() for n in args.log_params.split(",") if n.strip()]
     return FitOptions.from_kwargs(**given)
@@ -491,6 +493,14 @@ def _add_fit_flags(parser: argparse.ArgumentParser) -> None:
         metavar="C",
         help="the loss charged to a run that diverges, in the metric's units (default: the "
         "sweep's worst excess, as in Python)",
+    )
+    parser.add_argument(
+        "--diverged-beyond",
+        type=float,
+        default=None,
+        metavar="V",
+        help="a finite value past V on the metric's worse side counts as a diverged run, as NaN "
+        "does (a loss that blew up, e.g. 6.0 for Marin's tables; default: only NaN/inf)",
     )
     parser.add_argument(
         "--seed",

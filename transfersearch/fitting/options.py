@@ -44,6 +44,10 @@ class FitOptions:
         divergence_cost: the loss charged to a run that diverges, in the metric's units (None:
             the sweep's worst excess — the largest amount by which a finished trial exceeded its
             rung's best; a diverged run is at least that bad).
+        diverged_beyond: a finite value past this, on the metric's worse side (above it when
+            minimising, below when maximising), counts as a diverged run, as NaN does: a loss
+            that blew up without reaching NaN (Marin's tables: above ~6 nats). None: only NaN and
+            ±inf do (a rung whose worst values lie far past the rest gets a warning).
         seed: seed of the posterior draws (None: a fresh draw each call).
         n_bootstrap: deprecated since 0.4 and ignored: the interval is the posterior
             predictive, calibrated walk-forward (docs/science.md §7.5); giving it warns.
@@ -61,6 +65,7 @@ class FitOptions:
     prior_exponents: Mapping[str, Mapping[str, float]] | None = None
     model: str = "auto"
     divergence_cost: float | None = None
+    diverged_beyond: float | None = None
     seed: int | None = 0
     n_bootstrap: int | None = None
 
@@ -122,6 +127,12 @@ OPTIONS: Mapping[str, Allowed] = {
         fix="None charges the sweep's worst excess; a number is a finite loss in the metric's "
         "units (an infinite one makes every run's expected loss infinite: to rule divergence "
         "out, give a large finite cost, e.g. 10 times the worst excess).",
+    ),
+    "diverged_beyond": Allowed(
+        None,
+        Interval(Real, None, None),
+        fix="A finite number in the metric's units between the converged runs and the blown-up "
+        "ones, e.g. diverged_beyond=6.0 for a language model's loss; None: only NaN/inf diverge.",
     ),
     "seed": Allowed(
         None,

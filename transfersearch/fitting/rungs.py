@@ -145,6 +145,13 @@ def _check_exponent_reach(
 #: The largest |value| the fit takes, and the smallest largest one: its squared values stay
 #: finite and nonzero in float64 (normal numbers span about 2.2e-308 to 1.8e308).
 MAGNITUDES = (1e-150, 1e150)
+#: A rung's worst trials are "far past the rest" when the gap below them is this many times the
+#: widest spread any rung's trials show below their own largest gap (an order of magnitude): a
+#: loss that blew up, which the valley would bend to fit, rather than the next point up a wall.
+FAR_GAP = 10.0
+#: ... and the trials under the gap number at least this many (a spread of one or two trials says
+#: nothing of the valley's).
+FAR_MIN_REST = 3
 
 
 def _check_magnitude(rungs: Sequence[tuple[Scale, RungTrials]]) -> None:
@@ -249,13 +256,15 @@ def prepare(
     sign = check_direction(direction)
     names = check_params(params)
     logs = resolve_log_params(observations, names, log_params)
+    observations, notes = _past_level(observations, options.diverged_beyond, sign)
     groups = _group(observations)
+    if options.diverged_beyond is None:
+        notes.extend(_far_notes(groups, sign))
     if len(groups) < 2:
         raise TransferSearchError(
             f"extrapolation needs trials at two or more scales, but got {len(groups)} "
             f"({[repr(s) for s in groups]}). Run the sweep at another proxy scale too."
         )
-    notes: list[Diagnostic] = []
     rungs = _rung_trials(groups, names, logs, sign, cost, notes)
     notes.extend(_unfitted_notes(groups, names))
     scales = tuple(scale for scale, _ in rungs)
@@ -314,6 +323,74 @@ def _log_unvaried(names: Sequence[str], logs: Sequence[str], trials: Sequence[Ru
             names[j],
             ran[names[j]],
         )
+
+
+def _past_level(
+    observations: Sequence[Observation], level: float | None, sign: float
+) -> tuple[list[Observation], list[Diagnostic]]:
+    """With ``diverged_beyond`` given: each complete trial whose finite value lies past it on the
+    metric's worse side made a diverged one (its value NaN), and a note saying how many."""
+    if level is None:
+        return list(observations), []
+    out: list[Observation] = []
+    past: list[float] = []
+    for obs in observations:
+        if obs.state == "complete" and math.isfinite(obs.value) and sign * (obs.value - level) > 0:
+            out.append(Observation(obs.scale, obs.params, math.nan))
+            past.append(obs.value)
+        else:
+            out.append(obs)
+    if not past:
+        return out, []
+    note = Diagnostic(
+        "blown_up",
+        f"{len(past)} trial(s) past diverged_beyond={level:g} ({_span(np.array(past))}) counted "
+        "as diverged: the "
+        "divergence model reads them, the valley does not.",
+        act=False,
+    )
+    return out, [note]
+
+
+def _far_notes(groups: Mapping[Scale, list[Observation]], sign: float) -> list[Diagnostic]:
+    """A warning where a rung's worst finite trials lie far past the rest: the largest gap in its
+    sorted values exceeds :data:`FAR_GAP` times the widest spread that any rung's trials below
+    their own largest gap cover. Runs that blew up without reaching NaN, which the valley would
+    bend to fit; a steep wall's next point stays within the spread other rungs' valleys show."""
+    splits: dict[Scale, tuple[np.ndarray, int]] = {}
+    for scale, group in groups.items():
+        y = np.sort([sign * o.value for o in group if o.usable and math.isfinite(o.value)])
+        if len(y) > FAR_MIN_REST:
+            splits[scale] = (y, int(np.argmax(np.diff(y))))
+    spreads = [y[k] - y[0] for y, k in splits.values() if k + 1 >= FAR_MIN_REST]
+    widest = max(spreads, default=0.0)
+    found: list[str] = []
+    for scale, (y, k) in splits.items():
+        if k + 1 >= FAR_MIN_REST and widest > 0 and y[k + 1] - y[k] > FAR_GAP * widest:
+            far, rest = sign * y[k + 1 :], sign * y[: k + 1]
+            found.append(
+                f"{scale!r}: {len(far)} at {_span(far)} against {_span(rest)} for the other "
+                f"{len(rest)}"
+            )
+    if not found:
+        return []
+    return [
+        Diagnostic(
+            "far",
+            "some trials' values lie far past the rest of their rung ("
+            + "; ".join(found[:3])
+            + (f"; {len(found) - 3} more rung(s)" if len(found) > 3 else "")
+            + "). If those runs blew up, pass diverged_beyond= (a value between the two groups) "
+            "or report them as NaN: the fit models divergence apart, while as finite values the "
+            "valley bends to fit them.",
+            act=True,
+        )
+    ]
+
+
+def _span(values: np.ndarray) -> str:
+    low, high = float(values.min()), float(values.max())
+    return f"{low:.4g}" if low == high else f"{low:.4g}–{high:.4g}"
 
 
 def _unfitted_notes(
