@@ -394,3 +394,22 @@ def test_parse_scale() -> None:
     assert parse_scale("width=4096, dataset_size=1e7") == {"width": 4096.0, "dataset_size": 1e7}
     with pytest.raises(TransferSearchError, match="empty"):
         parse_scale(" , ")
+
+
+def test_diverged_beyond_on_the_command_line_counts_blown_up_rows_as_diverged(
+    csv_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows whose loss blew up to 50 (the synthetic sweep's values stay near 5 or below): with
+    --diverged-beyond 10 the summary counts them as diverged, as Python's keyword does."""
+    with csv_file.open() as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows[::10]:
+        row["value"] = "50.0"
+    with csv_file.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    argv = ["extrapolate", "--csv", str(csv_file), "--target", TARGET, "--diverged-beyond", "10"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"{len(rows[::10])} trial(s) past diverged_beyond=10 (50) counted as diverged" in out
