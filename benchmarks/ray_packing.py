@@ -27,6 +27,7 @@ import platform
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import ray
 import torch
@@ -45,12 +46,10 @@ def noop_fn(config: dict) -> None:
     tune.report({"loss": 1.0, "train_s": 0.0})
 
 
-def train_fn(config: dict) -> None:
-    """A fixed-length MLP run on the trial's device (Ray sets CUDA_VISIBLE_DEVICES)."""
-    scale, hp = hyperparameters(config)
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+def train_mlp(width: int, batch: int, steps: int, hp: Any, device: str) -> tuple[float, float]:
+    """Train MLP 64→width→width→1 with AdamW at ``hp``'s values for ``steps`` steps of ``batch``
+    on ``device``; return the last loss and the training seconds (after the GPU finished)."""
     torch.manual_seed(0)
-    width, batch = int(config.get("width", scale["width"])), int(scale["batch_size"])
     model = torch.nn.Sequential(
         torch.nn.Linear(64, width),
         torch.nn.GELU(),
@@ -64,15 +63,25 @@ def train_fn(config: dict) -> None:
     inputs = torch.randn(4096, 64, device=device)
     targets = torch.sin(inputs.sum(dim=1, keepdim=True))
     start = time.perf_counter()
-    for _step in range(int(config["steps"])):
+    loss = torch.zeros(())
+    for _step in range(steps):
         index = torch.randint(0, 4096, (batch,), device=device)
         loss = torch.nn.functional.mse_loss(model(inputs[index]), targets[index])
         optimizer.zero_grad()
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call,unused-ignore]
         optimizer.step()
     if device == "cuda":
         torch.cuda.synchronize()
-    tune.report({"loss": float(loss.item()), "train_s": time.perf_counter() - start})
+    return float(loss.item()), time.perf_counter() - start
+
+
+def train_fn(config: dict) -> None:
+    """A fixed-length MLP run on the trial's device (Ray sets CUDA_VISIBLE_DEVICES)."""
+    scale, hp = hyperparameters(config)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    width, batch = int(config.get("width", scale["width"])), int(scale["batch_size"])
+    loss, seconds = train_mlp(width, batch, int(config["steps"]), hp, device)
+    tune.report({"loss": loss, "train_s": seconds})
 
 
 def run(

@@ -34,11 +34,17 @@ from pathlib import Path
 from typing import Any
 
 import ray
+import ray_packing
 import torch
-from ray import tune
+from ray import cloudpickle, tune
 
 import transfersearch as ts
 from transfersearch.integrations.ray import TransferSearch, hyperparameters
+
+# the trainable calls ray_packing.train_mlp: Ray's workers get it by value (benchmarks/ is on
+# the driver's path, not theirs)
+cloudpickle.register_pickle_by_value(ray_packing)
+train_mlp = ray_packing.train_mlp
 
 RESULTS = Path(__file__).resolve().parent / "results" / "ray_scheduling.md"
 BASE = ts.Scale(width=256, dataset_size=4096, batch_size=64)
@@ -68,32 +74,10 @@ def train_fn(config: dict[str, Any]) -> None:
     top = int(config["rung"]) == int(config["top_rung"])
     steps = int(config["large_steps"] if top else config["steps"])
     width, batch = int(scale["width"]), int(scale["batch_size"])
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(64, width),
-        torch.nn.GELU(),
-        torch.nn.Linear(width, width),
-        torch.nn.GELU(),
-        torch.nn.Linear(width, 1),
-    ).to(device)
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=hp.lr, weight_decay=hp.weight_decay, betas=hp.betas, eps=hp.eps
-    )
-    inputs = torch.randn(4096, 64, device=device)
-    targets = torch.sin(inputs.sum(dim=1, keepdim=True))
-    begin = time.perf_counter()
-    for _step in range(steps):
-        index = torch.randint(0, 4096, (batch,), device=device)
-        loss = torch.nn.functional.mse_loss(model(inputs[index]), targets[index])
-        optimizer.zero_grad()
-        loss.backward()  # type: ignore[no-untyped-call,unused-ignore]
-        optimizer.step()
-    if cuda:
-        torch.cuda.synchronize()
-    train_s = time.perf_counter() - begin
+    loss, train_s = train_mlp(width, batch, steps, hp, device)
     tune.report(
         {
-            "loss": float(loss.item()),
+            "loss": loss,
             "train_s": train_s,
             "steps": steps,
             "width": width,
