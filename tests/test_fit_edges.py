@@ -542,3 +542,22 @@ def test_diverged_beyond_is_the_worse_side_of_a_maximised_metric() -> None:
     assert "3 trial(s) past diverged_beyond=-6" in res.summary()
     with pytest.raises(ts.TransferSearchError, match="diverged_beyond"):
         extrapolate(obs, target=Scale(width=512), params=["lr"], diverged_beyond=math.inf)
+
+
+def test_a_momentum_coefficient_is_never_answered_at_or_past_one() -> None:
+    """beta2's optimum moves 0.9 → 0.95 → 0.975 over three widths: its law (in log beta2, the
+    parameter being positive) runs past 1 at 16× the widest rung, which AdamW refuses (the code
+    before answered 1.24). The decision and the law's point are held at the largest value tried
+    (0.99), the interval ends at 1, and a warning says so; lr is untouched."""
+    obs = []
+    for width, best in ((64, 0.9), (128, 0.95), (256, 0.975)):
+        for beta2 in (0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99):
+            for lr in (1e-3, 3e-3, 1e-2):
+                value = 3.0 + 0.2 * math.log((1 - beta2) / (1 - best)) ** 2
+                value += 0.5 * math.log(lr / 3e-3) ** 2
+                obs.append(Observation(Scale(width=width), {"lr": lr, "beta2": beta2}, value))
+    with pytest.warns(ts.TransferSearchWarning, match=r"\['beta2'\] at or past 1"):
+        res = extrapolate(obs, target=Scale(width=4096), params=["lr", "beta2"])
+    assert res.params["beta2"] == pytest.approx(0.99) and res.law_params["beta2"] == 0.99
+    assert max(res.interval(0.9)["beta2"]) <= 1.0
+    assert res.params["lr"] == pytest.approx(3e-3, rel=0.05)

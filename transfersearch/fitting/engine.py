@@ -20,7 +20,13 @@ import numpy as np
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import FloatArray, natural_params
 from transfersearch.fitting.diagnostics import Diagnostic
-from transfersearch.fitting.findings import collinearity, findings, held_findings, wide_findings
+from transfersearch.fitting.findings import (
+    collinearity,
+    findings,
+    held_findings,
+    momentum_findings,
+    wide_findings,
+)
 from transfersearch.fitting.laws import PowerLaw
 from transfersearch.fitting.onemodel import LadderFit, fit_ladder, robust_sd
 from transfersearch.fitting.optimum import ScaleOptimum
@@ -332,6 +338,7 @@ def _extrapolate(
             *_crash_notes(checked.crashed),
             *_wide(ladder, fit),
             *held_findings([names[j] for j in fit.active], list(fit.law_held)),
+            *momentum_findings([names[j] for j in fit.active], list(fit.domain_held)),
             *found,
         ),
     )
@@ -353,13 +360,17 @@ def _wide(ladder: Ladder, fit: LadderFit) -> list[Diagnostic]:
 
 
 def _samples(ladder: Ladder, fit: LadderFit) -> tuple[FloatArray, FloatArray]:
-    """The draws over every parameter (a non-negative linear one held ≥ 0) and their sd."""
+    """The draws over every parameter (a non-negative linear one held ≥ 0, a momentum ≤ 1) and
+    their sd."""
     cols = list(fit.active)
     samples = np.tile(fit.fixed_values, (len(fit.draws), 1))
     samples[:, cols] = fit.draws
     for i, j in enumerate(cols):
-        if ladder.names[j] not in ladder.logs and fit.target_loss.lower[i] >= 0.0:
+        log = ladder.names[j] in ladder.logs
+        if not log and fit.target_loss.lower[i] >= 0.0:
             samples[:, j] = np.maximum(samples[:, j], 0.0)
+        if len(fit.below_one) and fit.below_one[i]:  # a momentum: at most 1 (log 1 = 0)
+            samples[:, j] = np.minimum(samples[:, j], 0.0 if log else 1.0)
     stderr = np.zeros(len(ladder.names))
     stderr[cols] = robust_sd(fit.draws)
     return samples, stderr

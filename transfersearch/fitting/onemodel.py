@@ -10,6 +10,7 @@ user's :class:`~transfersearch.fitting.result.Extrapolation` once, at the end.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -42,6 +43,9 @@ from transfersearch.scale import Scale
 
 __all__ = ["N_DRAWS", "Fold", "LadderFit", "fit_ladder", "robust_sd", "rung_optimum"]
 
+#: A momentum coefficient by its name (AdamW's ``beta1``/``beta2``, ``adam_beta2``, SGD's
+#: ``momentum``, an ``ema`` decay): with every trial in (0, 1), valid below 1 only.
+MOMENTUM_NAME = re.compile(r"(?:^|[_.])(?:beta\d?|momentum|ema)(?:$|[_.\d])", re.IGNORECASE)
 #: Posterior draws behind the target's interval and decision: the Monte-Carlo error of a 90%
 #: quantile is then under 2% of the spread.
 N_DRAWS = 2000
@@ -108,6 +112,10 @@ class LadderFit:
         target_is_rung: the target is one of the fitted rungs (:func:`_target_draws`).
         law_held: (d,) which coordinates of the law's point the fit held at the edge of what
             the trials support (:meth:`.valley.Valley.law_centre_held`).
+        below_one: (d,) which parameters are momentum coefficients, valid below 1 only
+            (:func:`_below_one`): their draws are held ≤ 1.
+        domain_held: (d,) which momenta the law's point or the decision put at or past 1, held
+            at the largest value any trial ran (:func:`_in_domain`).
         folds: the walk-forward folds.
         divergence: the divergence model, or None (no trial diverged).
         target_loss: the decision's objective.
@@ -137,6 +145,8 @@ class LadderFit:
     divergence_cost: float
     target_is_rung: bool = False
     law_held: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    below_one: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    domain_held: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 @dataclass(frozen=True)
@@ -321,12 +331,14 @@ def _bounds(
 ) -> tuple[FloatArray, FloatArray]:
     """The region a run may use: the finite trials' range per parameter, widened by the law's
     drift from the costliest rung to the target; a linear parameter whose trials are all ≥ 0
-    stays ≥ 0 (:func:`_nonnegative`)."""
+    stays ≥ 0 (:func:`_nonnegative`), a momentum coefficient ≤ 1 (:func:`_below_one`)."""
     finite = trials.coords[np.isfinite(trials.values)][:, list(active)]
     drift = np.abs(law_point - top_point)
     lower = finite.min(axis=0) - drift
     upper = finite.max(axis=0) + drift
     lower = np.where(_nonnegative(ladder, trials, active), np.maximum(lower, 0.0), lower)
+    one = np.array([0.0 if ladder.names[j] in ladder.logs else 1.0 for j in active])
+    upper = np.where(_below_one(ladder, trials, active), np.minimum(upper, one), upper)
     return lower, upper
 
 
@@ -336,6 +348,32 @@ def _nonnegative(ladder: Ladder, trials: _Trials, active: Sequence[int]) -> np.n
     finite = trials.coords[np.isfinite(trials.values)][:, list(active)]
     linear = np.array([ladder.names[j] not in ladder.logs for j in active], dtype=bool)
     return np.asarray(linear & (finite.min(axis=0) >= 0.0))
+
+
+def _natural(ladder: Ladder, active: Sequence[int], coords: FloatArray) -> FloatArray:
+    """Fitted coordinates of the active parameters (last axis) in natural units."""
+    logs = np.array([ladder.names[j] in ladder.logs for j in active], dtype=bool)
+    return np.asarray(np.where(logs, np.exp(coords), coords))
+
+
+def _below_one(ladder: Ladder, trials: _Trials, active: Sequence[int]) -> np.ndarray:
+    """Which active parameters are momentum coefficients: named so (:data:`MOMENTUM_NAME`) with
+    every finite trial in (0, 1). Valid below 1 only (torch's AdamW refuses a beta of 1)."""
+    finite = _natural(ladder, active, trials.coords[np.isfinite(trials.values)][:, list(active)])
+    named = np.array([bool(MOMENTUM_NAME.search(ladder.names[j])) for j in active], dtype=bool)
+    return np.asarray(named & (finite > 0.0).all(axis=0) & (finite < 1.0).all(axis=0))
+
+
+def _in_domain(
+    ladder: Ladder, trials: _Trials, active: Sequence[int], point: FloatArray
+) -> tuple[FloatArray, np.ndarray]:
+    """``point`` (fitted units) inside each parameter's domain (issue 25 item 5): a linear one
+    whose trials are all ≥ 0 held ≥ 0; a momentum coefficient (:func:`_below_one`) at or past 1
+    held at the largest value any trial ran. Returns the point and which momenta were held."""
+    point = np.where(_nonnegative(ladder, trials, active), np.maximum(point, 0.0), point)
+    finite = trials.coords[np.isfinite(trials.values)][:, list(active)]
+    held = _below_one(ladder, trials, active) & (_natural(ladder, active, point) >= 1.0)
+    return np.asarray(np.where(held, finite.max(axis=0), point)), np.asarray(held)
 
 
 def worst_excess(trials: _Trials) -> float:
@@ -387,18 +425,13 @@ def fit_ladder(
     law_point = frame.to_x(valley.law_centre_u(target_logs))
     top_point = frame.to_x(valley.law_centre_u(ladder.log_scales[-1]))
     bounds = _bounds(ladder, trials, active, law_point, top_point)
-    # a parameter kept ≥ 0 has its law point there too, as its interval and its runs do
-    law_point = np.where(
-        _nonnegative(ladder, trials, active), np.maximum(law_point, 0.0), law_point
-    )
+    # a parameter kept ≥ 0 (a momentum < 1) has its law point there, as its interval and runs do
+    law_point, law_over = _in_domain(ladder, trials, active, law_point)
     shape = (frame.hessian_x(hess_u), skew_u / frame.spread**3)
-    loss = _target_loss(ladder, active, fixed_values, draws, shape, bounds)
-    loss = replace(
-        loss,
-        divergence=None if divergence is None else divergence.draws(N_DRAWS, rng),
-        divergence_cost=cost,
-    )
-    loss = replace(loss, decision=loss.best_runs(law_point[None, :])[0])
+    risk = (None if divergence is None else divergence.draws(N_DRAWS, rng), cost)
+    loss = _target_loss(ladder, active, fixed_values, draws, shape, bounds, risk)
+    decision, over = _in_domain(ladder, trials, active, loss.best_runs(law_point[None, :])[0])
+    loss = replace(loss, decision=decision)
     return LadderFit(
         active=active,
         fixed_values=fixed_values,
@@ -418,6 +451,8 @@ def fit_ladder(
         divergence_cost=cost,
         target_is_rung=held is not None,
         law_held=valley.law_centre_held(target_logs),
+        below_one=_below_one(ladder, trials, active),
+        domain_held=law_over | over,
     )
 
 
@@ -471,9 +506,11 @@ def _target_loss(
     draws: FloatArray,
     shape: tuple[FloatArray, FloatArray],
     bounds: tuple[FloatArray, FloatArray],
+    risk: tuple[FloatArray | None, float] = (None, 0.0),
 ) -> TargetLoss:
-    """The decision's objective before divergence: the draws and the valley's shape (curvature
-    and skew draws, fitted units), inside the bounds."""
+    """The decision's objective: the draws and the valley's shape (curvature and skew draws,
+    fitted units), inside the bounds; ``risk`` the divergence law's draws (None: no divergence
+    modelled) and the loss charged to a diverged run."""
     names = tuple(ladder.names[j] for j in active)
     return TargetLoss(
         names=names,
@@ -481,8 +518,8 @@ def _target_loss(
         optima=draws,
         curvatures=shape[0],
         skews=shape[1],
-        divergence=None,
-        divergence_cost=0.0,
+        divergence=risk[0],
+        divergence_cost=risk[1],
         lower=bounds[0],
         upper=bounds[1],
         decision=draws.mean(axis=0),
