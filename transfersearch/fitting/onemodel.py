@@ -331,14 +331,15 @@ def _bounds(
 ) -> tuple[FloatArray, FloatArray]:
     """The region a run may use: the finite trials' range per parameter, widened by the law's
     drift from the costliest rung to the target; a linear parameter whose trials are all ≥ 0
-    stays ≥ 0 (:func:`_nonnegative`), a momentum coefficient ≤ 1 (:func:`_below_one`)."""
+    stays ≥ 0 (:func:`_nonnegative`); a momentum coefficient (:func:`_below_one`) goes no
+    higher than the largest value any trial ran."""
     finite = trials.coords[np.isfinite(trials.values)][:, list(active)]
     drift = np.abs(law_point - top_point)
     lower = finite.min(axis=0) - drift
     upper = finite.max(axis=0) + drift
     lower = np.where(_nonnegative(ladder, trials, active), np.maximum(lower, 0.0), lower)
-    one = np.array([0.0 if ladder.names[j] in ladder.logs else 1.0 for j in active])
-    upper = np.where(_below_one(ladder, trials, active), np.minimum(upper, one), upper)
+    # a momentum's law in log β runs into its edge at 1: no run past the largest value tried
+    upper = np.where(_below_one(ladder, trials, active), finite.max(axis=0), upper)
     return lower, upper
 
 
