@@ -215,29 +215,31 @@ def held_findings(names: Sequence[str], held: Sequence[bool]) -> list[Diagnostic
     below 1e-4): the law, unheld, goes farther, so the answer there is the hold's, not the data's.
     Warned: it comes of exponents the trials contradict (``fixed_exponents``, a
     ``prior_exponents`` far from them) or of a target far past the ladder."""
-    at_edge = [name for name, h in zip(names, held, strict=True) if h]
-    if not at_edge:
-        return []
-    message = (
-        f"the law puts the target's optimum of {at_edge} more than two trial ranges past every "
+    return _held(
+        names,
+        held,
+        "the law puts the target's optimum of {} more than two trial ranges past every "
         "trial, where the fit's prior gives it a mass below 1e-4: the law's point, the interval "
         "and the decision there are held at that edge, not fitted. Check fixed_exponents or "
-        "prior_exponents against the rungs' optima (summary()), or move the target nearer."
+        "prior_exponents against the rungs' optima (summary()), or move the target nearer.",
     )
-    return [Diagnostic("held", message, act=True)]
 
 
 def momentum_findings(names: Sequence[str], held: Sequence[bool]) -> list[Diagnostic]:
     """Momentum coefficients (``beta1``, ``beta2``, ``momentum``: every trial in (0, 1)) whose
     law point or decision at the target came out at or past 1, which such a coefficient cannot
     take (torch's AdamW refuses it): held at the largest value any trial ran."""
-    at_one = [name for name, h in zip(names, held, strict=True) if h]
-    if not at_one:
-        return []
-    message = (
-        f"the fit put {at_one} at or past 1 at the target, which a momentum coefficient cannot "
+    return _held(
+        names,
+        held,
+        "the fit put {} at or past 1 at the target, which a momentum coefficient cannot "
         "take: held at the largest value any trial ran. The law of such a coefficient is better "
         "swept as its timescale (1 / (1 - beta), e.g. a space's batch-size rule for the betas), "
-        "which has no edge."
+        "which has no edge.",
     )
-    return [Diagnostic("held", message, act=True)]
+
+
+def _held(names: Sequence[str], held: Sequence[bool], message: str) -> list[Diagnostic]:
+    """One ``held`` warning naming the parameters ``held`` marks (``{}`` in ``message``)."""
+    marked = [name for name, h in zip(names, held, strict=True) if h]
+    return [Diagnostic("held", message.format(marked), act=True)] if marked else []
