@@ -52,7 +52,8 @@ class FitKeywords(TypedDict, total=False):
     """The keywords :func:`extrapolate` and :func:`validate` share.
 
     ``params``, ``log_params``, ``scale_variables``, ``fixed_exponents``, ``prior_exponents``,
-    ``model``, ``divergence_cost``, ``diverged_beyond``, ``seed`` and the deprecated ``n_bootstrap`` are the fields of
+    ``model``, ``divergence_cost``, ``diverged_beyond``, ``seed`` and the deprecated
+    ``n_bootstrap`` are the fields of
     :class:`~transfersearch.fitting.options.FitOptions` (documented there); ``params`` also
     chooses a DataFrame's parameter columns. The others say how the source is read
     (:func:`~transfersearch.readers.read_sweep`).
