@@ -345,8 +345,7 @@ def _past_level(
     note = Diagnostic(
         "blown_up",
         f"{len(past)} trial(s) past diverged_beyond={level:g} ({_span(np.array(past))}) counted "
-        "as diverged: the "
-        "divergence model reads them, the valley does not.",
+        "as diverged: the divergence model reads them, the valley does not.",
         act=False,
     )
     return out, [note]
