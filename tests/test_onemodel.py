@@ -14,9 +14,13 @@ from transfersearch import Observation, Scale, extrapolate, synthetic
 from transfersearch.fitting.divergence import fit_divergence
 from transfersearch.fitting.onemodel import (
     CALIBRATION_PRIOR_FOLDS,
+    N_DRAWS,
     Fold,
     _calibration,
     _calibration_draws,
+    _target_draws,
+    robust_sd,
+    span_point,
 )
 from transfersearch.fitting.target import TargetLoss
 from transfersearch.fitting.valley import (
@@ -320,6 +324,45 @@ def test_the_calibration_draws_follow_its_inverse_gamma_posterior() -> None:
     assert np.quantile(c2, levels) == pytest.approx(expected, rel=0.04)
     assert np.mean(1.0 / c2) == pytest.approx(shape / scale, rel=0.02)
     assert np.all(_calibration_draws([], 2, 5, np.random.default_rng(0)) == 1.0)
+
+
+def test_the_target_s_projection_on_the_rungs_span_by_hand() -> None:
+    # rungs on the line ℓ_D = ℓ_w (a collinear ladder): mean (1, 1), direction (1, 1)/√2;
+    # target (3, 5) − mean = (2, 4), whose projection is 3·(1, 1): the point (4, 4)
+    line = np.array([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]])
+    assert span_point(line, np.array([3.0, 5.0])) == pytest.approx([4.0, 4.0])
+    # a variable the ladder never varied (ℓ_D = 7 on every rung) is held at the rungs' value
+    fixed = np.array([[0.0, 7.0], [1.0, 7.0], [2.0, 7.0]])
+    assert span_point(fixed, np.array([5.0, 10.0])) == pytest.approx([5.0, 7.0])
+    # rungs spanning both variables: the target is its own projection
+    plane = np.array([[0.0, 0.0], [1.0, 2.0], [2.0, 1.0]])
+    assert span_point(plane, np.array([3.0, 5.0])) == pytest.approx([3.0, 5.0])
+
+
+def test_the_calibration_scales_what_the_folds_test_not_the_prior_off_the_span() -> None:
+    """Walk-forward folds along a ladder that varies width only test the law along width; the
+    target's dataset size (never varied) moves the optimum by an exponent left at its prior.
+    A calibration factor of 0.5 halves the spread on the span and leaves the rest (before,
+    it halved both: the collinear scenarios' intervals came out too narrow)."""
+    centres = [-5.0, -5.35, -5.7]
+    coords = np.concatenate([c + np.linspace(-1.5, 1.5, 7) for c in centres])[:, None]
+    rung = np.repeat(np.arange(3), 7)
+    values = 3.0 + 0.4 * (coords[:, 0] - np.array(centres)[rung]) ** 2
+    logs = np.column_stack([np.log([1.0, 2.0, 4.0]), np.zeros(3)])
+    data = ValleyInput(coords, values, rung, logs, np.zeros((1, 2)), np.zeros((1, 2), dtype=bool))
+    valley = fit_valley(data)
+    half, ones = np.full(N_DRAWS, 0.5), np.ones(N_DRAWS)
+
+    def spread(target: np.ndarray, factors: np.ndarray) -> float:
+        draws = _target_draws(valley, (logs, target), None, factors, np.random.default_rng(0))
+        return float(robust_sd(draws[0])[0])
+
+    on_span = np.log([16.0, 1.0])
+    assert spread(on_span, half) == pytest.approx(0.5 * spread(on_span, ones), rel=0.01)
+    off_span = np.log([16.0, 8.0])
+    inner = spread(span_point(logs, off_span), ones)
+    assert inner < 0.2 * spread(off_span, ones)  # the prior's part dominates here
+    assert spread(off_span, half) > 0.9 * spread(off_span, ones)
 
 
 def test_without_a_diverged_trial_there_is_no_divergence_law() -> None:

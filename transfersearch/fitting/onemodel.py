@@ -51,6 +51,9 @@ MOMENTUM_NAME = re.compile(r"(?:^|[_.])(?:beta\d?|momentum|ema)(?:$|[_.\d])", re
 N_DRAWS = 2000
 #: Walk-forward predicts a rung from at least this many cheaper ones (two fix a line).
 MIN_TRAIN_RUNGS = 2
+#: A direction of the rungs' log scales whose singular value is below this fraction of the
+#: largest is not in their span (round-off: a collinear ladder's second value is ~1e-16).
+SPAN_TOL = 1e-6
 #: Pseudo-folds behind the calibration of the predictive spread (:func:`_calibration`): this
 #: many folds' worth of z² = 1 per parameter (an inverse-gamma prior whose mean is
 #: "calibrated").
@@ -81,7 +84,8 @@ class Fold:
         surface: the rung's own optimum and valley, read off the fit of every rung.
         check: (3, d) per active parameter: the error of the law's point against the rung's
             optimum from its own trials alone (:func:`.valley.own_optimum`), the prediction's variance
-            and that optimum's variance.
+            on the cheaper rungs' span (:func:`span_point`) and that optimum's variance plus the
+            rest of the prediction's (off the span: the prior's, which the calibration leaves).
     """
 
     scale: Scale
@@ -297,8 +301,9 @@ def _fold(
     except np.linalg.LinAlgError:
         return None
     target = ladder.log_scales[k]
-    draws, _, _ = valley.predictive_u(target, N_DRAWS // 4, rng)
-    sd = robust_sd(valley.frame.to_x(draws))
+    inner = span_point(ladder.log_scales[:k], target)
+    draws, inner_draws, _, _ = valley.predictive_u(target, N_DRAWS // 4, rng, inner)
+    spread, off_span = _split_spread(valley.frame.to_x(draws), valley.frame.to_x(inner_draws))
     predicted = fixed_values.copy()
     predicted[list(active)] = valley.frame.to_x(valley.law_centre_u(target))
     finite = np.isfinite(trials.values) & (trials.rung == k - 1)
@@ -307,7 +312,7 @@ def _fold(
     copied = trials.coords[finite][int(np.argmin(trials.values[finite]))]
     gap = ladder.log_scales[:k] - target
     decades = float(np.sqrt((gap**2).sum(axis=1)).min()) / math.log(10.0)
-    check = np.vstack([own - predicted[list(active)], sd**2, np.diag(own_cov)])
+    check = np.vstack([own - predicted[list(active)], spread**2, np.diag(own_cov) + off_span**2])
     return Fold(
         scale=ladder.scales[k],
         n_train=k,
@@ -418,7 +423,9 @@ def fit_ladder(
     folds = _folds(ladder, active, optima, owns, fixed_values, rng, drift) if validate else []
     held = _held_rung(ladder, target_logs)
     calibration, factors = _calibrate(folds, len(active), held, rng)
-    draws, raw_sd, hess_u, skew_u = _target_draws(valley, target_logs, held, factors, rng)
+    draws, raw_sd, hess_u, skew_u = _target_draws(
+        valley, (ladder.log_scales, target_logs), held, factors, rng
+    )
     centres = np.array([[o.coords[ladder.names[j]] for j in active] for o in optima])
     coords = trials.coords[:, list(active)]
     divergence = fit_divergence(coords - centres[trials.rung], ~np.isfinite(trials.values), coords)
@@ -475,7 +482,7 @@ def _calibrate(
 
 def _target_draws(
     valley: Valley,
-    target_logs: FloatArray,
+    logs: tuple[FloatArray, FloatArray],
     held: int | None,
     factors: FloatArray,
     rng: np.random.Generator,
@@ -483,21 +490,46 @@ def _target_draws(
     """Draws of the target's optimum (fitted units; their raw robust sd) and of the valley's
     curvature and skews (standardised), docs/science.md §7.5.
 
-    A target the ladder does not hold (``held`` None) is a new rung: the law's draws plus the
-    rungs' scatter, each draw's spread multiplied by its own walk-forward factor (``factors``,
-    from the calibration's posterior). A target it holds (a rung
+    ``logs``: the rungs' log scales and the target's. A target the ladder does not hold
+    (``held`` None) is a new rung: the law's draws plus the rungs' scatter, each draw's spread at
+    the target's projection on the rungs' span (:func:`span_point`) multiplied by its own
+    walk-forward factor (``factors``, from the calibration's posterior); the rest of the way
+    off the span, which no fold tests, keeps its prior's spread. A target it holds (a rung
     whose trials are in the fit: the top rung of a study still running) is that rung's own
     posterior, which its trials inform as well as the law; no fold checks a read-out, so it is
     not calibrated."""
+    rung_logs, target_logs = logs
     if held is not None:
         draws_u, hess_u, skew_u = valley.rung_predictive_u(held, N_DRAWS, rng)
         draws = valley.frame.to_x(draws_u)
         return draws, robust_sd(draws), hess_u, skew_u
-    draws_u, hess_u, skew_u = valley.predictive_u(target_logs, N_DRAWS, rng)
-    draws = valley.frame.to_x(draws_u)
-    raw_sd = robust_sd(draws)
-    middle = np.median(draws, axis=0)  # robust: a draw with a near-flat curvature runs far
-    return middle + factors[:, None] * (draws - middle), raw_sd, hess_u, skew_u
+    inner = span_point(rung_logs, target_logs)
+    draws_u, inner_u, hess_u, skew_u = valley.predictive_u(target_logs, N_DRAWS, rng, inner)
+    draws, inner_draws = valley.frame.to_x(draws_u), valley.frame.to_x(inner_u)
+    # robust middle: a draw with a near-flat curvature runs far
+    middle = np.median(inner_draws, axis=0)
+    calibrated = draws + (factors - 1.0)[:, None] * (inner_draws - middle)
+    return calibrated, robust_sd(draws), hess_u, skew_u
+
+
+def span_point(rung_logs: FloatArray, target_logs: FloatArray) -> FloatArray:
+    """The target's orthogonal projection (in log scale) on the affine span of the rungs' log
+    scales (docs/science.md §7.5): what walk-forward folds can check. The rest of the way to the
+    target (a scale variable the ladder never varied; off a collinear ladder's line) moves the
+    optimum by exponents the rungs leave at their prior, which no fold tests."""
+    mean = rung_logs.mean(axis=0)
+    spread = rung_logs - mean
+    if not spread.any():
+        return np.asarray(mean)
+    _, sing, basis = np.linalg.svd(spread, full_matrices=False)
+    basis = basis[sing > SPAN_TOL * sing[0]]
+    return np.asarray(mean + basis.T @ (basis @ (target_logs - mean)))
+
+
+def _split_spread(draws: FloatArray, inner_draws: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The robust sd of the draws at the target's projection on the ladder's span, and of the
+    rest of the way to the target (zeros for a target on the span)."""
+    return robust_sd(inner_draws), robust_sd(draws - inner_draws)
 
 
 def _target_loss(

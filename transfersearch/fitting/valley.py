@@ -436,17 +436,28 @@ class Valley:
         return np.asarray(out)
 
     def predictive_u(
-        self, log_scale: FloatArray, n: int, rng: np.random.Generator
-    ) -> tuple[FloatArray, FloatArray, FloatArray]:
+        self,
+        log_scale: FloatArray,
+        n: int,
+        rng: np.random.Generator,
+        inner: FloatArray | None = None,
+    ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
         """Draws of a new rung's optimum at ``log_scale`` (the law's plus the rungs' scatter),
-        of the valley's curvature and of its skews, standardised: ((n, d), (n, d, d), (n, d))."""
+        the same posterior draws' optimum at ``inner`` (``log_scale`` when None; e.g. the
+        target's projection on the ladder's span, docs/science.md §7.5), of the valley's
+        curvature and of its skews, standardised: ((n, d), (n, d), (n, d, d), (n, d))."""
         thetas, taus = self.draws(n, rng)
         hess = _positive(curvature(thetas, self.layout), self.floor)
-        grad = law_gradient(thetas, self.layout, log_scale - self.frame.scale_centre)
         noise = taus[:, None] * rng.standard_normal((n, self.d))
-        grad = grad + np.einsum("sij,sj->si", hess, noise)  # g_t ~ N(g + Gℓ̃, τ²HH)
-        optima = self._held(solve_centre(hess, grad), self.law_centre_u(log_scale))
-        return optima, hess, np.asarray(thetas[:, self.layout.skew])
+        scatter = np.einsum("sij,sj->si", hess, noise)  # g_t ~ N(g + Gℓ̃, τ²HH)
+
+        def at(scale: FloatArray) -> FloatArray:
+            grad = law_gradient(thetas, self.layout, scale - self.frame.scale_centre) + scatter
+            return self._held(solve_centre(hess, grad), self.law_centre_u(scale))
+
+        optima = at(log_scale)
+        inner_optima = optima if inner is None else at(inner)
+        return optima, inner_optima, hess, np.asarray(thetas[:, self.layout.skew])
 
     def rung_predictive_u(
         self, rung: int, n: int, rng: np.random.Generator
