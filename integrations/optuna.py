@@ -317,7 +317,7 @@ class TransferSampler(BaseSampler):
             ``optuna.samplers.TPESampler()``).
         **planner_kwargs: the planner's options
             (:meth:`~transfersearch.ladder.PlannerOptions.from_kwargs`: ``trials_per_rung``, ``cost``, ``min_trials``, ``focus``, ``seed``, ``transfer``,
-            ``gate_on_law``, ``detour_limit``, ...).
+            ``gate_on_law``, ``detour_limit``, ``diverged_beyond``, ...).
             Not ``direction``: the sampler takes it from the study (``study.direction``) the
             first time it plans a trial, and keeps it (a ``maximize`` study transfers the
             maximum); a study of the other direction is then refused.

@@ -209,7 +209,7 @@ class TransferSearch(Searcher):
             (each from ``SeedSequence([seed, rung])``).
         **planner_options: the planner's options, checked by
             :meth:`~transfersearch.ladder.PlannerOptions.from_kwargs` as the Optuna sampler checks
-            them (``trials_per_rung``, ``focus``, ``gate_on_law``, …); with ``planner`` given they
+            them (``trials_per_rung``, ``focus``, ``gate_on_law``, ``diverged_beyond``, …); with ``planner`` given they
             are checked and not used.
             Not ``direction``: the planner's direction follows ``mode`` (``"max"``: maximize), also
             for a given ``planner`` (replaced by a copy for that direction when it differs); it is

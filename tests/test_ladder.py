@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import warnings
@@ -471,3 +472,21 @@ def test_a_collinear_ladder_makes_the_planner_suggest_the_separating_rung(
     apart = TransferPlanner(SPACE, LADDER, min_trials=6, seed=0)
     assert apart.prediction(3, observations(apart, [0, 1, 2], 12)) is not None
     assert apart.suggested_rung is None
+
+
+def test_diverged_beyond_makes_the_law_read_a_blown_up_run_as_nan() -> None:
+    """A run that blew up to a finite loss (9 nats) and was reported as such: with
+    ``diverged_beyond=6`` the planner's law is the one it fits when the same runs report NaN;
+    without it the blown-up runs are fitted as losses, and the law differs."""
+    history = finished(TransferPlanner(SPACE, LADDER), [8, 8, 0, 0])
+    blown = [
+        Observation(o.scale, {**o.params, "base_lr": o.params["base_lr"] * 30.0}, 9.0)
+        for o in history[::3]
+    ]
+    as_nan = [dataclasses.replace(o, value=math.nan) for o in blown]
+    reference = TransferPlanner(SPACE, LADDER, min_trials=6).prediction(3, history + as_nan)
+    told = TransferPlanner(SPACE, LADDER, min_trials=6, diverged_beyond=6.0)
+    untold = TransferPlanner(SPACE, LADDER, min_trials=6)
+    assert reference is not None
+    assert told.prediction(3, history + blown) == reference
+    assert untold.prediction(3, history + blown) != reference

@@ -828,3 +828,10 @@ def test_workers_of_one_seeded_sampler_draw_different_trials() -> None:
     one, other = first_draws(0), first_draws(1)
     assert not set(one) & set(other), "two workers drew the same trial"
     assert first_draws(0) == one, "a worker's derived seed must reproduce its draws"
+
+
+def test_the_sampler_passes_diverged_beyond_to_the_law_and_refuses_a_bad_one() -> None:
+    sampler = TransferSampler(SPACE, LADDER, diverged_beyond=6.0)
+    assert sampler.planner.options.diverged_beyond == 6.0
+    with pytest.raises(ts.TransferSearchError, match=r"diverged_beyond.*e\.g\. diverged_beyond=6"):
+        TransferSampler(SPACE, LADDER, diverged_beyond=math.inf)

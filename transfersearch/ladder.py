@@ -42,6 +42,7 @@ from transfersearch.errors import (
     check_table,
     options_from,
 )
+from transfersearch.fitting.options import OPTIONS as FIT_OPTIONS
 from transfersearch.law_cache import FitAttempt, LawCache, LawPrediction
 from transfersearch.ledger import complete_counts
 from transfersearch.observations import Observation
@@ -116,6 +117,10 @@ class PlannerOptions:
             False: the plain budget order.
         detour_limit: a lower rung takes detoured trials until it has started this many times
             its budget (>= 1; 1: no detour, a trial that cannot wait runs without the law).
+        diverged_beyond: a finite value past this, on the metric's worse side, counts as a
+            diverged run in the law's fits, as NaN does (:class:`~transfersearch.FitOptions`'s
+            option of that name: a loss that blew up without reaching NaN). None (default): only
+            NaN and ±inf do.
 
     Raises:
         TransferSearchError: a bad budget, count, probability, spread, seed, switch, growth
@@ -136,6 +141,7 @@ class PlannerOptions:
     direction: Direction = "minimize"
     gate_on_law: bool = True
     detour_limit: float = 2.0
+    diverged_beyond: float | None = None
 
     def __post_init__(self) -> None:
         self._set("trials_per_rung", _check_budgets(self.trials_per_rung))
@@ -199,6 +205,7 @@ OPTIONS: Mapping[str, Allowed] = {
     "detour_limit": Allowed(
         Interval(Real, 1, finite=False), fix="E.g. 2.0 (1: no detour to a lower rung)."
     ),
+    "diverged_beyond": FIT_OPTIONS["diverged_beyond"],
 }
 #: The deprecated options, checked only when given.
 DEPRECATED: Mapping[str, Allowed] = {

@@ -108,7 +108,7 @@ class LawCache:
             ``min_trials`` (complete trials a rung needs to be a source of the law),
             ``min_spread`` (the neighbourhood's smallest spread, see :class:`LawPrediction`),
             ``seed`` (the fit's; None: 0, so that the law is the same in every process),
-            ``refit_growth`` and ``direction``.
+            ``refit_growth``, ``direction`` and ``diverged_beyond`` (passed to the fit).
 
     Attributes:
         fit_options: the options of every fit of the law, made once.
@@ -127,7 +127,9 @@ class LawCache:
         self._attempts: list[FitAttempt] = []
         self._suggested: Scale | None = None
         self.fit_options = FitOptions(
-            params=tuple(self.names), seed=0 if options.seed is None else options.seed
+            params=tuple(self.names),
+            seed=0 if options.seed is None else options.seed,
+            diverged_beyond=options.diverged_beyond,
         )
 
     @property
