@@ -7,6 +7,9 @@ the grid's best, minus 1):
 
 * ``dense N=537M`` — the development protocol (``steplaw_dense.py``), for reference;
 * ``dense N=429M`` — fit N = 215M and 268M (8 configurations), predict N = 429M's four D;
+* ``dense 215M+268M -> 537M`` — the same fit, predict N = 537M's three D: 2.5× in model size
+  past the largest proxy, the farthest extrapolation in size these grids allow (added
+  2026-11-26, session 14, for the larger held-out sizes the data README mentions);
 * ``dense largest D`` — fit every configuration except each N's largest D, predict those four
   (extrapolation in data at every size at once);
 * ``MoE largest D`` — the development protocol of ``steplaw_moe.py`` (global pool);
@@ -54,6 +57,11 @@ def _dense_size(frame: pd.DataFrame, held: int) -> Split:
     return frame[frame["N"] < held], frame[frame["N"] == held]
 
 
+def _dense_far(frame: pd.DataFrame) -> Split:
+    """Fit N = 215M and 268M, predict N = 537M (429M left out)."""
+    return frame[frame["N"] < 429_260_800], frame[frame["N"] == 536_872_960]
+
+
 def _moe_top_shape(frame: pd.DataFrame) -> Split:
     top = frame["Na"].max()
     return frame[frame["Na"] != top], frame[frame["Na"] == top]
@@ -63,6 +71,7 @@ def _moe_top_shape(frame: pd.DataFrame) -> Split:
 PROTOCOLS: dict[str, tuple[str, list[str], Callable[[pd.DataFrame], Split]]] = {
     "dense N=537M": (DENSE, ["N", "D"], lambda f: _dense_size(f, 536_872_960)),
     "dense N=429M": (DENSE, ["N", "D"], lambda f: _dense_size(f, 429_260_800)),
+    "dense 215M+268M -> 537M": (DENSE, ["N", "D"], _dense_far),
     "dense largest D": (DENSE, ["N", "D"], lambda f: _largest_d(f, "N")),
     "MoE largest D": (MOE, ["Na", "D"], lambda f: _largest_d(f, "Na")),
     "MoE largest Na": (MOE, ["Na", "D"], _moe_top_shape),
