@@ -32,6 +32,10 @@ tau_epoch at the target, every method's runs and every TPE run). All target runs
 Usage::
 
     python benchmarks/transfer_regret.py [--budgets 54,108,216] [--seeds 0,1] [--tpe-runs 8]
+        [--ladder older|demo]
+
+``--ladder demo`` runs the demo's own ladder (widths 32 and 64 × the same dataset sizes; see
+:data:`LADDERS`) and writes ``results/transfer_regret.demo_ladder.md``.
 
 The target runs are cached in ``--out`` (``target_runs.json``, keyed by the concrete hyperparameters);
 ``--prefill`` trains only those no engine change affects (TPE at the target and the grid) ahead of
@@ -72,17 +76,28 @@ CONFIG = demo.DemoConfig(
     grid_lr=(0.003, 0.008, 0.02, 0.05),
     grid_tau=(0.3, 1.0, 3.0),
 )
+#: ``--ladder``: the older ladder above (widths 16, 32, 64; the default, comparable across engine
+#: versions) or ``transfersearch demo``'s own (widths 32 and 64, 240 trials: width 16's runs are
+#: too noisy to place an optimum, README "The demo"), with the same target, reference grid and
+#: target-run cache (a target run depends only on the target and its hyperparameters).
+LADDERS = {
+    "older": CONFIG,
+    "demo": replace(
+        CONFIG, widths=demo.MODES["default"].widths, trials=demo.MODES["default"].trials
+    ),
+}
 #: The null model: no drift in the invariant coordinates (``model="constant"``), concretised at the
 #: target like transfersearch's own prediction (µP, constant tau_epoch). extrapolate() must not do
 #: worse than this (issue 25: ≤ the null in every seed).
 NULL = "no_extrapolation"
 METHODS = (*demo.METHODS, NULL)
 RESULTS = Path(__file__).resolve().parent / "results" / "transfer_regret.md"
+DEMO_LADDER_RESULTS = "transfer_regret.demo_ladder.md"
 
 
-def proxy_compute(study: optuna.Study) -> tuple[float, float]:
+def proxy_compute(study: optuna.Study, config: demo.DemoConfig) -> tuple[float, float]:
     """(Σ cost of the finished proxy trials / cost of one target run, Σ training seconds)."""
-    target_cost = default_cost(CONFIG.target.replace(epochs=CONFIG.epochs))
+    target_cost = default_cost(config.target.replace(epochs=config.epochs))
     relative = seconds = 0.0
     for trial in study.trials:
         if not trial.state.is_finished():
@@ -90,7 +105,7 @@ def proxy_compute(study: optuna.Study) -> tuple[float, float]:
         scale = {k[6:]: v for k, v in trial.user_attrs.items() if k.startswith("scale.")}
         if not scale:
             continue
-        relative += default_cost(CONFIG.target.replace(**scale, epochs=CONFIG.epochs)) / target_cost
+        relative += default_cost(config.target.replace(**scale, epochs=config.epochs)) / target_cost
         seconds += float(trial.user_attrs.get("seconds", 0.0))
     return relative, seconds
 
@@ -111,13 +126,25 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--tpe-runs", type=int, default=8, help="TPE runs at the target (8)")
     parser.add_argument(
+        "--ladder",
+        choices=sorted(LADDERS),
+        default="older",
+        help="the proxy ladder: 'older' (widths 16/32/64, default) or 'demo' (the demo's 32/64)",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         default=Path("benchmark-transfer-regret"),
         help="working folder: studies and the target-run cache (resumable)",
     )
     parser.add_argument("--device", default="auto", choices=("cpu", "cuda", "auto"))
-    parser.add_argument("--results", type=Path, default=RESULTS, help="the markdown table to write")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=None,
+        help="the markdown table to write (default: results/transfer_regret.md for the older "
+        "ladder, results/transfer_regret.demo_ladder.md for the demo's)",
+    )
     parser.add_argument(
         "--prefill",
         action="store_true",
@@ -125,22 +152,26 @@ def main(argv: list[str] | None = None) -> None:
         "reference grid) into the --out cache, and exit; a later full run reuses them",
     )
     args = parser.parse_args(argv)
+    config_ = LADDERS[args.ladder]
+    if args.results is None:
+        args.results = RESULTS if args.ladder == "older" else RESULTS.with_name(DEMO_LADDER_RESULTS)
+    prefix = "benchmark" if args.ladder == "older" else f"benchmark-{args.ladder}-ladder"
     started = time.perf_counter()
     budgets = [int(b) for b in args.budgets.split(",")]
     seeds = [int(b) for b in args.seeds.split(",")]
     device = task.resolve_device(args.device)
     args.out.mkdir(parents=True, exist_ok=True)
-    space = demo.build_space(CONFIG)
+    space = demo.build_space(config_)
     storage = f"sqlite:///{args.out / 'studies.db'}"
-    runs = demo.TargetRuns(args.out / "target_runs.json", CONFIG, device)
-    target = CONFIG.target
+    runs = demo.TargetRuns(args.out / "target_runs.json", config_, device)
+    target = config_.target
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
     # 1. proxy sweeps and the three methods, per budget and seed (skipped by --prefill)
     sweeps: list[dict[str, Any]] = []
     for budget in [] if args.prefill else budgets:
         for seed in seeds:
-            config = replace(CONFIG, trials=budget)
+            config = replace(config_, trials=budget)
             study = demo.sweep(
                 config,
                 space,
@@ -148,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
                 device,
                 budget,
                 seed,
-                study_name=f"benchmark-{budget}-seed{seed}",
+                study_name=f"{prefix}-{budget}-seed{seed}",
                 progress=False,
             )
             observations = as_observations(study)
@@ -166,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
                 "transfersearch"
             ]
             losses = {m: runs.loss(f"{m} @ {budget} trials seed {seed}", hps[m]) for m in METHODS}
-            relative, seconds = proxy_compute(study)
+            relative, seconds = proxy_compute(study, config_)
             sweeps.append(
                 {
                     "budget": budget,
@@ -206,8 +237,8 @@ def main(argv: list[str] | None = None) -> None:
         ]
 
     # 3. the reference grid at the target
-    for lr in CONFIG.grid_lr:
-        for tau in CONFIG.grid_tau:
+    for lr in config_.grid_lr:
+        for tau in config_.grid_tau:
             runs.loss(
                 f"grid {lr:g} {tau:g}", space.concretize({"base_lr": lr, "tau_epoch": tau}, target)
             )
@@ -267,7 +298,9 @@ def main(argv: list[str] | None = None) -> None:
             "# Regret at the target vs proxy compute",
             "",
             f"Command: `python benchmarks/transfer_regret.py --budgets {args.budgets} "
-            f"--seeds {args.seeds} --tpe-runs {args.tpe_runs}`",
+            f"--seeds {args.seeds} --tpe-runs {args.tpe_runs}"
+            + ("" if args.ladder == "older" else f" --ladder {args.ladder}")
+            + "`",
             "",
             f"Written by `benchmarks/transfer_regret.py` ({time.strftime('%Y-%m-%d')}, "
             f"{platform.machine()}, {os.cpu_count()} CPU cores, device {device.type}, "
@@ -275,8 +308,8 @@ def main(argv: list[str] | None = None) -> None:
             "shared with other processes).",
             "",
             "Task: the demo's character-level MLP language model on Python's standard-library source, "
-            f"{CONFIG.epochs} epochs, batch {CONFIG.batch_size}. Ladder: widths {CONFIG.widths} x "
-            f"dataset sizes {CONFIG.dataset_sizes}. Target: {target!r}. Regret = final validation "
+            f"{config_.epochs} epochs, batch {config_.batch_size}. Ladder: widths {config_.widths} x "
+            f"dataset sizes {config_.dataset_sizes}. Target: {target!r}. Regret = final validation "
             f"loss (nats/char) minus the best loss any of the {len(runs.cache)} target runs reached "
             f"({best:.4f}, {best_label}). Each cell: mean over sweep seeds {seeds}, then per seed. "
             "Proxy compute = sum over proxy trials of width^2 x dataset_size x epochs, divided by the "
