@@ -5,12 +5,13 @@ hand computation, then whole sweeps of the shapes real data take."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from transfersearch import Observation, Scale, extrapolate, synthetic
+from transfersearch import Observation, Scale, TransferSearchWarning, extrapolate, synthetic
 from transfersearch.fitting.divergence import fit_divergence
 from transfersearch.fitting.onemodel import (
     CALIBRATION_PRIOR_FOLDS,
@@ -363,6 +364,35 @@ def test_the_calibration_scales_what_the_folds_test_not_the_prior_off_the_span()
     inner = spread(span_point(logs, off_span), ones)
     assert inner < 0.2 * spread(off_span, ones)  # the prior's part dominates here
     assert spread(off_span, half) > 0.9 * spread(off_span, ones)
+
+
+def test_a_fold_s_prediction_off_its_cheaper_rungs_line_keeps_that_part_uncalibrated() -> None:
+    """Walk-forward predicts the top rung from the two cheaper ones, which fix a line in (log
+    width, log data). On the line, the fold's check holds the prediction's whole variance in
+    ``p`` (calibrated) and only the held-out optimum's own in ``o``; off it, the part of the
+    way off the line (the data exponent's prior) moves to ``o``, which the calibration leaves."""
+
+    def fold_check(top_data: float) -> np.ndarray:
+        rng = np.random.default_rng(0)
+        obs = []
+        for width, data in ((64, 1e6), (128, 2e6), (256, top_data)):
+            centre = math.log(0.01) - 0.3 * math.log(width / 64)
+            for x in centre + np.linspace(-1.5, 1.5, 9):
+                value = 3 + 0.4 * (x - centre) ** 2 + rng.normal(0, 1e-3)
+                obs.append(
+                    Observation({"width": width, "dataset_size": data}, {"lr": math.exp(x)}, value)
+                )
+        target = {"width": 1024, "dataset_size": 1.6e7}
+        with warnings.catch_warnings():  # the target's distance: not what is tested here
+            warnings.simplefilter("ignore", TransferSearchWarning)
+            res = extrapolate(obs, target=target, params=["lr"])
+        (fold,) = res.walk_forward
+        return fold.check[:, 0]
+
+    _, p_on, o_on = fold_check(4e6)  # (256, 4e6) continues the line
+    _, p_off, o_off = fold_check(1e6)  # (256, 1e6) lies off it
+    assert o_on < 1e-3 * p_on
+    assert o_off > 0.1 * p_off and o_off > 100 * o_on
 
 
 def test_without_a_diverged_trial_there_is_no_divergence_law() -> None:
