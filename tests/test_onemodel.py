@@ -625,3 +625,21 @@ def test_a_rung_s_box_ignores_a_range_of_round_off() -> None:
     assert sds[0].tolist() == pytest.approx([0.5 * 2.0, 0.5 * 4.0])  # the second: the sweep's 4
     assert sds[1].tolist() == pytest.approx([0.5 * 2.0, 0.5 * 4.0])
     assert centres[0].tolist() == pytest.approx([1.0, 1.0])
+
+
+def test_the_summary_says_when_the_calibration_covers_only_the_ladder_s_span() -> None:
+    rng = np.random.default_rng(0)
+    obs = []
+    for width in (64, 128, 256):
+        centre = math.log(0.01) - 0.5 * math.log(width / 64)
+        for x in centre + rng.uniform(-1.5, 1.5, 12):
+            value = 3 + 0.4 * (x - centre) ** 2 + rng.normal(0, 0.003)
+            obs.append(
+                Observation({"width": width, "dataset_size": 1e6}, {"lr": math.exp(x)}, value)
+            )
+    with warnings.catch_warnings():  # the target's distance, the unseen dataset size
+        warnings.simplefilter("ignore", TransferSearchWarning)
+        along = extrapolate(obs, target={"width": 1024, "dataset_size": 1e6}, params=["lr"])
+        off = extrapolate(obs, target={"width": 1024, "dataset_size": 1.6e7}, params=["lr"])
+    assert "span only" not in along.summary()
+    assert "along the ladder's span only: the target lies 1.2 decades off it" in off.summary()

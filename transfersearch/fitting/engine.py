@@ -28,7 +28,7 @@ from transfersearch.fitting.findings import (
     wide_findings,
 )
 from transfersearch.fitting.laws import PowerLaw
-from transfersearch.fitting.onemodel import LadderFit, fit_ladder, robust_sd
+from transfersearch.fitting.onemodel import LadderFit, fit_ladder, robust_sd, span_point
 from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.options import FitOptions
 from transfersearch.fitting.result import Extrapolation, Validation
@@ -48,6 +48,9 @@ __all__ = ["fit_sweep", "infer_params", "validate_sweep"]
 
 #: Note when the target is farther from the nearest proxy than this many ladder spans.
 FAR_FACTOR = 2.0
+#: ``summary()`` says the calibration covers the span only when the target lies farther off it
+#: than this (decades: a tenth of a percent in scale, not round-off).
+OFF_SPAN_SHOWN = 1e-3
 #: The options of :func:`fit_sweep` by default (frozen, so one shared instance is safe).
 FIT_DEFAULTS = FitOptions()
 #: The options of :func:`validate_sweep` by default.
@@ -312,7 +315,7 @@ def _extrapolate(
         model=model,
         model_scores=_scores(fit, model),
         walk_forward=fit.folds,
-        selection_reason=_reason(fit, options),
+        selection_reason=_reason(fit, options, _off_span(ladder, target)),
         scale_variables=ladder.variables,
         log_params=ladder.logs,
         stderr={n: float(v) for n, v in zip(names, stderr, strict=True)},
@@ -385,7 +388,14 @@ def _scores(fit: LadderFit, model: str) -> dict[str, float]:
     }
 
 
-def _reason(fit: LadderFit, options: FitOptions) -> str:
+def _off_span(ladder: Ladder, target: Scale) -> float:
+    """How far (decades, in log scale) the target lies off the affine span of the rungs' scales:
+    the part of its prediction no walk-forward fold tests (docs/science.md §7.5)."""
+    logs = ladder.target_logs(target)
+    return float(np.linalg.norm(logs - span_point(ladder.log_scales, logs))) / math.log(10.0)
+
+
+def _reason(fit: LadderFit, options: FitOptions, off_span: float = 0.0) -> str:
     if options.model == "constant":
         return "no drift: chosen by the caller (model='constant')"
     if fit.target_is_rung:
@@ -398,6 +408,11 @@ def _reason(fit: LadderFit, options: FitOptions) -> str:
             f"x{fit.calibration:.2f} at its most likely (each draw takes its own factor from "
             "that posterior)"
         )
+        if off_span > OFF_SPAN_SHOWN:
+            spread += (
+                f", along the ladder's span only: the target lies {off_span:.2g} decades off it, "
+                "a part of the way that keeps the drift prior's spread"
+            )
     return (
         f"one model of every trial; the drift prior's scale integrated over "
         f"(posterior weight beyond no drift {fit.valley.drift_weight:.0%}), {spread}"
