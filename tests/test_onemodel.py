@@ -619,12 +619,28 @@ def test_a_rung_s_box_ignores_a_range_of_round_off() -> None:
     vary": a box of that width has a prior precision of ~1e18 (Marin Mars 520M with every
     parameter moved by 1e-9 relative, as values re-read at 9 significant digits are, made
     ``own_optimum``'s matrix singular and ``extrapolate`` raised LinAlgError)."""
-    u = np.array([[0.0, 1.0], [2.0, 1.0 + 1e-9], [1.0, 3.0], [-1.0, -1.0]])
-    rung = np.array([0, 0, 1, 1])
+    u = np.array([[0.0, 1.0], [2.0, 1.0 + 1e-9], [1.0, 1.0], [1.0, 3.0], [-1.0, -1.0], [0.0, 1.0]])
+    rung = np.array([0, 0, 0, 1, 1, 1])
     centres, sds = _boxes(u, rung, 2)
     assert sds[0].tolist() == pytest.approx([0.5 * 2.0, 0.5 * 4.0])  # the second: the sweep's 4
     assert sds[1].tolist() == pytest.approx([0.5 * 2.0, 0.5 * 4.0])
     assert centres[0].tolist() == pytest.approx([1.0, 1.0])
+
+
+def test_a_rung_whose_trials_take_fewer_than_three_values_cannot_bracket_its_optimum() -> None:
+    """Three values are the fewest that can show a minimum between them: a coordinate a rung
+    runs at one or two values says nothing of where its author expected the optimum, so its box
+    takes the whole sweep's range (sd half of it), centred on the rung's trials. Before
+    (2026-11-26), two trials 0.2 apart gave a box of sd 0.1 about their midpoint, and a rung of
+    two randomly placed trials pulled the law (``scenarios.py``'s ``one_rung``: one pick past
+    the divergence boundary, mean regret 0.103; after, none and 0.021)."""
+    u = np.array([[0.0, 0.0], [0.2, 1.0], [4.0, 2.0], [-2.0, 0.5], [1.0, 3.0]])
+    rung = np.array([0, 0, 1, 1, 1])
+    centres, sds = _boxes(u, rung, 2)
+    whole = np.ptp(u, axis=0)  # 6 and 3
+    assert sds[0].tolist() == pytest.approx((0.5 * whole).tolist())  # two values each
+    assert centres[0].tolist() == pytest.approx([0.1, 0.5])
+    assert sds[1].tolist() == pytest.approx([0.5 * 6.0, 0.5 * 2.5])  # three values each
 
 
 def test_the_summary_says_when_the_calibration_covers_only_the_ladder_s_span() -> None:

@@ -85,6 +85,10 @@ FLAT_PRECISION = 1e-8
 #: coordinate — the sweep's own design says where its author expected the optimum, and ±2 sd
 #: reach half a range past each edge (an optimum farther out is a priori 2.5% likely).
 BOX_PRIOR_SD = 0.5
+#: A rung's trials bracket its optimum along a coordinate only with this many distinct values:
+#: three are the fewest that can show a minimum between them (down, then up); with one or two
+#: the box prior takes the whole sweep's range (:func:`_boxes`).
+BRACKET_VALUES = 3
 #: A rung whose trials span less than this fraction of the whole sweep's range in a coordinate
 #: does not vary it (single precision's resolution, as :data:`NOISE_FLOOR`): a box prior on such
 #: a range (round-off, e.g. 1e-16) would have a precision of 1e32 and make the rung's posterior
@@ -619,9 +623,11 @@ def _prior(
 
 def _boxes(u: FloatArray, rung: np.ndarray, n_rungs: int) -> tuple[FloatArray, FloatArray]:
     """Each rung's box centre and the box prior's sd per coordinate (standardised units): the
-    middle of the rung's trials and :data:`BOX_PRIOR_SD` of their range; a coordinate the rung
-    does not vary (its range below :data:`SAME_VALUE` of the whole sweep's: round-off, as in a
-    value computed two ways) takes the range of every rung's trials."""
+    middle of the rung's trials and :data:`BOX_PRIOR_SD` of their range. A coordinate the rung
+    runs at fewer than :data:`BRACKET_VALUES` distinct values (values closer than
+    :data:`SAME_VALUE` of the whole sweep's range are one: round-off, as in a value computed two
+    ways) cannot bracket an optimum, and its range says nothing of where the author expected it:
+    it takes the range of every rung's trials (docs/science.md §7.3)."""
     whole = np.ptp(u, axis=0)
     whole = np.where(whole > 0, whole, 1.0)
     centres = np.zeros((n_rungs, u.shape[1]))
@@ -629,10 +635,22 @@ def _boxes(u: FloatArray, rung: np.ndarray, n_rungs: int) -> tuple[FloatArray, F
     for r in range(n_rungs):
         own = u[rung == r]
         low, high = own.min(axis=0), own.max(axis=0)
-        width = np.where(high - low > SAME_VALUE * whole, high - low, whole)
+        brackets = np.array(
+            [
+                _distinct(own[:, j], SAME_VALUE * whole[j]) >= BRACKET_VALUES
+                for j in range(own.shape[1])
+            ]
+        )
+        width = np.where(brackets, high - low, whole)
         centres[r] = 0.5 * (low + high)
         sds[r] = BOX_PRIOR_SD * width
     return centres, sds
+
+
+def _distinct(values: FloatArray, tol: float) -> int:
+    """How many values differ by more than ``tol``."""
+    ordered = np.sort(values)
+    return 1 + int((np.diff(ordered) > tol).sum()) if len(ordered) else 0
 
 
 def _typical_curvature(u: FloatArray, y: FloatArray, rung: np.ndarray, n_rungs: int) -> FloatArray:
