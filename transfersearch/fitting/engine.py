@@ -395,7 +395,7 @@ def _off_span(ladder: Ladder, target: Scale) -> float:
     return float(np.linalg.norm(logs - span_point(ladder.log_scales, logs))) / math.log(10.0)
 
 
-def _reason(fit: LadderFit, options: FitOptions, off_span: float = 0.0) -> str:
+def _reason(fit: LadderFit, options: FitOptions, off_span: float) -> str:
     if options.model == "constant":
         return "no drift: chosen by the caller (model='constant')"
     if fit.target_is_rung:
