@@ -17,6 +17,7 @@ from transfersearch.cost import by_cost, default_cost
 from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
+from transfersearch.summary import extrapolation_to_dict
 
 LR_GRID = np.exp(np.linspace(math.log(1e-3), math.log(1e-1), 9))
 
@@ -579,3 +580,45 @@ def test_no_candidate_run_puts_a_momentum_past_the_largest_value_tried() -> None
             )
     res = _fit(obs, Scale(width=4096), params=["beta2"])
     assert all(0.0 < c.params["beta2"] <= 0.99 for c in res.candidates(3))
+
+
+#: Marin's Lion 130M tables at 1× and 2× Chinchilla data (Wen et al., 2025, "Fantastic
+#: Pretraining Optimizers and Where to Find Them"; the rows ``benchmarks/marin_sweeps.py`` keeps,
+#: blown-up runs as NaN): (multiple, lr, weight_decay, batch_size, loss).
+LION_130M = [
+    (1, 0.002, 0.7, 128, 3.552), (1, 0.0005, 0.7, 128, 3.579), (1, 0.001, 0.7, 128, 3.549),
+    (1, 0.004, 0.7, 128, math.nan), (1, 0.008, 0.7, 128, math.nan), (1, 0.002, 0.7, 256, 3.643),
+    (1, 0.002, 0.0, 128, 3.57), (1, 0.002, 0.1, 128, 3.562), (1, 0.002, 0.2, 128, 3.557),
+    (1, 0.002, 0.3, 128, 3.555), (1, 0.002, 0.4, 128, 3.553), (1, 0.002, 0.5, 128, 3.551),
+    (1, 0.002, 0.6, 128, 3.549), (1, 0.002, 0.8, 128, 3.554), (1, 0.002, 0.9, 128, 3.556),
+    (1, 0.002, 1.0, 128, 3.557), (2, 0.001, 0.7, 128, 3.414), (2, 0.0005, 0.7, 128, 3.435),
+    (2, 0.002, 0.7, 128, 3.414), (2, 0.004, 0.7, 128, 3.489), (2, 0.008, 0.7, 128, math.nan),
+    (2, 0.001, 0.7, 256, 3.447), (2, 0.001, 0.7, 512, 3.54), (2, 0.001, 0.4, 128, 3.419),
+    (2, 0.001, 0.5, 128, 3.418), (2, 0.001, 0.6, 128, 3.414), (2, 0.001, 0.8, 128, 3.414),
+    (2, 0.001, 0.9, 128, 3.413), (2, 0.001, 1.0, 128, 3.413),
+]  # fmt: skip
+
+
+def test_a_fit_that_cycles_instead_of_settling_says_so() -> None:
+    """The alternation of noise and valley (docs/science.md §7.2) on two one-at-a-time tables of
+    a real sweep cycles between nearby fits and never settles: ``summary()`` says the answer is
+    fragile there (a pick near a grid midpoint is a tie). A well-sampled synthetic ladder
+    settles and carries no such note."""
+    n = 134_217_728
+    obs = [
+        Observation({"N": float(n), "D": 20.0 * n * m}, {"lr": lr, "wd": wd, "bs": float(bs)}, loss)
+        for m, lr, wd, bs, loss in LION_130M
+    ]
+    target = Scale(N=float(n), D=20.0 * n * 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = extrapolate(obs, target=target, params=["lr", "wd", "bs"], log_params=["lr", "bs"])
+    assert [d.kind for d in res.diagnostics].count("unsettled") == 1
+    assert "did not settle in" in res.summary()
+    kinds = [d["kind"] for d in extrapolation_to_dict(res)["diagnostics"]]
+    assert "unsettled" in kinds  # the command line's --json carries it too
+    calm = synthetic.make_scenario("no_drift", 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        settled = extrapolate(calm.observations, target=calm.target, params=["lr", "tau"])
+    assert not any(d.kind == "unsettled" for d in settled.diagnostics)

@@ -33,6 +33,7 @@ KINDS: dict[str, str] = {
     "flat": "scales whose finite trials all report one value: the optimum there from priors",
     "unseen": "a scale variable the target moves along that the ladder does not",
     "boundary": "what is known of divergence: how far the trials stayed stable",
+    "unsettled": "the noise fit and the valley cycled instead of settling: a fragile answer",
 }
 
 
