@@ -27,12 +27,14 @@ from transfersearch.fitting.target import TargetLoss
 from transfersearch.fitting.valley import (
     Valley,
     ValleyInput,
+    _box_newton,
     _boxes,
     _data_terms,
     _design,
     _factor,
     _fit_noise,
     _Layout,
+    _noise_criterion,
     _prior,
     _problem,
     _rounding_sd,
@@ -238,6 +240,50 @@ def test_the_noise_by_restricted_likelihood_by_hand() -> None:
     leverage = np.array([0.5, 0.2, 0.2, 0.3, 0.3, 0.5])  # Σh = 2
     sigma, _ = _fit_noise(resid, np.zeros(6), (1.0, 0.1), leverage)
     assert sigma == pytest.approx(math.sqrt(0.31 / 4.0), rel=2e-3)
+
+
+def test_the_noise_criterion_s_derivatives_by_hand_match_finite_differences() -> None:
+    """The gradient and Hessian of ``½Σ(1 − h_i) log v_i + r_i²/v_i`` in ``(ln σ, ln ρ)``, written
+    out by hand in ``_noise_criterion``, against central differences of its value."""
+    rng = np.random.default_rng(1)
+    keep, r2, e2 = (
+        rng.uniform(0.2, 1.0, 12),
+        rng.uniform(0, 0.1, 12) ** 2,
+        rng.uniform(0, 2, 12) ** 2,
+    )
+    x, step = np.array([math.log(0.05), math.log(0.3)]), 1e-5
+    _, grad, hess = _noise_criterion(x, keep, r2, e2)
+    for j in range(2):
+        unit = np.eye(2)[j] * step
+        up, down = (
+            _noise_criterion(x + unit, keep, r2, e2),
+            _noise_criterion(x - unit, keep, r2, e2),
+        )
+        assert grad[j] == pytest.approx((up[0] - down[0]) / (2 * step), rel=1e-6)
+        assert hess[:, j] == pytest.approx((up[1] - down[1]) / (2 * step), rel=1e-5)
+
+
+def test_the_noise_fit_s_newton_steps_find_a_minimum_and_keep_to_the_box() -> None:
+    """``_box_newton`` on ``(x₀ − 1)² + (x₀ − 1)x₁ + 2x₁²`` (minimum at (1, 0)), and on the same
+    with ``x₀ ≤ 0.5``, where the bound holds ``x₀`` (its slope there, ``2(x₀ − 1) + x₁``, points
+    out of the box) and ``x₁ = (1 − x₀)/4 = 1/8`` (by hand); a saddle ``x₀² − x₁²`` in the unit
+    box walks downhill to the edge (``x₁`` at ±1), not to its stationary point."""
+
+    def bowl(x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        value = (x[0] - 1) ** 2 + (x[0] - 1) * x[1] + 2 * x[1] ** 2
+        grad = np.array([2 * (x[0] - 1) + x[1], (x[0] - 1) + 4 * x[1]])
+        return value, grad, np.array([[2.0, 1.0], [1.0, 4.0]])
+
+    wide, low, high = np.array([-5.0, -5.0]), np.array([-5.0, -5.0]), np.array([5.0, 5.0])
+    assert _box_newton(bowl, np.zeros(2), wide, high) == pytest.approx([1.0, 0.0], abs=1e-7)
+    held = _box_newton(bowl, np.zeros(2), low, np.array([0.5, 5.0]))
+    assert held == pytest.approx([0.5, 0.125], abs=1e-7)
+
+    def saddle(x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        return x[0] ** 2 - x[1] ** 2, np.array([2 * x[0], -2 * x[1]]), np.diag([2.0, -2.0])
+
+    end = _box_newton(saddle, np.array([0.3, 0.1]), -np.ones(2), np.ones(2))
+    assert end[0] == pytest.approx(0.0, abs=1e-7) and abs(end[1]) == 1.0
 
 
 def test_a_trial_the_fit_passes_through_tells_nothing_of_the_noise() -> None:

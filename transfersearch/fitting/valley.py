@@ -36,10 +36,10 @@ so one prior scale fits every parameter; :class:`Frame` converts back.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.optimize import minimize
 
 from transfersearch.fitting.coords import FloatArray, gaussian_draws
 
@@ -124,6 +124,15 @@ MISFIT_START = 1e-3
 #: are outside the model; the noise fit keeps ρ ≤ 1, and ≥ this (indistinguishable from 0).
 MISFIT_MAX = 1.0
 MISFIT_MIN = 1e-9
+#: The noise fit's Newton iterations (:func:`_box_newton`): at most this many steps; it stops
+#: when a step moves ``ln σ`` and ``ln ρ`` by less than the tolerance (a relative change of
+#: 10⁻⁸, far below σ's own standard error ``1/√(2n)``); a Hessian eigenvalue below the floor ×
+#: the largest is raised to it (a nearly flat direction takes a bounded step, not 1/0).
+NEWTON_STEPS = 100
+NEWTON_TOL = 1e-8
+NEWTON_FLOOR = 1e-8
+#: ``|ln σ| ≤`` this where no bound is given: ``σ² = e^{2 ln σ}`` stays a finite, normal double.
+NOISE_LOG_REACH = 300.0
 #: The skew's prior: ``κ_j ~ N(0, (c·H_jj)²)`` per coordinate (standardised units). Past its turn
 #: (:func:`turns`; ``t = −H_jj/κ_j`` in one dimension) the valley is continued by a tangent
 #: (:func:`cubic`), a cruder shape; a priori (two sd) that point lies no nearer than the sweep's
@@ -800,26 +809,80 @@ def _fit_noise(
 
     The search stays in the model's family: σ within ``sigma_range`` (the values' rounding to
     their spread) and ``ρ ≤`` :data:`MISFIT_MAX`. Where the trials barely outnumber the
-    parameters the criterion is nearly flat and would run to either end without them."""
-    r2 = resid**2
-    e2 = excess**2
-    keep = 1.0 - np.clip(leverage, 0.0, 1.0)
-
-    def nll(params: FloatArray) -> float:
-        var = np.exp(2 * params[0]) + np.exp(2 * params[1]) * e2
-        return float(0.5 * (keep @ np.log(var) + (r2 / var).sum()))
-
-    low, high = (math.log(v) if v > 0 else -math.inf for v in sigma_range)
-    bounds = [(low, high), (math.log(MISFIT_MIN), math.log(MISFIT_MAX))]
-    x0 = np.clip(np.log(np.array(start)), [b[0] for b in bounds], [b[1] for b in bounds])
-    # the first simplex steps half a log unit from the start, inward at an upper bound: a step
-    # relative to x0 (scipy's default) would depend on the loss's units through log σ
-    step = np.where(x0 + 0.5 > np.array([b[1] for b in bounds]), -0.5, 0.5)
-    simplex = x0 + np.array([[0.0, 0.0], [step[0], 0.0], [0.0, step[1]]])
-    options = {"xatol": 1e-3, "fatol": 1e-6, "initial_simplex": simplex}
-    best = minimize(nll, x0, method="Nelder-Mead", options=options, bounds=bounds)
-    sigma, rho = np.exp(best.x)
+    parameters the criterion is nearly flat and would run to either end without them. It is
+    minimised in ``(ln σ, ln ρ)`` by Newton's method inside those bounds
+    (:func:`_box_newton`, with the criterion's derivatives by hand, :func:`_noise_criterion`)."""
+    terms = (1.0 - np.clip(leverage, 0.0, 1.0), resid**2, excess**2)
+    low, high = (math.log(v) if v > 0 else -NOISE_LOG_REACH for v in sigma_range)
+    lower = np.array([low, math.log(MISFIT_MIN)])
+    upper = np.array([min(high, NOISE_LOG_REACH), math.log(MISFIT_MAX)])
+    x0 = np.clip(np.log(np.array(start)), lower, upper)
+    sigma, rho = np.exp(_box_newton(lambda x: _noise_criterion(x, *terms), x0, lower, upper))
     return float(sigma), float(rho)
+
+
+def _noise_criterion(
+    x: FloatArray, keep: FloatArray, r2: FloatArray, e2: FloatArray
+) -> tuple[float, FloatArray, FloatArray]:
+    """:func:`_fit_noise`'s criterion (halved) at ``x = (ln σ, ln ρ)``, its gradient and Hessian.
+
+    With ``v = σ² + ρ²E²``, ``g_i = (1 − h_i)/v_i − r_i²/v_i²`` and ``q_i = −(1 − h_i)/v_i² +
+    2r_i²/v_i³`` (its first and second derivatives in ``v_i``, doubled) and ``∂v/∂ln σ = 2σ²``,
+    ``∂v/∂ln ρ = 2ρ²E²``: ``∂/∂ln σ = σ²Σg``, ``∂/∂ln ρ = ρ²Σg E²``, ``∂²/∂ln σ² = 2σ⁴Σq +
+    2σ²Σg``, ``∂²/∂ln ρ² = 2ρ⁴Σq E⁴ + 2ρ²Σg E²``, ``∂²/∂ln σ∂ln ρ = 2σ²ρ²Σq E²``."""
+    s2, p2 = math.exp(2.0 * x[0]), math.exp(2.0 * x[1])
+    var = s2 + p2 * e2
+    g = keep / var - r2 / var**2
+    q = -keep / var**2 + 2.0 * r2 / var**3
+    value = 0.5 * float(keep @ np.log(var) + (r2 / var).sum())
+    ge, qe = float(g @ e2), float(q @ e2)
+    grad = np.array([s2 * g.sum(), p2 * ge])
+    hess = np.array(
+        [
+            [2.0 * s2 * s2 * q.sum() + 2.0 * s2 * g.sum(), 2.0 * s2 * p2 * qe],
+            [2.0 * s2 * p2 * qe, 2.0 * p2 * p2 * float(q @ e2**2) + 2.0 * p2 * ge],
+        ]
+    )
+    return value, grad, hess
+
+
+def _box_newton(
+    fun: Callable[[FloatArray], tuple[float, FloatArray, FloatArray]],
+    x0: FloatArray,
+    lower: FloatArray,
+    upper: FloatArray,
+) -> FloatArray:
+    """A local minimum of a smooth function of a few variables inside a box, by projected
+    Newton steps: a variable at a bound whose gradient points out of the box is held there;
+    the others take the Newton step with the Hessian's eigenvalues made positive (``|λ|``, at
+    least :data:`NEWTON_FLOOR` × the largest: a saddle's step goes downhill), at most one unit
+    per variable, halved until the value decreases (Armijo). Stops when a step moves every
+    variable by less than :data:`NEWTON_TOL` or the value no longer decreases."""
+    x = np.clip(x0, lower, upper)
+    value, grad, hess = fun(x)
+    for _ in range(NEWTON_STEPS):
+        held = ((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0))
+        free = ~held
+        if not free.any():
+            break
+        eig, vec = np.linalg.eigh(hess[np.ix_(free, free)])
+        eig = np.maximum(np.abs(eig), NEWTON_FLOOR * max(float(np.abs(eig).max()), 1e-300))
+        step = np.zeros_like(x)
+        step[free] = -vec @ ((vec.T @ grad[free]) / eig)
+        step /= max(1.0, float(np.abs(step).max()))
+        for _ in range(60):
+            trial = np.clip(x + step, lower, upper)
+            new = fun(trial)
+            if new[0] <= value + 1e-4 * float(grad @ (trial - x)):
+                break
+            step = 0.5 * step
+        else:
+            break
+        moved = float(np.abs(trial - x).max())
+        x, (value, grad, hess) = trial, new
+        if moved < NEWTON_TOL:
+            break
+    return np.asarray(x)
 
 
 def _rounding_sd(values: FloatArray) -> float:
