@@ -826,21 +826,24 @@ def _noise_criterion(
 ) -> tuple[float, FloatArray, FloatArray]:
     """:func:`_fit_noise`'s criterion (halved) at ``x = (ln σ, ln ρ)``, its gradient and Hessian.
 
-    With ``v = σ² + ρ²E²``, ``g_i = (1 − h_i)/v_i − r_i²/v_i²`` and ``q_i = −(1 − h_i)/v_i² +
-    2r_i²/v_i³`` (its first and second derivatives in ``v_i``, doubled) and ``∂v/∂ln σ = 2σ²``,
-    ``∂v/∂ln ρ = 2ρ²E²``: ``∂/∂ln σ = σ²Σg``, ``∂/∂ln ρ = ρ²Σg E²``, ``∂²/∂ln σ² = 2σ⁴Σq +
-    2σ²Σg``, ``∂²/∂ln ρ² = 2ρ⁴Σq E⁴ + 2ρ²Σg E²``, ``∂²/∂ln σ∂ln ρ = 2σ²ρ²Σq E²``."""
+    With ``v = σ² + ρ²E²``, the shares ``a_i = σ²/v_i`` and ``b_i = ρ²E_i²/v_i`` and ``t_i =
+    r_i²/v_i`` (each free of the metric's units, so no square of a loss overflows), the
+    criterion's slope in ``v_i`` times ``v_i`` is ``½(1 − h_i − t_i)`` and its curvature times
+    ``v_i²`` is ``½(2t_i − (1 − h_i))``; with ``∂v/∂ln σ = 2σ²`` and ``∂v/∂ln ρ = 2ρ²E²``:
+    ``∂/∂ln σ = Σa(1 − h − t)``, ``∂/∂ln ρ = Σb(1 − h − t)``, ``∂²/∂ln σ² = 2Σa²(2t − (1 − h))
+    + 2Σa(1 − h − t)``, ``∂²/∂ln ρ² = 2Σb²(2t − (1 − h)) + 2Σb(1 − h − t)``, ``∂²/∂ln σ∂ln ρ =
+    2Σab(2t − (1 − h))``."""
     s2, p2 = math.exp(2.0 * x[0]), math.exp(2.0 * x[1])
     var = s2 + p2 * e2
-    g = keep / var - r2 / var**2
-    q = -keep / var**2 + 2.0 * r2 / var**3
-    value = 0.5 * float(keep @ np.log(var) + (r2 / var).sum())
-    ge, qe = float(g @ e2), float(q @ e2)
-    grad = np.array([s2 * g.sum(), p2 * ge])
+    a, b, t = s2 / var, p2 * e2 / var, r2 / var
+    slope, bend = keep - t, 2.0 * t - keep
+    value = 0.5 * float(keep @ np.log(var) + t.sum())
+    grad = np.array([a @ slope, b @ slope])
+    cross = 2.0 * float((a * b) @ bend)
     hess = np.array(
         [
-            [2.0 * s2 * s2 * q.sum() + 2.0 * s2 * g.sum(), 2.0 * s2 * p2 * qe],
-            [2.0 * s2 * p2 * qe, 2.0 * p2 * p2 * float(q @ e2**2) + 2.0 * p2 * ge],
+            [2.0 * float((a * a) @ bend) + 2.0 * grad[0], cross],
+            [cross, 2.0 * float((b * b) @ bend) + 2.0 * grad[1]],
         ]
     )
     return value, grad, hess
