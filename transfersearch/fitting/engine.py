@@ -434,12 +434,13 @@ def _crash_notes(crashed: int) -> list[Diagnostic]:
 
 def _unsettled_notes(fit: LadderFit) -> list[Diagnostic]:
     """A fit whose alternation of noise and valley (docs/science.md §7.2) ran out of rounds
-    before it settled: it cycles between nearby fits, and the answer is where it stopped."""
+    before it settled (on every benchmark fit that did, it cycled between nearby fits), and
+    the answer is where it stopped."""
     if fit.valley.settled:
         return []
     message = (
-        f"the noise fit and the valley did not settle in {MAX_ROUNDS} rounds (they cycle "
-        "between nearby fits, as on tables of a few rows per rung): the pick can move between "
+        f"the noise fit and the valley did not settle in {MAX_ROUNDS} rounds (on tables of a "
+        "few rows per rung they cycle between nearby fits): the pick can move between "
         "neighbouring values with tiny changes in the losses; read a pick near a grid "
         "midpoint as a tie, or add trials near each rung's optimum."
     )

@@ -131,6 +131,12 @@ MISFIT_MIN = 1e-9
 NEWTON_STEPS = 100
 NEWTON_TOL = 1e-8
 NEWTON_FLOOR = 1e-8
+#: A step is taken when it lowers the value by at least this share of what the slope promises
+#: (Armijo's sufficient decrease; the customary 10⁻⁴ of Nocedal & Wright, *Numerical
+#: Optimization*, 2nd ed., §3.1), else halved, at most this many times (2⁻⁶⁰ of a step is below
+#: a double's resolution of it).
+ARMIJO = 1e-4
+NEWTON_HALVINGS = 60
 #: ``|ln σ| ≤`` this where no bound is given: ``σ² = e^{2 ln σ}`` stays a finite, normal double.
 NOISE_LOG_REACH = 300.0
 #: The skew's prior: ``κ_j ~ N(0, (c·H_jj)²)`` per coordinate (standardised units). Past its turn
@@ -859,7 +865,7 @@ def _box_newton(
     Newton steps: a variable at a bound whose gradient points out of the box is held there;
     the others take the Newton step with the Hessian's eigenvalues made positive (``|λ|``, at
     least :data:`NEWTON_FLOOR` × the largest: a saddle's step goes downhill), at most one unit
-    per variable, halved until the value decreases (Armijo). Stops when a step moves every
+    per variable, halved until the value decreases enough (:data:`ARMIJO`). Stops when a step moves every
     variable by less than :data:`NEWTON_TOL` or the value no longer decreases."""
     x = np.clip(x0, lower, upper)
     value, grad, hess = fun(x)
@@ -869,14 +875,15 @@ def _box_newton(
         if not free.any():
             break
         eig, vec = np.linalg.eigh(hess[np.ix_(free, free)])
-        eig = np.maximum(np.abs(eig), NEWTON_FLOOR * max(float(np.abs(eig).max()), 1e-300))
+        tiny = float(np.finfo(float).tiny)
+        eig = np.maximum(np.abs(eig), NEWTON_FLOOR * max(float(np.abs(eig).max()), tiny))
         step = np.zeros_like(x)
         step[free] = -vec @ ((vec.T @ grad[free]) / eig)
         step /= max(1.0, float(np.abs(step).max()))
-        for _ in range(60):
+        for _ in range(NEWTON_HALVINGS):
             trial = np.clip(x + step, lower, upper)
             new = fun(trial)
-            if new[0] <= value + 1e-4 * float(grad @ (trial - x)):
+            if new[0] <= value + ARMIJO * float(grad @ (trial - x)):
                 break
             step = 0.5 * step
         else:
