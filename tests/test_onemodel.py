@@ -412,6 +412,33 @@ def test_the_calibration_scales_what_the_folds_test_not_the_prior_off_the_span()
     assert spread(off_span, half) > 0.9 * spread(off_span, ones)
 
 
+def test_the_calibration_scales_each_draw_s_deviation_from_the_law_s_point() -> None:
+    """The folds measure their errors from the law's point, so the factor scales each draw's
+    deviation from that point (docs/science.md §7.5), not from the draws' median: on noisy
+    three-trial rungs the ratio ``H⁻¹g`` puts the median off the law's point, and a median
+    centre moved every draw, and the decision with them, toward it."""
+    rng = np.random.default_rng(1)
+    centres = [-5.0, -5.3, -5.6]
+    coords = np.concatenate([c + np.array([-1.0, 0.0, 0.6]) for c in centres])[:, None]
+    rung = np.repeat(np.arange(3), 3)
+    values = 3.0 + 0.05 * (coords[:, 0] - np.array(centres)[rung]) ** 2 + rng.normal(0, 0.02, 9)
+    logs = np.log([1.0, 2.0, 4.0])[:, None]
+    data = ValleyInput(coords, values, rung, logs, np.zeros((1, 1)), np.zeros((1, 1), dtype=bool))
+    valley = fit_valley(data)
+    target = np.log([16.0])
+    law = valley.frame.to_x(valley.law_centre_u(target))
+
+    def draws(factor: float) -> np.ndarray:
+        factors = np.full(N_DRAWS, factor)
+        out = _target_draws(valley, (logs, target), None, factors, np.random.default_rng(0))
+        return out[0]
+
+    plain = draws(1.0)
+    assert abs(float(np.median(plain)) - float(law[0])) > 0.05  # the median is not the centre
+    for factor in (0.5, 2.0):
+        np.testing.assert_allclose(draws(factor) - law, factor * (plain - law), atol=1e-12)
+
+
 def test_a_fold_s_prediction_off_its_cheaper_rungs_line_keeps_that_part_uncalibrated() -> None:
     """Walk-forward predicts the top rung from the two cheaper ones, which fix a line in (log
     width, log data). On the line, the fold's check holds the prediction's whole variance in

@@ -506,8 +506,8 @@ def _target_draws(
     inner = span_point(rung_logs, target_logs)
     draws_u, inner_u, hess_u, skew_u = valley.predictive_u(target_logs, N_DRAWS, rng, inner)
     draws, inner_draws = valley.frame.to_x(draws_u), valley.frame.to_x(inner_u)
-    # robust middle: a draw with a near-flat curvature runs far
-    middle = np.median(inner_draws, axis=0)
+    # about the law's point on the span: the point each fold's error is measured from
+    middle = valley.frame.to_x(valley.law_centre_u(inner))
     calibrated = draws + (factors - 1.0)[:, None] * (inner_draws - middle)
     return calibrated, robust_sd(draws), hess_u, skew_u
 
