@@ -14,6 +14,7 @@ import pytest
 import transfersearch as ts
 from transfersearch import extrapolate, synthetic, validate
 from transfersearch.cost import by_cost, default_cost
+from transfersearch.fitting import valley
 from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
@@ -622,3 +623,28 @@ def test_a_fit_that_cycles_instead_of_settling_says_so() -> None:
         warnings.simplefilter("ignore")
         settled = extrapolate(calm.observations, target=calm.target, params=["lr", "tau"])
     assert not any(d.kind == "unsettled" for d in settled.diagnostics)
+
+
+def test_an_unsettled_fit_s_answer_does_not_hang_on_where_the_cap_falls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Lion 130M tables cycle through four states: stopped wherever the last round fell, the
+    law's batch size was 131, 134, 131 or 133 by the cap's value; solved at the state of the
+    greatest marginal likelihood (docs/science.md §7.2), it is one answer."""
+    n = 134_217_728
+    obs = [
+        Observation({"N": float(n), "D": 20.0 * n * m}, {"lr": lr, "wd": wd, "bs": float(bs)}, loss)
+        for m, lr, wd, bs, loss in LION_130M
+    ]
+    target = Scale(N=float(n), D=20.0 * n * 4)
+    answers = []
+    for cap in (100, 101, 102, 103):
+        monkeypatch.setattr(valley, "MAX_ROUNDS", cap)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = extrapolate(
+                obs, target=target, params=["lr", "wd", "bs"], log_params=["lr", "bs"]
+            )
+        assert any(d.kind == "unsettled" for d in res.diagnostics)
+        answers.append([res.law_params[k] for k in ("lr", "wd", "bs")])
+    np.testing.assert_allclose(answers, [answers[0]] * 4, rtol=1e-9)

@@ -1046,7 +1046,8 @@ class _Fixed:
 def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
     """Rounds of (solve, re-fit σ and ρ, re-weight, re-centre) from ``start`` = (σ, ρ) until
     they settle (:func:`_settled`), then the final solve over the whole grid; ``settled`` False
-    when :data:`MAX_ROUNDS` ran out first."""
+    when :data:`MAX_ROUNDS` ran out first, the final solve then at the round whose state (σ, ρ,
+    weights, curvature) had the greatest marginal likelihood."""
     data, lay, y = prob.data, prob.lay, prob.data.values
     phi = _design(prob.u, data.rung, lay)
     best = np.array([y[data.rung == r].min() for r in range(lay.n_rungs)])
@@ -1057,10 +1058,13 @@ def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
     w = 1.0 / (sigma**2 + rho**2 * excess**2)
     centres = np.zeros((lay.n_rungs, lay.d))
     first, active, settled = True, prob.grid, False
+    visited: list[tuple[float, _DataTerms, float, float, FloatArray]] = []
     for _ in range(MAX_ROUNDS):
         previous = (sigma, rho, hess, centres)
         parts = _prior(lay, hess, prob.frame, data, prob.boxes, prob.typical)
-        components, weights, theta = _posterior(_data_terms(phi, y, w), parts, active)
+        terms = _data_terms(phi, y, w)
+        components, weights, theta = _posterior(terms, parts, active)
+        visited.append((_log_evidence(components), terms, sigma, rho, hess))
         active = [g for g, wt in zip(active, weights) if wt >= ACTIVE_WEIGHT]
         begin = (max(sigma, resolution), max(rho, MISFIT_START))
         cov = np.einsum("s,sij->ij", weights, np.array([c.cov for c in components]))
@@ -1084,7 +1088,20 @@ def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
         phi = _design(prob.u, data.rung, lay, centres, turns(hess, theta[lay.skew]))
         if settled := _settled(previous, (sigma, rho, hess, centres), len(y)):
             break
-    return replace(_held_fixed(prob, _data_terms(phi, y, w), sigma, rho, hess), settled=settled)
+    if settled:
+        return _held_fixed(prob, _data_terms(phi, y, w), sigma, rho, hess)
+    # a cycle has no fixed point to stop at: the state of the rounds' greatest marginal
+    # likelihood (docs/science.md §7.2), not wherever the last round fell
+    _, terms, sigma, rho, hess = max(visited, key=lambda v: v[0])
+    return replace(_held_fixed(prob, terms, sigma, rho, hess), settled=False)
+
+
+def _log_evidence(components: list[_Component]) -> float:
+    """The log marginal likelihood summed over the grid's points (their hyperprior uniform, up
+    to its constant; the points the rounds drop carry under :data:`ACTIVE_WEIGHT` of it)."""
+    logs = np.array([c.log_evidence for c in components])
+    top = float(logs.max())
+    return top + math.log(float(np.exp(logs - top).sum()))
 
 
 def _held_fixed(
