@@ -123,9 +123,10 @@ def test_regret_is_zero_at_optimum_and_grows_away() -> None:
 
 
 def test_an_optimum_past_the_trials_edge_is_noted(caplog: pytest.LogCaptureFixture) -> None:
-    # The true optimum (lr 1e-3) lies 0.72 log units above every sampled lr: the estimate is
-    # read off the valley's shape past the edge, flagged, and a note (kind 'edge') says so.
-    obs = [o for o in bowl(2, cliff=100.0) if o.params["lr"] < 5e-4]
+    # The true optimum (lr 1e-3) lies 0.72 log units above every sampled lr of a bowl a
+    # quadratic holds: the estimate is read off the valley's shape past the edge (near the
+    # truth), flagged, and a note (kind 'edge') says so.
+    obs = [o for o in bowl(2, cliff=100.0, asymmetry=0.01) if o.params["lr"] < 5e-4]
     edge = max(o.params["lr"] for o in obs)
     with caplog.at_level("INFO"), warnings.catch_warnings():
         warnings.simplefilter("error", TransferSearchWarning)  # a note, not a warning
@@ -135,15 +136,28 @@ def test_an_optimum_past_the_trials_edge_is_noted(caplog: pytest.LogCaptureFixtu
     assert opt.past_edge["lr"] > opt.stderr["lr"]
     assert "wd" not in opt.past_edge
     assert "lies past the trials' edge" in caplog.text and "sweep further up" in caplog.text
+    assert abs(math.log(opt.params["lr"] / 1e-3)) < 2.0 * opt.stderr["lr"]
+    assert "did not settle" not in caplog.text
+
+
+def test_a_one_rung_fit_that_cycles_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    """Only the gentle side of an exp-shaped wall sampled (nearly straight): the noise and
+    valley alternation cycles on one rung too, and ``estimate_optimum`` logs the note that
+    ``extrapolate`` puts in its diagnostics."""
+    obs = [o for o in bowl(2, cliff=100.0) if o.params["lr"] < 5e-4]
+    with caplog.at_level("INFO"), warnings.catch_warnings():
+        warnings.simplefilter("error", TransferSearchWarning)  # a note, not a warning
+        estimate_optimum(obs, ["lr", "wd"])
+    assert "did not settle in" in caplog.text
 
 
 @pytest.mark.xfail(
     reason=(
-        "measured at the leverage-REML noise fit (and the same before it): with the bowl's "
-        "default noise, lr < 5e-4 and seeds 0-7, the lr optimum is put 4-5.3 log units past the "
-        "edge in 5 of 8 seeds (the truth is 0.72 past it) with stderr 0.5-0.6: the left side of "
-        "the exp-shaped wall is nearly straight, so the fitted curvature is small and H^-1 g runs "
-        "off; the box prior (sd half the range) does not hold it"
+        "measured 2026-11-27: with the bowl's default noise, lr < 5e-4 and seeds 0-7, every fit "
+        "cycles (the left side of the exp-shaped wall is nearly straight: the fitted curvature "
+        "flips between small and large); solved at the cycle's most likely state the lr optimum "
+        "lies 0.9-1.3 log units below the truth, inside the trials' range (where the last of "
+        "100 rounds fell, it was 2 log units past the truth in 5 of 8 seeds)"
     ),
     strict=True,
 )

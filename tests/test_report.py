@@ -238,12 +238,27 @@ def test_the_law_panel_info_is_the_fit_s_own_numbers() -> None:
     assert info.path.centre[-1] == pytest.approx(math.exp(coord))
     assert info.path.upper[-1] == pytest.approx(math.exp(coord + z * stderr))
     assert info.decision == result.params["lr"] and info.interval == result.interval(0.8)["lr"]
-    # one fold calibrates it (three rungs): its posterior's tails reach past e^+5, where the bar is cut
+    # the bar is the interval cut at e^±MAX_LOG_BAR about the decision (the cut by hand below)
     low, high = info.interval
     reach = math.exp(MAX_LOG_BAR)
-    assert high > info.decision * reach > low
-    assert info.drawn_interval == (low, info.decision * reach)
+    assert info.drawn_interval == (
+        max(low, info.decision / reach),
+        min(high, info.decision * reach),
+    )
     assert info.law_terms == f"width^{result.laws['lr'].exponents['width']:+.2f}"
+
+
+def test_the_target_s_bar_is_cut_at_e_to_the_max_log_bar_about_the_decision() -> None:
+    """A log-space interval wider than e^±5 about the decision is drawn cut there (an end at 0 or
+    inf too); a narrower one, or a linear parameter's, is drawn as it is."""
+    from transfersearch._figure_info import MAX_LOG_BAR, _drawn_interval
+
+    reach = math.exp(MAX_LOG_BAR)
+    assert _drawn_interval(2.0, (1e-5, 1e5), True) == (2.0 / reach, 2.0 * reach)
+    assert _drawn_interval(2.0, (0.0, math.inf), True) == (2.0 / reach, 2.0 * reach)
+    assert _drawn_interval(2.0, (1.0, 1e5), True) == (1.0, 2.0 * reach)
+    assert _drawn_interval(2.0, (1.0, 4.0), True) == (1.0, 4.0)
+    assert _drawn_interval(2.0, (-1e5, 1e5), False) == (-1e5, 1e5)
 
 
 def test_the_png_and_the_plotly_figures_draw_the_same_numbers() -> None:

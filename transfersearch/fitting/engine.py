@@ -25,6 +25,7 @@ from transfersearch.fitting.findings import (
     findings,
     held_findings,
     momentum_findings,
+    unsettled_findings,
     wide_findings,
 )
 from transfersearch.fitting.laws import PowerLaw
@@ -33,7 +34,6 @@ from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.options import FitOptions
 from transfersearch.fitting.result import Extrapolation, Validation
 from transfersearch.fitting.rungs import Ladder, prepare
-from transfersearch.fitting.valley import MAX_ROUNDS
 from transfersearch.observations import (
     Observation,
     check_log_swept,
@@ -340,7 +340,7 @@ def _extrapolate(
             *checked.notes,
             *far,
             *_crash_notes(checked.crashed),
-            *_unsettled_notes(fit),
+            *unsettled_findings(fit.valley.settled),
             *_wide(ladder, fit),
             *held_findings([names[j] for j in fit.active], list(fit.law_held)),
             *momentum_findings([names[j] for j in fit.active], list(fit.domain_held)),
@@ -430,21 +430,6 @@ def _crash_notes(crashed: int) -> list[Diagnostic]:
         "configuration's fault."
     )
     return [Diagnostic("crashed", message, act=False)]
-
-
-def _unsettled_notes(fit: LadderFit) -> list[Diagnostic]:
-    """A fit whose alternation of noise and valley (docs/science.md §7.2) ran out of rounds
-    before it settled (on every benchmark fit that did, it cycled between nearby fits), and
-    the answer is where it stopped."""
-    if fit.valley.settled:
-        return []
-    message = (
-        f"the noise fit and the valley did not settle in {MAX_ROUNDS} rounds (on tables of a "
-        "few rows per rung they cycle between nearby fits): the pick can move between "
-        "neighbouring values with tiny changes in the losses; read a pick near a grid "
-        "midpoint as a tie, or add trials near each rung's optimum."
-    )
-    return [Diagnostic("unsettled", message, act=False)]
 
 
 def _laws(ladder: Ladder, fit: LadderFit) -> dict[str, PowerLaw]:

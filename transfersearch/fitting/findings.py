@@ -20,6 +20,7 @@ import numpy as np
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.rungs import Ladder
+from transfersearch.fitting.valley import MAX_ROUNDS
 from transfersearch.scale import Scale
 
 __all__ = [
@@ -243,3 +244,18 @@ def _held(names: Sequence[str], held: Sequence[bool], message: str) -> list[Diag
     """One ``held`` warning naming the parameters ``held`` marks (``{}`` in ``message``)."""
     marked = [name for name, h in zip(names, held, strict=True) if h]
     return [Diagnostic("held", message.format(marked), act=True)] if marked else []
+
+
+def unsettled_findings(settled: bool) -> list[Diagnostic]:
+    """A fit whose alternation of noise and valley (docs/science.md §7.2) ran out of rounds
+    before it settled: it cycles between nearby fits, and the answer is the cycle's state of
+    greatest marginal likelihood, which tiny changes in the losses can move."""
+    if settled:
+        return []
+    message = (
+        f"the noise fit and the valley did not settle in {MAX_ROUNDS} rounds (they cycle between "
+        "nearby fits, as on tables of a few rows per rung; the answer is the cycle's most likely "
+        "state): the pick can move between neighbouring values with tiny changes in the losses; "
+        "read a pick near a grid midpoint as a tie, or add trials near each rung's optimum."
+    )
+    return [Diagnostic("unsettled", message, act=False)]

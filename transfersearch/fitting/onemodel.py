@@ -27,6 +27,7 @@ from transfersearch.fitting.coords import (
 )
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.divergence import DivergenceModel, fit_divergence
+from transfersearch.fitting.findings import unsettled_findings
 from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.rungs import Ladder, RungTrials
 from transfersearch.fitting.target import TargetLoss
@@ -710,4 +711,4 @@ def rung_optimum(
         )
         for name, dist in optimum.past_edge.items()
     ]
-    return optimum, tuple(notes)
+    return optimum, (*notes, *unsettled_findings(fit.valley.settled))
