@@ -374,7 +374,7 @@ class Valley:
         noise_sd: σ, the trials' noise near the bottom (loss units).
         relative_misfit: ρ, the quadratic's misfit per unit of a trial's excess.
         settled: whether the alternation of §7.2 reached its fixed point within
-            :data:`MAX_ROUNDS` (False: it stopped where the last round fell).
+            :data:`MAX_ROUNDS` (False: it cycled, and was solved at its most likely state).
         floor: the flat-curvature floor in standardised units (:data:`FLAT_CURVATURE` σ).
         reach: (d,) how far a drawn optimum may lie from the posterior-mean one (standardised;
             :data:`PRIOR_REACH`).
