@@ -648,3 +648,23 @@ def test_an_unsettled_fit_s_answer_does_not_hang_on_where_the_cap_falls(
         assert any(d.kind == "unsettled" for d in res.diagnostics)
         answers.append([res.law_params[k] for k in ("lr", "wd", "bs")])
     np.testing.assert_allclose(answers, [answers[0]] * 4, rtol=1e-9)
+
+
+def test_seven_trials_whose_noise_fit_reaches_its_floor_give_an_answer() -> None:
+    """Seven Step Law dense runs on three rungs (a `real_sweep_fuzz.py` problem): a round's noise
+    fit reaches its floor, the posterior precision spans 20 decades, and LU called singular a
+    matrix Cholesky had factored (LinAlgError). The solve goes through the Cholesky factor."""
+    rows = [
+        (4.0e9, 214663680, 0.001381, 256.0, 2.655395661175284),
+        (8.0e9, 429260800, 0.003906, 1024.0, 2.5486797138508193),
+        (8.0e9, 429260800, 0.007812, 1024.0, 2.6239233367682564),
+        (8.0e9, 429260800, 0.005524, 352.0, 2.511107562859959),
+        (1.42e10, 268304384, 0.0221, 128.0, 7.133737154357136),
+        (1.42e10, 268304384, 0.007812, 64.0, 2.5282825900851784),
+        (1.42e10, 268304384, 0.0006905, 128.0, 2.4567676460231294),
+    ]
+    obs = [Observation({"D": d, "N": n}, {"lr": lr, "bs": bs}, v) for d, n, lr, bs, v in rows]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = extrapolate(obs, target=Scale(N=268304384, D=8e10), params=["lr", "bs"], seed=0)
+    assert all(math.isfinite(v) and v > 0 for v in res.params.values())
