@@ -40,7 +40,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from transfersearch.fitting.coords import FloatArray, gaussian_draws
 
@@ -745,7 +744,7 @@ def _solve(data: _DataTerms, prior: _Prior) -> tuple[FloatArray, FloatArray, flo
     rhs = data.linear + prior.linear
     # through the Cholesky factor the evidence uses: where the precision spans 20 decades (noise
     # at its floor on a few trials), LU called a matrix singular that Cholesky had factored
-    theta = _cholesky_solve(chol, rhs)
+    theta = _cholesky_solve(chol, rhs[:, None])[:, 0]
     logdet_prior = _logdet_prior(prior.precision)
     mean = prior.mean
     quad = data.y_w_y + float(mean @ prior.linear) - float(theta @ rhs)
@@ -757,17 +756,20 @@ def _solve(data: _DataTerms, prior: _Prior) -> tuple[FloatArray, FloatArray, flo
 
 
 def _cholesky_solve(chol: FloatArray, rhs: FloatArray) -> FloatArray:
-    """``P⁻¹ rhs`` from ``P``'s lower Cholesky factor (two triangular solves)."""
-    half = solve_triangular(chol, rhs, lower=True)
-    return np.asarray(solve_triangular(chol.T, half, lower=False))
+    """``P⁻¹ rhs`` from ``P = LLᵀ``'s lower factor ``L``: ``L⁻ᵀ(L⁻¹ rhs)``, batched over leading
+    axes (``rhs`` (..., p, k)). Each solve sees ``L``'s condition number, the square root of
+    ``P``'s, where one solve with ``P`` saw ``P``'s."""
+    half = np.linalg.solve(chol, rhs)
+    return np.asarray(np.linalg.solve(np.swapaxes(chol, -1, -2), half))
 
 
 def _solve_grid(
     data: _DataTerms, parts: _PriorParts, grid: list[tuple[float, float]]
 ) -> list[tuple[FloatArray, FloatArray, float]]:
     """:func:`_solve` at every grid point, as one stacked call per linear-algebra step (the
-    same LAPACK routine on each matrix, so the same numbers, without a Python loop's overhead);
-    where any point's factorisation fails, point by point with :func:`_solve`'s fallbacks."""
+    same LAPACK routines on each matrix, through the same Cholesky factor, so the same numbers,
+    without a Python loop's overhead); where any point's factorisation fails, point by point
+    with :func:`_solve`'s fallbacks."""
     scales = np.array(grid, dtype=float).reshape(-1, 2)
     drift2, scatter2 = scales[:, 0] ** 2, scales[:, 1] ** 2
     prior_p = (
@@ -781,11 +783,11 @@ def _solve_grid(
         post = 0.5 * (post + np.swapaxes(post, -1, -2))
         chol = np.linalg.cholesky(post)
         rhs = data.linear + prior_l
-        theta = np.linalg.solve(post, rhs[..., None])[..., 0]
+        theta = _cholesky_solve(chol, rhs[..., None])[..., 0]
         sym = 0.5 * (prior_p + np.swapaxes(prior_p, -1, -2))
         logdet_prior = 2.0 * np.log(np.diagonal(np.linalg.cholesky(sym), axis1=-2, axis2=-1))
         mean = np.linalg.solve(prior_p, prior_l[..., None])[..., 0]
-        cov = np.linalg.inv(post)
+        cov = _cholesky_solve(chol, np.broadcast_to(np.eye(post.shape[-1]), post.shape))
     except np.linalg.LinAlgError:
         return [_solve(data, parts.at(s, t)) for s, t in grid]
     quad = data.y_w_y + np.einsum("kp,kp->k", mean, prior_l) - np.einsum("kp,kp->k", theta, rhs)
