@@ -111,6 +111,19 @@ def test_the_grid_s_stacked_solve_is_each_point_s_solve() -> None:
         assert log_ev == pytest.approx(one[2], rel=1e-9)
 
 
+def test_a_state_s_evidence_sums_its_grid_points_marginal_likelihoods_by_hand() -> None:
+    """The evidence a cycling fit's states are ranked by (docs/science.md §7.2): the grid points'
+    marginal likelihoods summed, ``ln(e⁰ + e^{ln 3}) = ln 4``, and far below float range on its
+    own scale (``ln(2e⁻¹⁰⁰⁰) = ln 2 − 1000``)."""
+    from transfersearch.fitting.valley import _Component, _log_evidence
+
+    def points(logs: list[float]) -> list[_Component]:
+        return [_Component(0.1, 0.1, np.zeros(1), np.eye(1), v) for v in logs]
+
+    assert _log_evidence(points([0.0, math.log(3.0)])) == pytest.approx(math.log(4.0))
+    assert _log_evidence(points([-1000.0, -1000.0])) == pytest.approx(math.log(2.0) - 1000.0)
+
+
 def test_a_singular_precision_is_factored_with_a_relative_jitter() -> None:
     """:func:`_factor` (used by the posterior solve and by ``own_optimum``): a positive-definite
     matrix is factored as given; one round-off leaves singular (rank 1 here) gets
