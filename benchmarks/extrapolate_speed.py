@@ -126,8 +126,8 @@ def write(rows: list[tuple[Any, ...]], load_before: float, load_after: float, ou
         "the closer to an idle machine).",
         "",
         "Two log-scale parameters, `params=['lr', 'tau']`; the one model of every trial "
-        "(docs/science.md §7-9). `extrapolate` runs the walk-forward folds (a refit of the valley "
-        "per fold: they calibrate the interval); the planner's refit skips them. Goals (issue "
+        "(docs/science.md §7-9). `extrapolate` runs the walk-forward folds (one solve of the valley "
+        "per fold, its weights held at the full fit's: they calibrate the interval); the planner's refit skips them. Goals (issue "
         "25): 10,000 observations in <= 0.1 s, the planner's ~100-observation refit in <= 10 ms.",
         "",
         "| observations | scales | call | best (s) | median (s) | model kept |",

@@ -425,6 +425,44 @@ def test_the_calibration_scales_what_the_folds_test_not_the_prior_off_the_span()
     assert spread(off_span, half) > 0.9 * spread(off_span, ones)
 
 
+def test_a_fit_that_holds_its_own_shape_reproduces_its_posterior() -> None:
+    """A walk-forward fold holds the full fit's shape (noise, misfit, curvature, the skew's
+    centres; docs/science.md §7.5) and solves only ``θ``: given the fit's own data and shape,
+    that one solve lands on the fit's own posterior (the alternation's fixed point, to its
+    tolerance), in the fit's units whatever the fold's standardisation; on the cheaper rungs
+    alone it keeps the full fit's noise."""
+    rng = np.random.default_rng(3)
+    centres = np.array([[-5.0, 0.2], [-5.4, 0.1], [-5.8, 0.3], [-6.2, 0.2]])
+    rung = np.repeat(np.arange(4), 15)
+    coords = centres[rung] + rng.uniform(-1.5, 1.5, (60, 2))
+    gap = coords - centres[rung]
+    values = 3.0 + 0.4 * gap[:, 0] ** 2 + 0.2 * gap[:, 1] ** 2 + 0.1 * gap[:, 0] * gap[:, 1]
+    values = values + 0.05 * gap[:, 0] ** 3 + rng.normal(0, 0.01, 60)
+    logs = np.log([1.0, 2.0, 4.0, 8.0])[:, None]
+    data = ValleyInput(coords, values, rung, logs, np.zeros((2, 1)), np.zeros((2, 1), dtype=bool))
+    full = fit_valley(data)
+    again = fit_valley(data, shape=full.shape())
+    for r in range(4):
+        assert again.frame.to_x(again.rung_centre_u(r)) == pytest.approx(
+            full.frame.to_x(full.rung_centre_u(r)), abs=0.02
+        )
+    assert again.noise_sd == full.noise_sd
+    cheaper = rung < 2
+    fold = ValleyInput(
+        coords[cheaper],
+        values[cheaper],
+        rung[cheaper],
+        logs[:2],
+        data.prior_drift,
+        data.fixed_drift,
+    )
+    held = fit_valley(fold, shape=full.shape())
+    assert (held.noise_sd, held.relative_misfit) == (full.noise_sd, full.relative_misfit)
+    assert held.frame.hessian_x(held.hessian_u) == pytest.approx(
+        full.frame.hessian_x(full.hessian_u), rel=0.1
+    )
+
+
 def test_the_calibration_scales_each_draw_s_deviation_from_the_law_s_point() -> None:
     """The folds measure their errors from the law's point, so the factor scales each draw's
     deviation from that point (docs/science.md §7.5), not from the draws' median: on noisy

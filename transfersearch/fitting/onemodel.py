@@ -32,6 +32,7 @@ from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.rungs import Ladder, RungTrials
 from transfersearch.fitting.target import TargetLoss
 from transfersearch.fitting.valley import (
+    Shape,
     Valley,
     ValleyInput,
     fit_valley,
@@ -284,12 +285,16 @@ def _fold(
     held_out: tuple[ScaleOptimum, tuple[FloatArray, FloatArray]],
     fixed_values: FloatArray,
     rng: np.random.Generator,
-    drift: bool,
+    fit: tuple[bool, Shape],
 ) -> Fold | None:
-    """Predict rung ``k`` from the cheaper rungs; charge each point its excess on rung ``k``'s
-    valley read off the full fit (``held_out[0]``), and check the law's point against the rung's
-    optimum from its own trials (``held_out[1]``: mean and covariance). The law's point is named
-    for the model (``"drift"`` or ``"constant"``), the null's ``"copy"``."""
+    """Predict rung ``k`` from the cheaper rungs, the weights and the skew's centres held at the
+    full fit's (``fit`` = (drift, the full fit's :class:`~.valley.Shape`), docs/science.md
+    §7.5, as the held-out rung's own optimum holds them); charge
+    each point its excess on rung ``k``'s valley read off the full fit (``held_out[0]``), and
+    check the law's point against the rung's optimum from its own trials (``held_out[1]``: mean
+    and covariance). The law's point is named for the model (``"drift"`` or ``"constant"``),
+    the null's ``"copy"``."""
+    drift, shape = fit
     surface, (own, own_cov) = held_out
     model = "drift" if drift else "constant"
     train = list(range(k))
@@ -298,7 +303,7 @@ def _fold(
     if len(np.unique(data.rung)) < MIN_TRAIN_RUNGS:
         return None
     try:
-        valley = fit_valley(data, drift=drift)
+        valley = fit_valley(data, drift=drift, shape=shape)
     except np.linalg.LinAlgError:
         return None
     target = ladder.log_scales[k]
@@ -421,7 +426,8 @@ def fit_ladder(
     hessian = frame.hessian_x(valley.hessian_u)
     optima = _rung_optima(ladder, trials, valley, active, fixed_values, hessian, rng)
     owns = [own_optimum(valley, data, k) for k in range(len(ladder.scales))] if validate else []
-    folds = _folds(ladder, active, optima, owns, fixed_values, rng, drift) if validate else []
+    held_shape = (drift, valley.shape())
+    folds = _folds(ladder, active, optima, owns, fixed_values, rng, held_shape) if validate else []
     held = _held_rung(ladder, target_logs)
     calibration, factors = _calibrate(folds, len(active), held, rng)
     draws, raw_sd, hess_u, skew_u = _target_draws(
@@ -571,13 +577,13 @@ def _folds(
     owns: Sequence[tuple[FloatArray, FloatArray]],
     fixed_values: FloatArray,
     rng: np.random.Generator,
-    drift: bool,
+    fit: tuple[bool, Shape],
 ) -> list[Fold]:
     """Walk-forward: each rung with :data:`MIN_TRAIN_RUNGS` cheaper ones predicted from them;
     ``owns`` holds each rung's optimum from its own trials (:func:`.valley.own_optimum`)."""
     folds = []
     for k in range(MIN_TRAIN_RUNGS, len(ladder.scales)):
-        fold = _fold(ladder, active, k, (optima[k], owns[k]), fixed_values, rng, drift)
+        fold = _fold(ladder, active, k, (optima[k], owns[k]), fixed_values, rng, fit)
         if fold is not None:
             folds.append(fold)
     return folds

@@ -47,6 +47,7 @@ __all__ = [
     "DRIFT_SCALE_MAX",
     "DRIFT_SCALE_MIN",
     "Frame",
+    "Shape",
     "Valley",
     "ValleyInput",
     "cubic_slope",
@@ -202,6 +203,22 @@ class Frame:
         """A curvature in standardised units, in fitted units."""
         inv = 1.0 / self.spread
         return hess_u * inv[:, None] * inv[None, :]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a fit settled on besides ``θ``, in fitted units, for a fit that holds it
+    (docs/science.md §7.5): the noise σ and relative misfit ρ, each rung's bottom (a trial's
+    excess is measured from it: with σ and ρ, the weights), each rung's centre (the skew is
+    taken about it) and where the skew turns to its tangent, and the curvature ``H`` the
+    priors start from."""
+
+    sigma: float
+    rho: float
+    hess: FloatArray
+    centres: FloatArray
+    bottoms: FloatArray
+    turn: FloatArray
 
 
 def _frame(data: ValleyInput) -> Frame:
@@ -526,6 +543,19 @@ class Valley:
         """Posterior weight of drift scales above the no-drift end of the grid."""
         low = min(c.drift_scale for c in self.components)
         return float(sum(w for c, w in zip(self.components, self.weights) if c.drift_scale > low))
+
+    def shape(self) -> Shape:
+        """This fit's :class:`Shape` (fitted units), for :func:`fit_valley` to hold."""
+        hess = self.hessian_u
+        rungs = range(self.n_rungs)
+        return Shape(
+            sigma=self.noise_sd,
+            rho=self.relative_misfit,
+            hess=self.frame.hessian_x(hess),
+            centres=np.array([self.frame.to_x(self.rung_centre_u(r)) for r in rungs]),
+            bottoms=np.array([self.rung_depth(r) for r in rungs]),
+            turn=turns(hess, self.skew_u) * self.frame.spread,
+        )
 
 
 class _Prior:
@@ -1107,6 +1137,20 @@ def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
     return replace(_held_fixed(prob, terms, sigma, rho, hess), settled=False)
 
 
+def _hold(prob: _Problem, shape: Shape) -> _Fixed:
+    """The posterior with the weights and the skew's centres held at ``shape`` (its first rungs:
+    this fit's), in this fit's standardised units; the priors start from its curvature and
+    are re-built on the posterior's own (:func:`_held_fixed`)."""
+    data, lay, frame = prob.data, prob.lay, prob.frame
+    rungs = slice(0, lay.n_rungs)
+    hess = shape.hess * np.outer(frame.spread, frame.spread)
+    excess = np.maximum(data.values - shape.bottoms[rungs][data.rung], 0.0)
+    w = 1.0 / (shape.sigma**2 + shape.rho**2 * excess**2)
+    centres = frame.to_u(shape.centres[rungs])
+    phi = _design(prob.u, data.rung, lay, centres, shape.turn / frame.spread)
+    return _held_fixed(prob, _data_terms(phi, data.values, w), shape.sigma, shape.rho, hess)
+
+
 def _log_evidence(components: list[_Component]) -> float:
     """The log marginal likelihood summed over the grid's points (their hyperprior uniform, up
     to its constant; the points the rounds drop carry under :data:`ACTIVE_WEIGHT` of it)."""
@@ -1148,13 +1192,18 @@ def _problem(data: ValleyInput, drift: bool = True) -> _Problem:
     )
 
 
-def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
+def fit_valley(data: ValleyInput, *, drift: bool = True, shape: Shape | None = None) -> Valley:
     """The posterior of the one model given the finite trials (module docstring).
 
     Args:
         data: the trials; needs at least one finite trial per rung it names.
         drift: integrate the drift prior's scale; False holds the drift at its prior mean
             (the no-drift model).
+        shape: what another fit of these rungs and more settled on (its
+            :meth:`Valley.shape`, whose first rungs are these; a walk-forward fold,
+            docs/science.md §7.5): the weights and the skew's centres are held at it, and only
+            ``θ``'s posterior (curvature and skews included) is solved on these trials, without
+            the alternation of §7.2; None: the alternation fits them.
 
     Returns:
         The :class:`Valley`: Gaussian posteriors over the (drift scale, scatter) grid and their
@@ -1163,7 +1212,7 @@ def fit_valley(data: ValleyInput, *, drift: bool = True) -> Valley:
     prob = _problem(data, drift)
     u, lay, frame = prob.u, prob.lay, prob.frame
     # the alternation starts from equal weights: the noise as large as the values' spread
-    kept = _alternate(prob, (prob.spread, 0.0))
+    kept = _alternate(prob, (prob.spread, 0.0)) if shape is None else _hold(prob, shape)
     reach = PRIOR_REACH * BOX_PRIOR_SD * np.where(np.ptp(u, axis=0) > 0, np.ptp(u, axis=0), 1.0)
     return Valley(
         frame=frame,
