@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from transfersearch.errors import TransferSearchError
-from transfersearch.observations import Observation, check_scale_names
+from transfersearch.fitting.coords import observation_arrays
+from transfersearch.observations import Observation, check_scale_names, collapse_duplicates
 from transfersearch.readers import (
     as_observations,
     observations_from_frame,
@@ -253,3 +254,33 @@ def test_extrapolate_takes_the_csv_path_and_says_how_to_read_a_storage(
     assert from_path.params == from_rows.params
     with pytest.raises(TransferSearchError, match=r"optuna\.load_study\(study_name='<name>'"):
         ts.extrapolate("sqlite:///proxy.db", target=target)
+
+
+def test_exact_copies_are_collapsed_and_near_copies_kept() -> None:
+    """A copy (same scale, parameters in any order, value and state; NaN counts as one value)
+    is kept once, the first; a trial sharing only its value, or only its parameters, stays."""
+    w64 = {"width": 64}
+    first = Observation(w64, {"lr": 0.01, "wd": 0.1}, 2.5)
+    rows = [
+        first,
+        Observation(w64, {"wd": 0.1, "lr": 0.01}, 2.5),  # the same, parameters reordered
+        Observation(w64, {"lr": 0.02, "wd": 0.1}, 2.5),  # same value, other parameters
+        Observation(w64, {"lr": 0.01, "wd": 0.1}, 2.6),  # same parameters, other value
+        Observation(w64, {"lr": 0.04, "wd": 0.1}, math.nan),
+        Observation(w64, {"lr": 0.04, "wd": 0.1}, math.nan),  # a diverged copy
+        Observation({"width": 128}, {"lr": 0.01, "wd": 0.1}, 2.5),  # another scale
+        Observation(w64, {"lr": 0.01, "wd": 0.1}, 2.5, state="pruned"),  # another state
+    ]
+    kept, removed = collapse_duplicates(rows)
+    assert removed == 2
+    assert kept[0] is first and [rows.index(k) for k in kept] == [0, 2, 3, 4, 6, 7]
+
+
+def test_observation_arrays_names_a_missing_parameter_and_a_non_positive_log_one() -> None:
+    rows = [Observation({"width": 64}, {"lr": 0.01, "wd": 0.0}, 2.5)]
+    coords, values = observation_arrays(rows, ["lr", "wd"], ["lr"], -1.0)
+    assert coords.tolist() == [[math.log(0.01), 0.0]] and values.tolist() == [-2.5]
+    with pytest.raises(TransferSearchError, match="lacks parameter 'tau'"):
+        observation_arrays(rows, ["lr", "tau"], ["lr"], 1.0)
+    with pytest.raises(TransferSearchError, match="must be positive, but got 0.0"):
+        observation_arrays(rows, ["lr", "wd"], ["lr", "wd"], 1.0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import logging
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
@@ -148,9 +149,12 @@ def check_scale_names(
             is given); the message names the variable and the first trials without it.
     """
     items = list(observations)
-    names = sorted({name for obs in items for name in obs.scale})
+    scales = set(obs.scale for obs in items)  # a ladder holds few: each checked once
+    names = sorted({name for scale in scales for name in scale})
     for name in names:
         if target is not None and name not in target:
+            continue
+        if all(name in scale for scale in scales):
             continue
         without = [i for i, obs in enumerate(items) if name not in obs.scale]
         if without:
@@ -215,10 +219,16 @@ def collapse_duplicates(observations: Sequence[Observation]) -> tuple[list[Obser
     Returns:
         ``(observations without copies, number of copies removed)``.
     """
+    # a copy has its original's value, and real sweeps rarely repeat one: only the trials
+    # whose value recurs need the whole key (NaN != NaN, yet a copy: keyed as "nan")
+    values = ["nan" if math.isnan(obs.value) else obs.value for obs in observations]
+    counts = Counter(values)
     seen: set[tuple[Any, ...]] = set()
     kept: list[Observation] = []
-    for obs in observations:
-        value = "nan" if math.isnan(obs.value) else obs.value  # NaN != NaN, yet a copy
+    for obs, value in zip(observations, values):
+        if counts[value] == 1:
+            kept.append(obs)
+            continue
         key = (obs.scale, frozenset(obs.params.items()), value, obs.state)
         if key not in seen:
             seen.add(key)

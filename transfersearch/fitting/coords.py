@@ -119,20 +119,23 @@ def observation_arrays(
 ) -> tuple[FloatArray, FloatArray]:
     """Fitted coordinates (n, d) and minimisation-sign values (NaN for diverged); pruned dropped."""
     rows = [o for o in observations if o.state != "pruned"]
+    spec = [(name, name in log_params) for name in params]
+    try:
+        table = [[obs.params[name] for name, _ in spec] for obs in rows]
+    except KeyError:
+        obs, name = next((o, n) for o in rows for n in params if n not in o.params)
+        raise TransferSearchError(
+            f"a trial at {obs.scale!r} lacks parameter {name!r} (it has "
+            f"{sorted(obs.params)}). Record every swept parameter, or drop {name!r} from "
+            "params."
+        ) from None
     coords = np.empty((len(rows), len(params)))
-    values = np.empty(len(rows))
-    for i, obs in enumerate(rows):
-        for j, name in enumerate(params):
-            try:
-                raw = obs.params[name]
-            except KeyError:
-                raise TransferSearchError(
-                    f"a trial at {obs.scale!r} lacks parameter {name!r} (it has "
-                    f"{sorted(obs.params)}). Record every swept parameter, or drop {name!r} from "
-                    "params."
-                ) from None
-            coords[i, j] = to_fitted(raw, name in log_params)
-        values[i] = sign * obs.value if obs.usable else math.nan
+    for j, (_, log_space) in enumerate(spec):
+        column = [row[j] for row in table]
+        if log_space:  # a value ≤ 0 goes through to_fitted for its error
+            column = [math.log(v) if v > 0 else to_fitted(v, True) for v in column]
+        coords[:, j] = column
+    values = np.array([sign * o.value if o.usable else math.nan for o in rows], dtype=float)
     return coords, values
 
 

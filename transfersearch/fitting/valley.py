@@ -682,21 +682,18 @@ def _boxes(u: FloatArray, rung: np.ndarray, n_rungs: int) -> tuple[FloatArray, F
     it takes the range of every rung's trials (docs/science.md §7.3)."""
     whole = np.ptp(u, axis=0)
     whole = np.where(whole > 0, whole, 1.0)
-    centres = np.zeros((n_rungs, u.shape[1]))
-    sds = np.zeros((n_rungs, u.shape[1]))
-    for r in range(n_rungs):
-        own = u[rung == r]
-        low, high = own.min(axis=0), own.max(axis=0)
-        brackets = np.array(
-            [
-                _distinct(own[:, j], SAME_VALUE * whole[j]) >= BRACKET_VALUES
-                for j in range(own.shape[1])
-            ]
-        )
-        width = np.where(brackets, high - low, whole)
-        centres[r] = 0.5 * (low + high)
-        sds[r] = BOX_PRIOR_SD * width
-    return centres, sds
+    boxes = [_box(u[rung == r], whole) for r in range(n_rungs)]
+    return np.array([c for c, _ in boxes]), np.array([sd for _, sd in boxes])
+
+
+def _box(own: FloatArray, whole: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """One rung's box centre and box prior sd (:func:`_boxes`), ``whole`` the sweep's range."""
+    low, high = own.min(axis=0), own.max(axis=0)
+    brackets = np.array(
+        [_distinct(own[:, j], SAME_VALUE * whole[j]) >= BRACKET_VALUES for j in range(own.shape[1])]
+    )
+    width = np.where(brackets, high - low, whole)
+    return 0.5 * (low + high), BOX_PRIOR_SD * width
 
 
 def _distinct(values: FloatArray, tol: float) -> int:
@@ -1026,8 +1023,9 @@ def own_optimum(valley: Valley, data: ValleyInput, rung: int) -> tuple[FloatArra
     """
     frame = valley.frame
     u = frame.to_u(data.coords)
-    box_centres, box_sds = _boxes(u, data.rung, valley.n_rungs)
+    whole = np.ptp(u, axis=0)
     mine = data.rung == rung
+    box_centre, box_sd = _box(u[mine], np.where(whole > 0, whole, 1.0))
     u, y = u[mine], data.values[mine]
     hess, skew = valley.hessian_u, valley.skew_u
     centre = valley.rung_centre_u(rung)
@@ -1040,9 +1038,9 @@ def own_optimum(valley: Valley, data: ValleyInput, rung: int) -> tuple[FloatArra
     linear = phi.T @ (w * (y - known))
     precision[0, 0] += _flat_precision(data.values)
     inv_h = np.linalg.inv(hess)
-    box = inv_h @ np.diag(1.0 / box_sds[rung] ** 2) @ inv_h  # on g = Hμ
+    box = inv_h @ np.diag(1.0 / box_sd**2) @ inv_h  # on g = Hμ
     precision[1:, 1:] += box
-    linear[1:] += box @ (hess @ box_centres[rung])
+    linear[1:] += box @ (hess @ box_centre)
     precision, _ = _factor(precision)  # a jitter where round-off leaves it singular
     full = np.linalg.inv(precision)
     cov_g, g = full[1:, 1:], (full @ linear)[1:]
