@@ -1032,7 +1032,7 @@ def own_optimum(valley: Valley, data: ValleyInput, rung: int) -> tuple[FloatArra
     known = 0.5 * np.einsum("ni,ij,nj->n", u, hess, u)
     known += cubic(u - centre, turns(hess, skew)) @ skew
     excess = np.maximum(y - valley.rung_depth(rung), 0.0)
-    w = 1.0 / (valley.noise_sd**2 + valley.relative_misfit**2 * excess**2)
+    w = _weights(valley.noise_sd, valley.relative_misfit, excess)
     phi = np.hstack([np.ones((len(y), 1)), -u])  # (c, g)
     precision = phi.T @ (phi * w[:, None])
     linear = phi.T @ (w * (y - known))
@@ -1094,7 +1094,7 @@ def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
     resolution = max(NOISE_FLOOR * prob.spread, _rounding_sd(y))
     sigma, rho = start
     hess = np.eye(lay.d) * prob.spread
-    w = 1.0 / (sigma**2 + rho**2 * excess**2)
+    w = _weights(sigma, rho, excess)
     centres = np.zeros((lay.n_rungs, lay.d))
     first, active, settled = True, prob.grid, False
     visited: list[tuple[float, _DataTerms, float, float, FloatArray]] = []
@@ -1116,7 +1116,7 @@ def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
         sigma = max(sigma, resolution)  # noise-free trials: a floor, not 1/0
         hess = _positive(curvature(theta, lay), FLAT_CURVATURE * sigma)
         excess = _excess_over_bottoms(y, data.rung, theta, hess, lay)
-        w = 1.0 / (sigma**2 + rho**2 * excess**2)
+        w = _weights(sigma, rho, excess)
         grads = np.array([theta[lay.rung_grad(r)] for r in range(lay.n_rungs)])
         # the skew is taken about the centres of the round before; off the fixed point its
         # slope there pushes the next centres the other way, so a full step can cycle with
@@ -1143,10 +1143,15 @@ def _hold(prob: _Problem, shape: Shape) -> _Fixed:
     rungs = slice(0, lay.n_rungs)
     hess = shape.hess * np.outer(frame.spread, frame.spread)
     excess = np.maximum(data.values - shape.bottoms[rungs][data.rung], 0.0)
-    w = 1.0 / (shape.sigma**2 + shape.rho**2 * excess**2)
+    w = _weights(shape.sigma, shape.rho, excess)
     centres = frame.to_u(shape.centres[rungs])
     phi = _design(prob.u, data.rung, lay, centres, shape.turn / frame.spread)
     return _held_fixed(prob, _data_terms(phi, data.values, w), shape.sigma, shape.rho, hess)
+
+
+def _weights(sigma: float, rho: float, excess: FloatArray) -> FloatArray:
+    """Each trial's weight ``1/(σ² + ρ²E_i²)``: the noise model of docs/science.md §7.2."""
+    return np.asarray(1.0 / (sigma**2 + rho**2 * excess**2))
 
 
 def _log_evidence(components: list[_Component]) -> float:
