@@ -287,13 +287,12 @@ def _fold(
     rng: np.random.Generator,
     fit: tuple[bool, Shape],
 ) -> Fold | None:
-    """Predict rung ``k`` from the cheaper rungs, the weights and the skew's centres held at the
-    full fit's (``fit`` = (drift, the full fit's :class:`~.valley.Shape`), docs/science.md
-    §7.5, as the held-out rung's own optimum holds them); charge
-    each point its excess on rung ``k``'s valley read off the full fit (``held_out[0]``), and
-    check the law's point against the rung's optimum from its own trials (``held_out[1]``: mean
-    and covariance). The law's point is named for the model (``"drift"`` or ``"constant"``),
-    the null's ``"copy"``."""
+    """Predict rung ``k`` from the cheaper rungs, with the weights and the skew's centres held
+    at the full fit's, as the held-out rung's own optimum holds them (``fit`` = (drift, the full
+    fit's :class:`~.valley.Shape`); docs/science.md §7.5). Charge each point its excess on rung
+    ``k``'s valley read off the full fit (``held_out[0]``), and check the law's point against
+    the rung's optimum from its own trials (``held_out[1]``: mean and covariance). The law's
+    point is named for the model (``"drift"`` or ``"constant"``), the null's ``"copy"``."""
     drift, shape = fit
     surface, (own, own_cov) = held_out
     model = "drift" if drift else "constant"
@@ -425,9 +424,9 @@ def fit_ladder(
     frame = (valley := fit_valley(data, drift=drift)).frame
     hessian = frame.hessian_x(valley.hessian_u)
     optima = _rung_optima(ladder, trials, valley, active, fixed_values, hessian, rng)
-    owns = [own_optimum(valley, data, k) for k in range(len(ladder.scales))] if validate else []
-    held_shape = (drift, valley.shape())
-    folds = _folds(ladder, active, optima, owns, fixed_values, rng, held_shape) if validate else []
+    folds = (
+        _folds(ladder, data, active, optima, fixed_values, rng, (drift, valley)) if validate else []
+    )
     held = _held_rung(ladder, target_logs)
     calibration, factors = _calibrate(folds, len(active), held, rng)
     draws, raw_sd, hess_u, skew_u = _target_draws(
@@ -572,18 +571,22 @@ def _target_loss(
 
 def _folds(
     ladder: Ladder,
+    data: ValleyInput,
     active: Sequence[int],
     optima: Sequence[ScaleOptimum],
-    owns: Sequence[tuple[FloatArray, FloatArray]],
     fixed_values: FloatArray,
     rng: np.random.Generator,
-    fit: tuple[bool, Shape],
+    fit: tuple[bool, Valley],
 ) -> list[Fold]:
-    """Walk-forward: each rung with :data:`MIN_TRAIN_RUNGS` cheaper ones predicted from them;
-    ``owns`` holds each rung's optimum from its own trials (:func:`.valley.own_optimum`)."""
+    """Walk-forward: each rung with :data:`MIN_TRAIN_RUNGS` cheaper ones predicted from them,
+    the full fit's shape held (``fit`` = (drift, the full fit of ``data``)); each prediction is
+    checked against the rung's optimum from its own trials (:func:`.valley.own_optimum`)."""
+    drift, valley = fit
+    held = (drift, valley.shape())
     folds = []
     for k in range(MIN_TRAIN_RUNGS, len(ladder.scales)):
-        fold = _fold(ladder, active, k, (optima[k], owns[k]), fixed_values, rng, fit)
+        own = own_optimum(valley, data, k)
+        fold = _fold(ladder, active, k, (optima[k], own), fixed_values, rng, held)
         if fold is not None:
             folds.append(fold)
     return folds
