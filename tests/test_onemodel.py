@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ from transfersearch.fitting.onemodel import (
     robust_sd,
     span_point,
 )
-from transfersearch.fitting.target import TargetLoss
+from transfersearch.fitting.target import START_SCORE_DRAWS, TargetLoss
 from transfersearch.fitting.valley import (
     Valley,
     ValleyInput,
@@ -665,6 +666,30 @@ def test_the_decision_minimises_the_posterior_expected_loss_by_hand() -> None:
     assert loss.expected_loss(np.array([0.0])) == pytest.approx(1.0)
     # two runs at the two possible optima lose nothing in either draw
     assert loss.expected_best(np.array([[-1.0], [1.0]])) == pytest.approx(0.0)
+
+
+def test_the_starts_are_scored_on_evenly_spaced_draws_and_the_polish_on_all() -> None:
+    """The single decision's starting pool is scored on ``START_SCORE_DRAWS`` evenly spaced
+    draws (each draw's loss as in the whole set), and the best start is polished: optimum −3 in
+    three draws of four, +3 in the fourth (H = 2, the excess capped at C = 1), so
+    ``E[L(−3)] = ¼`` and ``E[L(+3)] = ¾`` are two minima; from a start at +3 the pool finds −3."""
+    n = 2000
+    loss = replace(
+        _loss(None, cost=1.0),
+        optima=np.where(np.arange(n) % 4 == 3, 3.0, -3.0)[:, None],
+        curvatures=np.full((n, 1, 1), 2.0),
+    )
+    thinned = loss._thinned(START_SCORE_DRAWS)
+    step = n // START_SCORE_DRAWS
+    assert len(thinned.optima) == START_SCORE_DRAWS
+    points = np.array([[-3.0], [0.0], [3.0]])
+    np.testing.assert_array_equal(
+        thinned.per_draw_loss(points), loss.per_draw_loss(points)[:, ::step]
+    )
+    assert loss._thinned(n * 2) is loss
+    assert loss.expected_loss(np.array([-3.0])) == pytest.approx(0.25)
+    assert loss.expected_loss(np.array([3.0])) == pytest.approx(0.75)
+    assert loss.best_runs(np.array([[3.0]]))[0, 0] == pytest.approx(-3.0, abs=1e-3)
 
 
 def test_a_divergence_risk_above_moves_the_decision_below() -> None:

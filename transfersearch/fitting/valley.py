@@ -284,7 +284,11 @@ def cubic(gap: FloatArray, turn: FloatArray) -> FloatArray:
     With ``c`` the gap held at the turn (``c = t`` before it), both pieces are
     ``c³/6 + c²/2·(t − c) = c²(t/2 − c/3)``: one expression, no temporaries per piece."""
     held = _held_at_turn(gap, turn)
-    return np.asarray(held * held * (0.5 * gap - held / 3.0))
+    out = held * (-1.0 / 3.0)  # in place from here: the decision calls this on (P, S, d) gaps
+    out += 0.5 * gap
+    out *= held
+    out *= held
+    return np.asarray(out)
 
 
 def cubic_slope(gap: FloatArray, turn: FloatArray) -> FloatArray:
@@ -295,10 +299,13 @@ def cubic_slope(gap: FloatArray, turn: FloatArray) -> FloatArray:
 
 
 def _held_at_turn(gap: FloatArray, turn: FloatArray) -> FloatArray:
-    """The gap, held at ``turn`` past it (±inf: no turn; a turn of 0 counts as none)."""
-    return np.asarray(
-        np.where(turn > 0, np.minimum(gap, turn), np.where(turn < 0, np.maximum(gap, turn), gap))
-    )
+    """The gap, held at ``turn`` past it (±inf: no turn; a turn of 0 counts as none). The
+    bounds are built on ``turn``'s own (small) shape, so the gap's (large) array sees two
+    passes."""
+    low = np.where(turn < 0, turn, -np.inf)
+    high = np.where(turn > 0, turn, np.inf)
+    held = np.maximum(gap, low)
+    return np.asarray(np.minimum(held, high, out=held))
 
 
 def turns(hess: FloatArray, skew: FloatArray) -> FloatArray:
@@ -793,10 +800,14 @@ def _cholesky_solve(chol: FloatArray, rhs: FloatArray) -> FloatArray:
 def _solve_grid(
     data: _DataTerms, parts: _PriorParts, grid: list[tuple[float, float]]
 ) -> list[tuple[FloatArray, FloatArray, float]]:
-    """:func:`_solve` at every grid point, as one stacked call per linear-algebra step (the
-    same LAPACK routines on each matrix, through the same Cholesky factor, so the same numbers,
-    without a Python loop's overhead); where any point's factorisation fails, point by point
-    with :func:`_solve`'s fallbacks."""
+    """:func:`_solve` at every grid point, as one stacked call per linear-algebra step, without
+    a Python loop's overhead; where any point's factorisation fails, point by point with
+    :func:`_solve`'s fallbacks.
+
+    Through the same Cholesky factors (to round-off, the same numbers), with one triangular
+    inverse per point: ``L⁻¹`` gives the covariance ``L⁻ᵀL⁻¹`` and ``θ̂ = L⁻ᵀ(L⁻¹ rhs)`` by
+    products, and ``θ̂ᵀrhs = |L⁻¹ rhs|²``; the prior's quadratic ``m₀ᵀP₀m₀ = |L₀⁻¹ P₀m₀|²``
+    through the prior's factor, which its log-determinant needs anyway."""
     scales = np.array(grid, dtype=float).reshape(-1, 2)
     drift2, scatter2 = scales[:, 0] ** 2, scales[:, 1] ** 2
     prior_p = (
@@ -809,19 +820,25 @@ def _solve_grid(
         post = data.precision + prior_p
         post = 0.5 * (post + np.swapaxes(post, -1, -2))
         chol = np.linalg.cholesky(post)
-        rhs = data.linear + prior_l
-        theta = _cholesky_solve(chol, rhs[..., None])[..., 0]
+        inv_l = np.linalg.solve(chol, np.broadcast_to(np.eye(post.shape[-1]), post.shape))
         sym = 0.5 * (prior_p + np.swapaxes(prior_p, -1, -2))
-        logdet_prior = 2.0 * np.log(np.diagonal(np.linalg.cholesky(sym), axis1=-2, axis2=-1))
-        mean = np.linalg.solve(prior_p, prior_l[..., None])[..., 0]
-        cov = _cholesky_solve(chol, np.broadcast_to(np.eye(post.shape[-1]), post.shape))
+        chol_prior = np.linalg.cholesky(sym)
+        white_prior = np.linalg.solve(chol_prior, prior_l[..., None])[..., 0]
     except np.linalg.LinAlgError:
         return [_solve(data, parts.at(s, t)) for s, t in grid]
-    quad = data.y_w_y + np.einsum("kp,kp->k", mean, prior_l) - np.einsum("kp,kp->k", theta, rhs)
+    logdet_prior = 2.0 * np.log(np.diagonal(chol_prior, axis1=-2, axis2=-1))
+    inv_lt = np.swapaxes(inv_l, -1, -2)
+    white = (inv_l @ (data.linear + prior_l)[..., None])[..., 0]
+    theta = (inv_lt @ white[..., None])[..., 0]
+    cov = inv_lt @ inv_l
+    quad = (
+        data.y_w_y
+        + np.einsum("kp,kp->k", white_prior, white_prior)
+        - np.einsum("kp,kp->k", white, white)
+    )
     log_post = 2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(axis=-1)
     log_ev = 0.5 * (data.log_w + logdet_prior.sum(axis=-1) - log_post - quad)
     log_ev -= 0.5 * data.n * math.log(2.0 * math.pi)
-    cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
     return [(theta[k], cov[k], float(log_ev[k])) for k in range(len(scales))]
 
 
