@@ -35,6 +35,7 @@ from transfersearch.fitting.valley import (
     _factor,
     _fit_noise,
     _Layout,
+    _leverage,
     _noise_criterion,
     _prior,
     _problem,
@@ -65,12 +66,40 @@ def test_a_trial_s_row_is_the_expanded_square_by_hand() -> None:
     # y = c_r + ½·H·u² − u·g_r + κ·c(u − μ_r): for u = 2 at rung 1 of 2 the row is
     # [c_0, c_1, ½u², g_0, g_1, g, G, κ] = [0, 1, 2, 0, −2, 0, 0, 0] before any centre is known
     lay = _Layout(n_rungs=2, d=1, m=1)
-    row = _design(np.array([[2.0]]), np.array([1]), lay)[0]
+    row = _design(np.array([[2.0]]), np.array([1]), lay).dense()[0]
     assert row.tolist() == [0.0, 1.0, 2.0, 0.0, -2.0, 0.0, 0.0, 0.0]
     # rung 1's centre at 0.5: the skew's column is (2 − 0.5)³/6 = 0.5625 (turn far away)
     centres = np.array([[0.0], [0.5]])
-    row = _design(np.array([[2.0]]), np.array([1]), lay, centres, np.array([-10.0]))[0]
+    row = _design(np.array([[2.0]]), np.array([1]), lay, centres, np.array([-10.0])).dense()[0]
     assert row[-1] == pytest.approx(1.5**3 / 6)
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_the_design_kept_by_rung_gives_the_full_design_s_products(shuffled: bool) -> None:
+    """``Φ`` kept by rung (only the columns each rung's rows touch) gives the products of the
+    full matrix: ``ΦᵀWΦ``, ``ΦᵀWy``, ``Φθ`` and the leverages, with rows grouped by rung
+    (slices) or interleaved (index arrays)."""
+    rng = np.random.default_rng(7)
+    lay = _Layout(n_rungs=3, d=2, m=1)
+    rung = np.repeat(np.arange(3), [4, 6, 5])
+    if shuffled:
+        rung = rng.permutation(rung)
+    u = rng.normal(size=(15, 2))
+    centres = rng.normal(size=(3, 2))
+    design = _design(u, rung, lay, centres, np.array([1.5, -2.0]))
+    phi = design.dense()
+    assert phi.shape == (15, lay.size)
+    assert (phi[np.arange(15), rung] == 1.0).all() and phi[:, :3].sum() == 15.0
+    y, w, theta = rng.normal(size=15), rng.uniform(0.5, 2.0, 15), rng.normal(size=lay.size)
+    terms = _data_terms(design, y, w)
+    np.testing.assert_allclose(terms.precision, phi.T @ (phi * w[:, None]), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(terms.linear, phi.T @ (w * y), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(design.times(theta), phi @ theta, rtol=1e-12, atol=1e-12)
+    root = rng.normal(size=(lay.size, lay.size))
+    cov = root @ root.T
+    np.testing.assert_allclose(
+        _leverage(design, w, cov), w * ((phi @ cov) * phi).sum(axis=1), rtol=1e-12
+    )
 
 
 def test_the_skew_s_cubic_continues_by_its_tangent_past_the_turn() -> None:

@@ -324,27 +324,74 @@ def turns(hess: FloatArray, skew: FloatArray) -> FloatArray:
         )
 
 
+@dataclass(frozen=True)
+class _Design:
+    """The linear model's rows ``Φ`` (n, p) kept by rung, each rung's rows only in the columns
+    they touch (its constant, the curvatures, its own gradient, the skews: ``1 + d(d+1)/2 + 2d``
+    of the ``p``), so the products the alternation takes every round cost ``n·k²``, not
+    ``n·p²``."""
+
+    blocks: tuple[FloatArray, ...]  # per rung (n_r, k): its rows' nonzero part
+    rows: tuple[slice | np.ndarray, ...]  # per rung: where its rows sit among the n
+    columns: tuple[np.ndarray, ...]  # per rung (k,): the columns of Φ the block fills
+    n: int
+    size: int
+
+    def times(self, theta: FloatArray) -> FloatArray:
+        """``Φθ`` (n,)."""
+        out = np.empty(self.n)
+        for block, rows, cols in zip(self.blocks, self.rows, self.columns):
+            out[rows] = block @ theta[cols]
+        return out
+
+    def dense(self) -> FloatArray:
+        """``Φ`` (n, p) in full."""
+        phi = np.zeros((self.n, self.size))
+        for block, rows, cols in zip(self.blocks, self.rows, self.columns):
+            phi[np.arange(self.n)[rows][:, None], cols[None, :]] = block
+        return phi
+
+
+def _rung_rows(rung: np.ndarray, n_rungs: int) -> tuple[slice | np.ndarray, ...]:
+    """Each rung's rows: a slice where they are contiguous (a view, not a copy)."""
+    out: list[slice | np.ndarray] = []
+    for r in range(n_rungs):
+        idx = np.flatnonzero(rung == r)
+        contiguous = len(idx) > 0 and idx[-1] - idx[0] + 1 == len(idx)
+        out.append(slice(int(idx[0]), int(idx[-1]) + 1) if contiguous else idx)
+    return tuple(out)
+
+
 def _design(
     u: FloatArray,
     rung: np.ndarray,
     lay: _Layout,
     centres: FloatArray | None = None,
     turn: FloatArray | None = None,
-) -> FloatArray:
+) -> _Design:
     """Rows of the linear model: ``[e_r, ½u_j² | u_j u_k, −u at rung r's gradient, the skews'
     cubic about the rung's centre]``; the law's ``g`` and ``G`` enter through the prior only.
     Without ``centres`` (the first round) the skew columns are 0."""
-    n = len(u)
-    phi = np.zeros((n, lay.size))
-    phi[np.arange(n), rung] = 1.0
-    for col, (j, k) in enumerate(_pairs(lay.d)):
-        phi[:, lay.n_rungs + col] = 0.5 * u[:, j] ** 2 if j == k else u[:, j] * u[:, k]
-    start = lay.n_rungs + lay.n_curv
-    cols = start + rung[:, None] * lay.d + np.arange(lay.d)[None, :]
-    phi[np.arange(n)[:, None], cols] = -u
+    d, n_curv = lay.d, lay.n_curv
+    features = np.empty((len(u), 1 + n_curv + 2 * d))
+    features[:, 0] = 1.0
+    for col, (j, k) in enumerate(_pairs(d)):
+        features[:, 1 + col] = 0.5 * u[:, j] ** 2 if j == k else u[:, j] * u[:, k]
+    features[:, 1 + n_curv : 1 + n_curv + d] = -u
     if centres is not None and turn is not None:
-        phi[:, lay.skew] = cubic(u - centres[rung], turn)
-    return phi
+        features[:, 1 + n_curv + d :] = cubic(u - centres[rung], turn)
+    else:
+        features[:, 1 + n_curv + d :] = 0.0
+    rows = _rung_rows(rung, lay.n_rungs)
+    shared = np.arange(lay.curv.start, lay.curv.stop)
+    skews = np.arange(lay.skew.start, lay.skew.stop)
+    columns = tuple(
+        np.concatenate(
+            [[r], shared, np.arange(lay.rung_grad(r).start, lay.rung_grad(r).stop), skews]
+        )
+        for r in range(lay.n_rungs)
+    )
+    return _Design(tuple(features[r] for r in rows), rows, columns, len(u), lay.size)
 
 
 def curvature(theta: FloatArray, lay: _Layout) -> FloatArray:
@@ -737,11 +784,15 @@ class _DataTerms:
     n: int
 
 
-def _data_terms(phi: FloatArray, y: FloatArray, w: FloatArray) -> _DataTerms:
+def _data_terms(phi: _Design, y: FloatArray, w: FloatArray) -> _DataTerms:
+    precision, linear, wy = np.zeros((phi.size, phi.size)), np.zeros(phi.size), w * y
+    for block, rows, cols in zip(phi.blocks, phi.rows, phi.columns):
+        precision[np.ix_(cols, cols)] += block.T @ (block * w[rows, None])
+        linear[cols] += block.T @ wy[rows]
     return _DataTerms(
-        precision=phi.T @ (phi * w[:, None]),
-        linear=phi.T @ (w * y),
-        y_w_y=float(y @ (w * y)),
+        precision=precision,
+        linear=linear,
+        y_w_y=float(y @ wy),
         log_w=float(np.log(w).sum()),
         n=len(y),
     )
@@ -964,9 +1015,12 @@ def _rounding_sd(values: FloatArray) -> float:
     return 0.0
 
 
-def _leverage(phi: FloatArray, w: FloatArray, cov: FloatArray) -> FloatArray:
+def _leverage(phi: _Design, w: FloatArray, cov: FloatArray) -> FloatArray:
     """Each trial's leverage ``w_i φ_iᵀ Σ φ_i`` under the posterior covariance ``Σ``."""
-    return np.asarray(w * ((phi @ cov) * phi).sum(axis=1))
+    out = np.empty(phi.n)
+    for block, rows, cols in zip(phi.blocks, phi.rows, phi.columns):
+        out[rows] = ((block @ cov[np.ix_(cols, cols)]) * block).sum(axis=1)
+    return np.asarray(w * out)
 
 
 def _settled(
@@ -1125,7 +1179,7 @@ def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
         begin = (max(sigma, resolution), max(rho, MISFIT_START))
         cov = np.einsum("s,sij->ij", weights, np.array([c.cov for c in components]))
         fitted = _fit_noise(
-            y - phi @ theta, excess, begin, _leverage(phi, w, cov), (resolution, prob.spread)
+            y - phi.times(theta), excess, begin, _leverage(phi, w, cov), (resolution, prob.spread)
         )
         # the noise and the weights feed each other (the residuals move with the weights):
         # a half step in log σ, log ρ damps the alternation, which a full step lets cycle
