@@ -712,19 +712,37 @@ def _prior(
         mean = hess @ prior_b[:, k]
         drift.add(rows, eye, free_prec, mean)
         fixed.add(rows, eye, held_prec, mean)
-    scales = data.log_scales - frame.scale_centre
-    q_scatter = inv_h @ inv_h
-    centres, sds = boxes
-    law = np.arange(lay.grad.start, lay.grad.stop)
-    drift_rows = np.arange(lay.drift.start, lay.drift.stop)
-    for r in range(lay.n_rungs):
-        own = np.arange(lay.rung_grad(r).start, lay.rung_grad(r).stop)
-        index = np.concatenate([own, law, drift_rows])
-        kron = np.kron(eye, scales[r][None, :])  # (d, d·m): G ℓ̃_r
-        scatter.add(index, np.hstack([eye, -eye, -kron]), q_scatter, np.zeros(d))
-        q_box = inv_h @ np.diag(1.0 / sds[r] ** 2) @ inv_h
-        fixed.add(own, eye, q_box, hess @ centres[r])
+    _rung_factors(lay, inv_h, hess, data.log_scales - frame.scale_centre, boxes, fixed, scatter)
     return _PriorParts(fixed, drift, scatter)
+
+
+def _rung_factors(
+    lay: _Layout,
+    inv_h: FloatArray,
+    hess: FloatArray,
+    scales: FloatArray,
+    boxes: tuple[FloatArray, FloatArray],
+    fixed: _Prior,
+    scatter: _Prior,
+) -> None:
+    """:func:`_prior`'s factors of each rung, every rung at once: the scatter ``g_r − g − Gℓ̃_r
+    ~ N(0, τ²HH)`` on ``[g_r, g, G]`` (``A_r = [I, −I, −I ⊗ ℓ̃_rᵀ]``, precision ``A_rᵀ(HH)⁻¹A_r``)
+    and the box ``g_r ~ N(H·centre_r, H diag(sd_r²) H)``."""
+    d, n = lay.d, lay.n_rungs
+    eye = np.eye(d)
+    own = lay.n_rungs + lay.n_curv + np.arange(n)[:, None] * d + np.arange(d)[None, :]  # (R, d)
+    shared = np.arange(lay.grad.start, lay.drift.stop)  # the law's g, then G row-major
+    index = np.hstack([own, np.broadcast_to(shared, (n, len(shared)))])  # (R, K)
+    law = np.zeros((n, d, index.shape[1]))
+    law[:, :, :d] = eye
+    law[:, :, d : 2 * d] = -eye
+    law[:, :, 2 * d :] = -np.einsum("ij,rk->rijk", eye, scales).reshape(n, d, -1)  # G ℓ̃_r
+    blocks = np.swapaxes(law, 1, 2) @ (inv_h @ inv_h) @ law
+    np.add.at(scatter.precision, (index[:, :, None], index[:, None, :]), blocks)
+    centres, sds = boxes
+    q_box = (inv_h[None, :, :] / sds[:, None, :] ** 2) @ inv_h  # inv_h diag(1/sd_r²) inv_h
+    np.add.at(fixed.precision, (own[:, :, None], own[:, None, :]), q_box)
+    np.add.at(fixed.linear, own, np.einsum("rij,rj->ri", q_box, centres @ hess))
 
 
 def _boxes(u: FloatArray, rung: np.ndarray, n_rungs: int) -> tuple[FloatArray, FloatArray]:
