@@ -700,7 +700,7 @@ def _prior(
     skew_sd = SKEW_PRIOR * np.maximum(curv, CONDITION_FLOOR * float(curv.max()))
     skews = np.arange(lay.skew.start, lay.skew.stop)
     fixed.precision[skews, skews] += 1.0 / skew_sd**2
-    inv_h = np.linalg.inv(hess)
+    inv_h = np.asarray(np.linalg.inv(hess), dtype=float)
     prior_b = data.prior_drift / frame.spread[:, None]
     eye = np.eye(d)
     for k in range(m):
