@@ -129,13 +129,17 @@ def observation_arrays(
             f"{sorted(obs.params)}). Record every swept parameter, or drop {name!r} from "
             "params."
         ) from None
-    coords = np.empty((len(rows), len(params)))
+    coords = np.array(table, dtype=float).reshape(len(rows), len(params))
     for j, (_, log_space) in enumerate(spec):
-        column = [row[j] for row in table]
-        if log_space:  # a value ≤ 0 goes through to_fitted for its error
-            column = [math.log(v) if v > 0 else to_fitted(v, True) for v in column]
-        coords[:, j] = column
-    values = np.array([sign * o.value if o.usable else math.nan for o in rows], dtype=float)
+        if log_space:
+            column = coords[:, j]
+            bad = ~(column > 0)
+            if bad.any():  # to_fitted names the first value ≤ 0 in its error
+                to_fitted(float(column[bad][0]), True)
+            coords[:, j] = np.log(column)
+    raw = np.array([o.value for o in rows], dtype=float)
+    complete = np.array([o.state == "complete" for o in rows], dtype=bool)
+    values = np.where(complete & np.isfinite(raw), sign * raw, math.nan)  # Observation.usable
     return coords, values
 
 
