@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from numbers import Real
+from operator import itemgetter
 
 import numpy as np
 from numpy.typing import NDArray
@@ -120,8 +121,9 @@ def observation_arrays(
     """Fitted coordinates (n, d) and minimisation-sign values (NaN for diverged); pruned dropped."""
     rows = [o for o in observations if o.state != "pruned"]
     spec = [(name, name in log_params) for name in params]
+    fetch = itemgetter(*params) if params else (lambda _: ())
     try:
-        table = [[obs.params[name] for name, _ in spec] for obs in rows]
+        table = [fetch(obs.params) for obs in rows]
     except KeyError:
         obs, name = next((o, n) for o in rows for n in params if n not in o.params)
         raise TransferSearchError(
@@ -137,8 +139,8 @@ def observation_arrays(
             if bad.any():  # to_fitted names the first value ≤ 0 in its error
                 to_fitted(float(column[bad][0]), True)
             coords[:, j] = np.log(column)
-    raw = np.array([o.value for o in rows], dtype=float)
-    complete = np.array([o.state == "complete" for o in rows], dtype=bool)
+    raw = np.fromiter((o.value for o in rows), dtype=float, count=len(rows))
+    complete = np.fromiter((o.state == "complete" for o in rows), dtype=bool, count=len(rows))
     values = np.where(complete & np.isfinite(raw), sign * raw, math.nan)  # Observation.usable
     return coords, values
 
