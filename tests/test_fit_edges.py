@@ -518,32 +518,68 @@ def _blown_ladder(blown: float = 7.8) -> list[Observation]:
     return obs
 
 
-def test_a_loss_that_blew_up_is_warned_and_diverged_beyond_makes_it_a_divergence() -> None:
+def test_a_loss_that_blew_up_is_read_as_a_divergence_and_named() -> None:
     """A run whose loss blew up to 7.8 (Marin's tables: above ~6 nats) is far past its rung's
-    other values (3.0-3.2): extrapolate() warns, naming them and diverged_beyond=. With it, those
-    trials are diverged runs, exactly as if reported NaN, and summary() says how many."""
+    other values (3.0-3.2): by default extrapolate() reads it as diverged, exactly as if it
+    reported NaN, and warns, naming the level (the middle of the gap, (3.107 + 7.8)/2) and
+    diverged_beyond=. ``diverged_beyond=6`` does the same without the warning and summary() says
+    how many; ``diverged_beyond=math.inf`` fits every finite value (another answer)."""
     obs = _blown_ladder()
     target = Scale(width=512)
-    with pytest.warns(ts.TransferSearchWarning, match=r"far past the rest .*diverged_beyond="):
-        extrapolate(obs, target=target, params=["lr"])
+    by_hand = [Observation(o.scale, o.params, math.nan) if o.value > 6 else o for o in obs]
+    reference = _fit(by_hand, target, params=["lr"]).params
+    gap = [o.value for o in obs if o.scale == Scale(width=64) and o.value < 6]
+    level = f"{0.5 * (max(gap) + 7.8):.4g}"
+    with pytest.warns(ts.TransferSearchWarning, match=rf"3 trial\(s\) at 7.8 .*beyond {level}"):
+        auto = extrapolate(obs, target=target, params=["lr"])
+    assert auto.params == pytest.approx(reference, rel=1e-12)
+    assert [d.kind for d in auto.diagnostics].count("far") == 1
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ts.TransferSearchWarning)
-        res = extrapolate(obs, target=target, params=["lr"], diverged_beyond=6.0)
+        told = extrapolate(obs, target=target, params=["lr"], diverged_beyond=6.0)
+        kept = extrapolate(obs, target=target, params=["lr"], diverged_beyond=math.inf)
     assert not [w for w in caught if "far past" in str(w.message)]
+    assert told.params == pytest.approx(reference, rel=1e-12)
+    assert "3 trial(s) past diverged_beyond=6 (7.8) counted as diverged" in told.summary()
+    assert kept.params["lr"] != pytest.approx(reference["lr"], rel=1e-3)
+    assert "counted as diverged" not in kept.summary()
+
+
+def test_one_level_reads_a_blow_up_as_diverged_on_every_rung() -> None:
+    """The level is found where a blow-up stands an order of magnitude apart (width 64: values
+    3.0-3.1 and one at 7.8, a gap of 4.7 over ten times the widest spread below a gap, 0.35) and
+    holds on every rung: width 128, whose own gap (3.35 → 6.5, 3.15) would not have fired, has
+    its 6.5 read as diverged too; the answer is the fit of both rows given as NaN."""
+    obs = []
+    for width, curv, blown in ((64, 0.02, 7.8), (128, 0.05, 6.5), (256, 0.02, None)):
+        best = 1e-2 * (width / 64) ** -0.5
+        for lr in LR_GRID:
+            value = 3.0 + curv * math.log(lr / best) ** 2
+            obs.append(Observation(Scale(width=width), {"lr": float(lr)}, value))
+        if blown is not None:
+            obs.append(Observation(Scale(width=width), {"lr": 0.3}, blown))
+    below = [o.value for o in obs if o.value < 6]
+    assert max(below) - 3.0 == pytest.approx(0.35, abs=0.01)  # the widest spread below a gap
     by_hand = [Observation(o.scale, o.params, math.nan) if o.value > 6 else o for o in obs]
-    assert res.params == pytest.approx(_fit(by_hand, target, params=["lr"]).params, rel=1e-12)
-    assert "3 trial(s) past diverged_beyond=6 (7.8) counted as diverged" in res.summary()
+    target = Scale(width=512)
+    with pytest.warns(ts.TransferSearchWarning, match=r"2 trial\(s\) at 6.5–7.8 lie far past"):
+        auto = extrapolate(obs, target=target, params=["lr"])
+    assert auto.params == pytest.approx(_fit(by_hand, target, params=["lr"]).params, rel=1e-12)
 
 
 def test_diverged_beyond_is_the_worse_side_of_a_maximised_metric() -> None:
     """Maximising accuracy, a run that blew up reaches a *low* value: diverged_beyond counts the
-    values below it. A value the option refuses names the fix."""
+    values below it, and the automatic reading finds them on that side too. A value the option
+    refuses names the fix."""
     obs = [Observation(o.scale, o.params, -o.value) for o in _blown_ladder()]
     res = extrapolate(obs, target=Scale(width=512), params=["lr"], direction="maximize",
                       diverged_beyond=-6.0)  # fmt: skip
     assert "3 trial(s) past diverged_beyond=-6" in res.summary()
+    with pytest.warns(ts.TransferSearchWarning, match=r"at -7.8 lie far past .*beyond -5"):
+        auto = extrapolate(obs, target=Scale(width=512), params=["lr"], direction="maximize")
+    assert auto.params == pytest.approx(res.params, rel=1e-12)
     with pytest.raises(ts.TransferSearchError, match="diverged_beyond"):
-        extrapolate(obs, target=Scale(width=512), params=["lr"], diverged_beyond=math.inf)
+        extrapolate(obs, target=Scale(width=512), params=["lr"], diverged_beyond=math.nan)
 
 
 def test_a_momentum_coefficient_is_never_answered_at_or_past_one() -> None:

@@ -21,7 +21,7 @@ KINDS: dict[str, str] = {
     "bound": "a rung's optimum known only as a bound (a censored observation in the laws)",
     "unvaried": "a parameter no trial varied: dropped from the fit, its one value kept",
     "blown_up": "finite values past diverged_beyond, counted as diverged runs",
-    "far": "a rung's worst values far past the rest: perhaps runs that blew up",
+    "far": "values far past the rest of their rung: read as runs that blew up (diverged)",
     "unfitted": "parameters params= leaves out that vary among one scale's trials",
     "collinearity": "scale variables the ladder moves together",
     "linear": "a parameter with values <= 0 and no declaration, fitted on a linear axis",

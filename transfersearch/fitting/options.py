@@ -46,8 +46,10 @@ class FitOptions:
             rung's best; a diverged run is at least that bad).
         diverged_beyond: a finite value past this, on the metric's worse side (above it when
             minimising, below when maximising), counts as a diverged run, as NaN does: a loss
-            that blew up without reaching NaN (Marin's tables: above ~6 nats). None: only NaN and
-            ±inf do (a rung whose worst values lie far past the rest gets a warning).
+            that blew up without reaching NaN (Marin's tables: above ~6 nats). None: NaN and ±inf
+            do, and so do a rung's worst values where they lie an order of magnitude past the
+            rest (runs that blew up: read as diverged, with a warning naming them;
+            docs/science.md §8). ``math.inf`` (either sign): every finite value is fitted.
         seed: seed of the posterior draws (None: a fresh draw each call).
         n_bootstrap: deprecated since 0.4 and ignored: the interval is the posterior
             predictive, calibrated walk-forward (docs/science.md §7.5); giving it warns.
@@ -130,9 +132,10 @@ OPTIONS: Mapping[str, Allowed] = {
     ),
     "diverged_beyond": Allowed(
         None,
-        Interval(Real, None, None),
-        fix="A finite number in the metric's units between the converged runs and the blown-up "
-        "ones, e.g. diverged_beyond=6.0 for a language model's loss; None: only NaN/inf diverge.",
+        Interval(Real, None, None, finite=False),
+        fix="A number in the metric's units between the converged runs and the blown-up ones, "
+        "e.g. diverged_beyond=6.0 for a language model's loss; None: NaN/inf and values far past "
+        "the rest of their rung diverge; math.inf: every finite value is fitted.",
     ),
     "seed": Allowed(
         None,

@@ -259,7 +259,8 @@ def prepare(
     observations, notes = _past_level(observations, options.diverged_beyond, sign)
     groups = _group(observations)
     if options.diverged_beyond is None:
-        notes.extend(_far_notes(groups, sign))
+        groups, far = _far_diverged(groups, sign)
+        notes.extend(far)
     if len(groups) < 2:
         raise TransferSearchError(
             f"extrapolation needs trials at two or more scales, but got {len(groups)} "
@@ -329,8 +330,9 @@ def _past_level(
     observations: Sequence[Observation], level: float | None, sign: float
 ) -> tuple[list[Observation], list[Diagnostic]]:
     """With ``diverged_beyond`` given: each complete trial whose finite value lies past it on the
-    metric's worse side made a diverged one (its value NaN), and a note saying how many."""
-    if level is None:
+    metric's worse side made a diverged one (its value NaN), and a note saying how many. An
+    infinite level leaves every finite value in the valley (and turns off :func:`_far_diverged`)."""
+    if level is None or math.isinf(level):
         return list(observations), []
     out: list[Observation] = []
     past: list[float] = []
@@ -351,11 +353,18 @@ def _past_level(
     return out, [note]
 
 
-def _far_notes(groups: Mapping[Scale, list[Observation]], sign: float) -> list[Diagnostic]:
-    """A warning where a rung's worst finite trials lie far past the rest: the largest gap in its
-    sorted values exceeds :data:`FAR_GAP` times the widest spread that any rung's trials below
-    their own largest gap cover. Runs that blew up without reaching NaN, which the valley would
-    bend to fit; a steep wall's next point stays within the spread other rungs' valleys show."""
+def _far_diverged(
+    groups: Mapping[Scale, list[Observation]], sign: float
+) -> tuple[dict[Scale, list[Observation]], list[Diagnostic]]:
+    """Runs that blew up without reaching NaN, read as the divergences they are (docs/science.md
+    §8). A rung's worst values are far past the rest where the largest gap in its sorted finite
+    values exceeds :data:`FAR_GAP` times the widest spread that any rung's trials cover below
+    their own largest gap (with at least :data:`FAR_MIN_REST` trials below it): a steep wall's
+    next point stays within the spread other rungs' valleys show, a blown-up run lies an order
+    of magnitude past it. The middle of that gap is the level (the lowest middle where several
+    rungs show one): every trial of every rung past it is made diverged (value NaN), as
+    ``diverged_beyond=`` at that level would, so that a run is not a divergence on one rung and
+    a loss the valley bends to hold on the next; a warning names the level and the count."""
     splits: dict[Scale, tuple[np.ndarray, int]] = {}
     for scale, group in groups.items():
         y = np.sort([sign * o.value for o in group if o.usable and math.isfinite(o.value)])
@@ -363,28 +372,33 @@ def _far_notes(groups: Mapping[Scale, list[Observation]], sign: float) -> list[D
             splits[scale] = (y, int(np.argmax(np.diff(y))))
     spreads = [y[k] - y[0] for y, k in splits.values() if k + 1 >= FAR_MIN_REST]
     widest = max(spreads, default=0.0)
-    found: list[str] = []
-    for scale, (y, k) in splits.items():
-        if k + 1 >= FAR_MIN_REST and widest > 0 and y[k + 1] - y[k] > FAR_GAP * widest:
-            far, rest = sign * y[k + 1 :], sign * y[: k + 1]
-            found.append(
-                f"{scale!r}: {len(far)} at {_span(far)} against {_span(rest)} for the other "
-                f"{len(rest)}"
-            )
-    if not found:
-        return []
-    return [
-        Diagnostic(
-            "far",
-            "some trials' values lie far past the rest of their rung ("
-            + "; ".join(found[:3])
-            + (f"; {len(found) - 3} more rung(s)" if len(found) > 3 else "")
-            + "). If those runs blew up, pass diverged_beyond= (a value between the two groups) "
-            "or report them as NaN: the fit models divergence apart, while as finite values the "
-            "valley bends to fit them.",
-            act=True,
-        )
+    far = [
+        (0.5 * float(y[k] + y[k + 1]), scale)
+        for scale, (y, k) in splits.items()
+        if k + 1 >= FAR_MIN_REST and widest > 0 and y[k + 1] - y[k] > FAR_GAP * widest
     ]
+    if not far:
+        return dict(groups), []
+    level, first = min(far, key=lambda item: item[0])
+    out = {
+        scale: [
+            Observation(o.scale, o.params, math.nan) if o.usable and sign * o.value > level else o
+            for o in group
+        ]
+        for scale, group in groups.items()
+    }
+    blown = [o.value for g in groups.values() for o in g if o.usable and sign * o.value > level]
+    note = Diagnostic(
+        "far",
+        f"{len(blown)} trial(s) at {_span(np.array(blown))} lie far past the rest of their rung "
+        f"(beyond {sign * level:.4g}, the middle of a gap in {first!r}'s values more than "
+        f"{FAR_GAP:g} times the widest spread of any rung's values below such a gap): read as "
+        "runs that blew up, i.e. diverged (the divergence model reads them, the valley does "
+        "not). Pass diverged_beyond= to set the level yourself, or diverged_beyond=math.inf to "
+        "fit every finite value.",
+        act=True,
+    )
+    return out, [note]
 
 
 def _span(values: np.ndarray) -> str:
