@@ -500,7 +500,8 @@ def _add_fit_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="V",
         help="a finite value past V on the metric's worse side counts as a diverged run, as NaN "
-        "does (a loss that blew up, e.g. 6.0 for Marin's tables; default: only NaN/inf)",
+        "does (a loss that blew up, e.g. 6.0 for Marin's tables; default: NaN/inf and values far "
+        "past the rest of their rung; inf: every finite value is fitted)",
     )
     parser.add_argument(
         "--seed",

@@ -119,8 +119,9 @@ class PlannerOptions:
             its budget (>= 1; 1: no detour, a trial that cannot wait runs without the law).
         diverged_beyond: a finite value past this, on the metric's worse side, counts as a
             diverged run in the law's fits, as NaN does (:class:`~transfersearch.FitOptions`'s
-            option of that name: a loss that blew up without reaching NaN). None (default): only
-            NaN and ±inf do.
+            option of that name: a loss that blew up without reaching NaN). None (default): NaN
+            and ±inf do, and values far past the rest of their rung (read as blow-ups, as
+            ``extrapolate`` reads them); ``math.inf``: every finite value is fitted.
 
     Raises:
         TransferSearchError: a bad budget, count, probability, spread, seed, switch, growth
