@@ -833,5 +833,10 @@ def test_workers_of_one_seeded_sampler_draw_different_trials() -> None:
 def test_the_sampler_passes_diverged_beyond_to_the_law_and_refuses_a_bad_one() -> None:
     sampler = TransferSampler(SPACE, LADDER, diverged_beyond=6.0)
     assert sampler.planner.options.diverged_beyond == 6.0
+    # math.inf is the documented "fit every finite value" (no level, no automatic reading)
+    assert (
+        TransferSampler(SPACE, LADDER, diverged_beyond=math.inf).planner.options.diverged_beyond
+        == math.inf
+    )
     with pytest.raises(ts.TransferSearchError, match=r"diverged_beyond.*e\.g\. diverged_beyond=6"):
-        TransferSampler(SPACE, LADDER, diverged_beyond=math.inf)
+        TransferSampler(SPACE, LADDER, diverged_beyond=math.nan)
