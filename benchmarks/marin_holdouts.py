@@ -22,7 +22,6 @@ Usage: ``python benchmarks/marin_holdouts.py --data-dir ../shared/data``; writes
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from collections.abc import Iterator
@@ -32,7 +31,7 @@ import numpy as np
 import pandas as pd
 from baselines import ARGMIN, BAND, baselines
 from marin_sweeps import LOG_PARAMS, OPTIMIZERS, PREDICTED, fit_ours, load, observations, score
-from provenance import write_holdouts
+from provenance import holdout_arguments, write_holdouts
 
 RESULTS = Path(__file__).resolve().parent / "results" / "marin_holdouts.md"
 NEAREST = "null (nearest table's best)"
@@ -102,10 +101,7 @@ def run_protocol(frames: dict[str, pd.DataFrame], name: str) -> list[dict[str, f
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help="the folder of the CSVs")
-    parser.add_argument("--out", default=str(RESULTS), help="markdown table to write")
-    args = parser.parse_args(argv)
+    args = holdout_arguments(__doc__ or "", RESULTS, argv)
     started = time.perf_counter()
     frames = {opt: load(args.data_dir, opt) for opt in OPTIMIZERS}
     results = {}

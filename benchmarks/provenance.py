@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import os
 import shlex
@@ -68,6 +69,15 @@ def header(title: str, argv: list[str] | None = None) -> list[str]:
         f"{os.cpu_count()} CPUs, 1-minute load {os.getloadavg()[0]:.1f} at the start.",
         "",
     ]
+
+
+def holdout_arguments(doc: str, default_out: Path, argv: list[str] | None) -> argparse.Namespace:
+    """The hold-out scripts' command line: ``--data-dir`` (the folder of the CSVs) and ``--out``
+    (the markdown table, ``default_out`` unless given); ``doc``'s first line describes it."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="the folder of the CSVs")
+    parser.add_argument("--out", default=str(default_out), help="markdown table to write")
+    return parser.parse_args(argv)
 
 
 def write_holdouts(

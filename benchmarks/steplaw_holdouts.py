@@ -26,7 +26,6 @@ Usage: ``python benchmarks/steplaw_holdouts.py --data-dir ../shared/data``; writ
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -36,7 +35,7 @@ import numpy as np
 import pandas as pd
 from baselines import ARGMIN, BAND
 from fit_call import readout
-from provenance import write_holdouts
+from provenance import holdout_arguments, write_holdouts
 from steplaw_moe import LOSS, NEAREST, baseline_predictions, nearest, ours, regret
 
 RESULTS = Path(__file__).resolve().parent / "results" / "steplaw_holdouts.md"
@@ -101,10 +100,7 @@ def run_protocol(frame: pd.DataFrame, variables: list[str], split: Callable) -> 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help="the folder of the CSVs")
-    parser.add_argument("--out", default=str(RESULTS), help="markdown table to write")
-    args = parser.parse_args(argv)
+    args = holdout_arguments(__doc__ or "", RESULTS, argv)
     started = time.perf_counter()
     results = {}
     for name, (filename, variables, split) in PROTOCOLS.items():

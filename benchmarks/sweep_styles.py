@@ -28,14 +28,13 @@ Usage: ``python benchmarks/sweep_styles.py --data-dir ../shared/data``; writes
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from provenance import header
+from provenance import header, holdout_arguments
 from steplaw_holdouts import METHODS, PROTOCOLS, run_protocol
 from steplaw_moe import LOSS, NEAREST
 
@@ -141,10 +140,7 @@ def report(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help="the folder of the CSVs")
-    parser.add_argument("--out", default=str(RESULTS), help="markdown table to write")
-    args = parser.parse_args(argv)
+    args = holdout_arguments(__doc__ or "", RESULTS, argv)
     started = time.perf_counter()
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     runs: dict[str, list[int]] = {style: [] for style in STYLES}
