@@ -521,16 +521,16 @@ def _blown_ladder(blown: float = 7.8) -> list[Observation]:
 def test_a_loss_that_blew_up_is_read_as_a_divergence_and_named() -> None:
     """A run whose loss blew up to 7.8 (Marin's tables: above ~6 nats) is far past its rung's
     other values (3.0-3.2): by default extrapolate() reads it as diverged, exactly as if it
-    reported NaN, and warns, naming the level (the middle of the gap, (3.107 + 7.8)/2) and
-    diverged_beyond=. ``diverged_beyond=6`` does the same without the warning and summary() says
+    reported NaN, and warns, naming the level (the middle of the gap as an excess over the rung's
+    best, (3.107 + 7.8)/2 − 3.0) and diverged_beyond=. ``diverged_beyond=6`` does the same without the warning and summary() says
     how many; ``diverged_beyond=math.inf`` fits every finite value (another answer)."""
     obs = _blown_ladder()
     target = Scale(width=512)
     by_hand = [Observation(o.scale, o.params, math.nan) if o.value > 6 else o for o in obs]
     reference = _fit(by_hand, target, params=["lr"]).params
     gap = [o.value for o in obs if o.scale == Scale(width=64) and o.value < 6]
-    level = f"{0.5 * (max(gap) + 7.8):.4g}"
-    with pytest.warns(ts.TransferSearchWarning, match=rf"3 trial\(s\) at 7.8 .*beyond {level}"):
+    level = f"{0.5 * (max(gap) + 7.8) - min(gap):.4g}"
+    with pytest.warns(ts.TransferSearchWarning, match=rf"3 trial\(s\) at 7.8 .*than {level} past"):
         auto = extrapolate(obs, target=target, params=["lr"])
     assert auto.params == pytest.approx(reference, rel=1e-12)
     assert [d.kind for d in auto.diagnostics].count("far") == 1
@@ -567,6 +567,27 @@ def test_one_level_reads_a_blow_up_as_diverged_on_every_rung() -> None:
     assert auto.params == pytest.approx(_fit(by_hand, target, params=["lr"]).params, rel=1e-12)
 
 
+def test_the_level_is_an_excess_so_a_small_rung_s_converged_runs_are_kept() -> None:
+    """The level is an excess over each rung's best (2.45 here), not a value: a smaller model's
+    rung whose converged runs end 2.5 nats higher (5.5-5.6, past the value 5.45 where the wider
+    rungs' blow-ups begin to count) keeps them all; only the 7.8s are read as diverged."""
+    obs = _blown_ladder()
+    best = 1e-2 * (32 / 64) ** -0.5
+    small = [
+        Observation(Scale(width=32), {"lr": float(lr)}, 5.5 + 0.02 * math.log(lr / best) ** 2)
+        for lr in LR_GRID
+    ]
+    assert min(o.value for o in small) > 5.45
+    by_hand = [Observation(o.scale, o.params, math.nan) if o.value > 6 else o for o in obs]
+    target = Scale(width=512)
+    with pytest.warns(ts.TransferSearchWarning, match=r"3 trial\(s\) at 7.8 lie far past"):
+        auto = extrapolate(small + obs, target=target, params=["lr"])
+    assert auto.params == pytest.approx(
+        _fit(small + by_hand, target, params=["lr"]).params, rel=1e-12
+    )
+    assert len(auto.optima) == 4  # the small rung is fitted, not dropped
+
+
 def test_diverged_beyond_is_the_worse_side_of_a_maximised_metric() -> None:
     """Maximising accuracy, a run that blew up reaches a *low* value: diverged_beyond counts the
     values below it, and the automatic reading finds them on that side too. A value the option
@@ -575,7 +596,7 @@ def test_diverged_beyond_is_the_worse_side_of_a_maximised_metric() -> None:
     res = extrapolate(obs, target=Scale(width=512), params=["lr"], direction="maximize",
                       diverged_beyond=-6.0)  # fmt: skip
     assert "3 trial(s) past diverged_beyond=-6" in res.summary()
-    with pytest.warns(ts.TransferSearchWarning, match=r"at -7.8 lie far past .*beyond -5"):
+    with pytest.warns(ts.TransferSearchWarning, match=r"at -7.8 lie far past .*than 2.45"):
         auto = extrapolate(obs, target=Scale(width=512), params=["lr"], direction="maximize")
     assert auto.params == pytest.approx(res.params, rel=1e-12)
     with pytest.raises(ts.TransferSearchError, match="diverged_beyond"):

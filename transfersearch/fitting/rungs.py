@@ -361,10 +361,12 @@ def _far_diverged(
     values exceeds :data:`FAR_GAP` times the widest spread that any rung's trials cover below
     their own largest gap (with at least :data:`FAR_MIN_REST` trials below it): a steep wall's
     next point stays within the spread other rungs' valleys show, a blown-up run lies an order
-    of magnitude past it. The middle of that gap is the level (the lowest middle where several
-    rungs show one): every trial of every rung past it is made diverged (value NaN), as
-    ``diverged_beyond=`` at that level would, so that a run is not a divergence on one rung and
-    a loss the valley bends to hold on the next; a warning names the level and the count."""
+    of magnitude past it. The middle of that gap, as an excess over its rung's best value, is
+    the level (the least where several rungs show one): every trial of every rung whose excess
+    over its own rung's best lies past it is made diverged (value NaN), as ``diverged_beyond=``
+    would, so that a run is not a divergence on one rung and a loss the valley bends to hold on
+    the next; an excess, not a value, because the rungs' losses fall with scale (a small rung's
+    converged runs may sit where a large rung's blow-ups begin). A warning names them."""
     splits: dict[Scale, tuple[np.ndarray, int]] = {}
     for scale, group in groups.items():
         y = np.sort([sign * o.value for o in group if o.usable and math.isfinite(o.value)])
@@ -373,25 +375,31 @@ def _far_diverged(
     spreads = [y[k] - y[0] for y, k in splits.values() if k + 1 >= FAR_MIN_REST]
     widest = max(spreads, default=0.0)
     far = [
-        (0.5 * float(y[k] + y[k + 1]), scale)
+        (0.5 * float(y[k] + y[k + 1]) - float(y[0]), scale)
         for scale, (y, k) in splits.items()
         if k + 1 >= FAR_MIN_REST and widest > 0 and y[k + 1] - y[k] > FAR_GAP * widest
     ]
     if not far:
         return dict(groups), []
     level, first = min(far, key=lambda item: item[0])
+    best = {
+        scale: min(sign * o.value for o in group if o.usable)
+        for scale, group in groups.items()
+        if any(o.usable for o in group)
+    }
+
+    def blown(o: Observation) -> bool:
+        return o.usable and o.scale in best and sign * o.value - best[o.scale] > level
+
     out = {
-        scale: [
-            Observation(o.scale, o.params, math.nan) if o.usable and sign * o.value > level else o
-            for o in group
-        ]
+        scale: [Observation(o.scale, o.params, math.nan) if blown(o) else o for o in group]
         for scale, group in groups.items()
     }
-    blown = [o.value for g in groups.values() for o in g if o.usable and sign * o.value > level]
+    values = np.array([o.value for g in groups.values() for o in g if blown(o)])
     note = Diagnostic(
         "far",
-        f"{len(blown)} trial(s) at {_span(np.array(blown))} lie far past the rest of their rung "
-        f"(beyond {sign * level:.4g}, the middle of a gap in {first!r}'s values more than "
+        f"{len(values)} trial(s) at {_span(values)} lie far past the rest of their rung (more "
+        f"than {level:.4g} past its best: the middle of a gap in {first!r}'s values, more than "
         f"{FAR_GAP:g} times the widest spread of any rung's values below such a gap): read as "
         "runs that blew up, i.e. diverged (the divergence model reads them, the valley does "
         "not). Pass diverged_beyond= to set the level yourself, or diverged_beyond=math.inf to "
