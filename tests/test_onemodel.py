@@ -43,6 +43,7 @@ from transfersearch.fitting.valley import (
     _solve,
     _solve_grid,
     cubic,
+    cubic_slope,
     fit_valley,
     own_optimum,
     turns,
@@ -114,6 +115,10 @@ def test_the_skew_s_cubic_continues_by_its_tangent_past_the_turn() -> None:
     assert np.isinf(turns(np.array([[2.0]]), np.array([0.0]))).all()
     # a turn above (κ < 0): past t = 2 the tangent 2³/6 + 2²/2·(t − 2); before it, and with no
     # turn at all (±inf, κ = 0), the cubic itself
+    # scalars broadcast too (the in-place arithmetic needs an array, not a numpy scalar)
+    assert float(cubic(np.array(1.0), np.array(2.0))) == pytest.approx(1.0 / 6.0)
+    assert float(cubic(3.0, 2.0)) == pytest.approx(2.0**3 / 6.0 + 2.0**2 / 2.0 * 1.0)
+    assert float(cubic_slope(3.0, np.array(2.0))) == pytest.approx(2.0)
     above = cubic(np.array([3.0, 1.0, -4.0]), np.array(2.0))
     assert above.tolist() == pytest.approx([8 / 6 + 2.0, 1 / 6, -64 / 6])
     assert cubic(np.array([-4.0, 4.0]), np.array(np.inf)).tolist() == pytest.approx(

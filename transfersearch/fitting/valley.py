@@ -304,7 +304,7 @@ def _held_at_turn(gap: FloatArray, turn: FloatArray) -> FloatArray:
     passes."""
     low = np.where(turn < 0, turn, -np.inf)
     high = np.where(turn > 0, turn, np.inf)
-    held = np.maximum(gap, low)
+    held = np.asarray(np.maximum(gap, low))  # an array even for scalars: ``out=`` needs one
     return np.asarray(np.minimum(held, high, out=held))
 
 
