@@ -137,6 +137,24 @@ def main(argv: list[str] | None = None) -> None:
         default=Path("benchmark-transfer-regret"),
         help="working folder: studies and the target-run cache (resumable)",
     )
+    parser.add_argument(
+        "--target-width",
+        type=int,
+        default=None,
+        help="the target's width (default 256; a larger one needs a GPU for its target runs)",
+    )
+    parser.add_argument(
+        "--target-dataset-size",
+        type=int,
+        default=None,
+        help="the target's dataset size in samples (default 32768)",
+    )
+    parser.add_argument(
+        "--grid-lr",
+        default=None,
+        help="the reference grid's base_lr values at the target, comma-separated (default "
+        "0.003,0.008,0.02,0.05; a farther target's optimum may want lower ones)",
+    )
     parser.add_argument("--device", default="auto", choices=("cpu", "cuda", "auto"))
     parser.add_argument(
         "--results",
@@ -152,9 +170,28 @@ def main(argv: list[str] | None = None) -> None:
         "reference grid) into the --out cache, and exit; a later full run reuses them",
     )
     args = parser.parse_args(argv)
-    config_ = LADDERS[args.ladder]
+    config_ = replace(
+        LADDERS[args.ladder],
+        target_width=args.target_width or CONFIG.target_width,
+        target_dataset_size=args.target_dataset_size or CONFIG.target_dataset_size,
+    )
+    if args.grid_lr:
+        config_ = replace(config_, grid_lr=tuple(float(v) for v in args.grid_lr.split(",")))
+    # the proxy sweeps do not depend on the target (the sampler sees the ladder only), so a sweep
+    # folder is reused across targets; the TPE studies at the target are named by it
+    target_tag = f"{config_.target_width}x{config_.target_dataset_size}"
+    target_options = "".join(
+        f" --{flag} {value}"
+        for flag, value, default in (
+            ("target-width", config_.target_width, CONFIG.target_width),
+            ("target-dataset-size", config_.target_dataset_size, CONFIG.target_dataset_size),
+        )
+        if value != default
+    )
     if args.results is None:
         args.results = RESULTS if args.ladder == "older" else RESULTS.with_name(DEMO_LADDER_RESULTS)
+        if target_options:
+            args.results = args.results.with_suffix(f".target{target_tag}.md")
     prefix = "benchmark" if args.ladder == "older" else f"benchmark-{args.ladder}-ladder"
     started = time.perf_counter()
     budgets = [int(b) for b in args.budgets.split(",")]
@@ -224,7 +261,8 @@ def main(argv: list[str] | None = None) -> None:
     for seed in seeds:
         tpe = optuna.create_study(
             storage=storage,
-            study_name=f"benchmark-tpe-seed{seed}",
+            study_name=f"benchmark-tpe-seed{seed}"
+            + ("" if not target_options else f"-{target_tag}"),
             load_if_exists=True,
             sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=3),
         )
@@ -247,9 +285,13 @@ def main(argv: list[str] | None = None) -> None:
         print(f"prefilled {len(runs.cache)} target runs in {args.out}")
         return
 
-    finite = [v["val_loss"] for v in runs.cache.values() if math.isfinite(v["val_loss"])]
+    # the runs at this target on this device (a folder reused across targets holds others too)
+    here_runs = [
+        v for k, v in runs.cache.items() if json.loads(k)[1:3] == [device.type, target.to_dict()]
+    ]
+    finite = [v["val_loss"] for v in here_runs if math.isfinite(v["val_loss"])]
     best = min(finite)
-    best_label = next(v["label"] for v in runs.cache.values() if v["val_loss"] == best)
+    best_label = next(v["label"] for v in here_runs if v["val_loss"] == best)
 
     def regret(value: float) -> float:
         return value - best if math.isfinite(value) else math.inf
@@ -292,7 +334,7 @@ def main(argv: list[str] | None = None) -> None:
     ]
     tpe_table = format_table(["TPE runs at the target", "regret: mean (per seed)"], tpe_rows)
     elapsed = time.perf_counter() - started
-    target_seconds = runs.train_seconds / max(1, len(runs.cache))
+    target_seconds = sum(v["seconds"] for v in here_runs) / max(1, len(here_runs))
     text = "\n".join(
         [
             "# Regret at the target vs proxy compute",
@@ -300,6 +342,8 @@ def main(argv: list[str] | None = None) -> None:
             f"Command: `python benchmarks/transfer_regret.py --budgets {args.budgets} "
             f"--seeds {args.seeds} --tpe-runs {args.tpe_runs}"
             + ("" if args.ladder == "older" else f" --ladder {args.ladder}")
+            + target_options
+            + (f" --grid-lr {args.grid_lr}" if args.grid_lr else "")
             + "`",
             "",
             f"Written by `benchmarks/transfer_regret.py` ({time.strftime('%Y-%m-%d')}, "
@@ -310,7 +354,7 @@ def main(argv: list[str] | None = None) -> None:
             "Task: the demo's character-level MLP language model on Python's standard-library source, "
             f"{config_.epochs} epochs, batch {config_.batch_size}. Ladder: widths {config_.widths} x "
             f"dataset sizes {config_.dataset_sizes}. Target: {target!r}. Regret = final validation "
-            f"loss (nats/char) minus the best loss any of the {len(runs.cache)} target runs reached "
+            f"loss (nats/char) minus the best loss any of the {len(here_runs)} target runs reached "
             f"({best:.4f}, {best_label}). Each cell: mean over sweep seeds {seeds}, then per seed. "
             "Proxy compute = sum over proxy trials of width^2 x dataset_size x epochs, divided by the "
             "same for one target run; 'proxy train s' is the measured training time of the sweep "
