@@ -39,6 +39,7 @@ from transfersearch.fitting.valley import (
     law_gradient,
     own_optimum,
     solve_centre,
+    span_basis,
 )
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
@@ -53,9 +54,6 @@ MOMENTUM_NAME = re.compile(r"(?:^|[_.])(?:beta\d?|momentum|ema)(?:$|[_.\d])", re
 N_DRAWS = 2000
 #: Walk-forward predicts a rung from at least this many cheaper ones (two fix a line).
 MIN_TRAIN_RUNGS = 2
-#: A direction of the rungs' log scales whose singular value is below this fraction of the
-#: largest is not in their span (round-off: a collinear ladder's second value is ~1e-16).
-SPAN_TOL = 1e-6
 #: Pseudo-folds behind the calibration of the predictive spread (:func:`_calibration`): this
 #: many folds' worth of z² = 1 per parameter (an inverse-gamma prior whose mean is
 #: "calibrated").
@@ -461,7 +459,7 @@ def fit_ladder(
         target_loss=loss,
         decision=loss.decision,
         law_point_coefficients=_law_coefficients(valley.theta, valley),
-        law_coefficients=_law_coefficients(valley.draws(N_DRAWS // 4, rng)[0], valley),
+        law_coefficients=_law_coefficients(valley.law_draws(N_DRAWS // 4, rng)[0], valley),
         divergence_cost=cost,
         target_is_rung=held is not None,
         law_held=valley.law_centre_held(target_logs),
@@ -524,11 +522,7 @@ def span_point(rung_logs: FloatArray, target_logs: FloatArray) -> FloatArray:
     target (a scale variable the ladder never varied; off a collinear ladder's line) moves the
     optimum by exponents the rungs leave at their prior, which no fold tests."""
     mean = rung_logs.mean(axis=0)
-    spread = rung_logs - mean
-    if not spread.any():
-        return np.asarray(mean)
-    _, sing, basis = np.linalg.svd(spread, full_matrices=False)
-    basis = basis[sing > SPAN_TOL * sing[0]]
+    basis = span_basis(rung_logs)
     return np.asarray(mean + basis.T @ (basis @ (target_logs - mean)))
 
 

@@ -46,6 +46,7 @@ from transfersearch.fitting.coords import FloatArray, gaussian_draws
 __all__ = [
     "DRIFT_SCALE_MAX",
     "DRIFT_SCALE_MIN",
+    "DriftPrior",
     "Frame",
     "Shape",
     "Valley",
@@ -53,6 +54,7 @@ __all__ = [
     "cubic_slope",
     "fit_valley",
     "own_optimum",
+    "span_basis",
 ]
 
 #: The log-uniform hyperprior on the drift prior's scale ``s`` (natural fitted units per unit of
@@ -62,6 +64,9 @@ DRIFT_SCALE_MIN = 0.01
 #: ... and ends here: larger than every published optimum-vs-scale exponent (|e| ≤ 0.71 in
 #: docs/science.md §6), so the hyperprior covers every drift seen in practice.
 DRIFT_SCALE_MAX = 1.0
+#: A direction of the rungs' log scales whose singular value is below this share of the largest
+#: is not one the ladder varies (round-off: a collinear ladder's second value is ~1e-16).
+SPAN_TOL = 1e-6
 #: Quadrature points of the hyperprior (log-spaced; the marginal likelihood varies smoothly in
 #: log s, so a handful resolves it).
 DRIFT_GRID_POINTS = 9
@@ -433,6 +438,46 @@ class _Component:
     log_evidence: float
 
 
+@dataclass(frozen=True)
+class DriftPrior:
+    """The drift prior the posterior was solved under (standardised units), for the draws off
+    the ladder's span (:meth:`Valley.predictive_u`).
+
+    Attributes:
+        hess: (d, d) the curvature the prior ``G = HB_u`` is built on.
+        mean: (d, m) ``B₀_u``, the prior mean of the exponents.
+        held: (d, m) True where an exponent is held at ``B₀`` (sd :data:`FIXED_SD`).
+        integrated: whether the scale ``s`` was integrated over its hyperprior (False: the
+            no-drift model, every exponent held).
+        across: (m, m) the projector on the directions of log scale the rungs do not vary
+            (:func:`span_basis`), or None where they vary every one.
+    """
+
+    hess: FloatArray
+    mean: FloatArray
+    held: np.ndarray
+    integrated: bool
+    across: FloatArray | None
+
+
+def span_basis(rung_logs: FloatArray) -> FloatArray:
+    """(k, m) orthonormal rows spanning the rungs' log scales about their mean (k = 0: one
+    scale): the directions the ladder varies, which walk-forward folds and the rungs' drift
+    inform (docs/science.md §7.3, §7.5)."""
+    spread = rung_logs - rung_logs.mean(axis=0)
+    if not spread.any():
+        return np.zeros((0, rung_logs.shape[1]))
+    _, sing, basis = np.linalg.svd(spread, full_matrices=False)
+    return np.asarray(basis[sing > SPAN_TOL * sing[0]])
+
+
+def _across(rung_logs: FloatArray) -> FloatArray | None:
+    """The projector on the directions of log scale the rungs leave out (None: none)."""
+    basis = span_basis(rung_logs)
+    m = rung_logs.shape[1]
+    return None if len(basis) == m else np.eye(m) - basis.T @ basis
+
+
 @dataclass(frozen=True, eq=False)
 class Valley:
     """The posterior of the one model (standardised units; :attr:`frame` converts).
@@ -452,6 +497,7 @@ class Valley:
         span: (2, d) the trials' least and greatest standardised coordinates, widened by
             ``reach``: a posterior-mean optimum is held inside (:meth:`_centre`).
         n_rungs, d, m: sizes.
+        prior: the drift prior (:class:`DriftPrior`).
     """
 
     frame: Frame
@@ -467,6 +513,7 @@ class Valley:
     n_rungs: int
     d: int
     m: int
+    prior: DriftPrior
 
     @property
     def layout(self) -> _Layout:
@@ -515,13 +562,41 @@ class Valley:
         off-diagonal the data never measured, drawn past ``|corr| = 1``) is outside the model's
         support and is drawn again (the Gaussian posterior truncated to valleys), up to
         :data:`REDRAWS` times; one still left is floored by :meth:`curvatures_u`."""
+        thetas, taus, _ = self._draws(n, rng)
+        return thetas, taus
+
+    def _draws(self, n: int, rng: np.random.Generator) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """:meth:`draws`, and each draw's drift scale ``s`` (its component's)."""
         counts = rng.multinomial(n, self.weights)
-        thetas, taus = [], []
+        thetas, taus, scales = [], [], []
         for comp, k in zip(self.components, counts, strict=True):
             if k:
                 thetas.append(self._valley_draws(comp, k, rng))
                 taus.append(np.full(k, comp.scatter))
-        return np.vstack(thetas), np.concatenate(taus)
+                scales.append(np.full(k, comp.drift_scale))
+        return np.vstack(thetas), np.concatenate(taus), np.concatenate(scales)
+
+    def law_draws(self, n: int, rng: np.random.Generator) -> tuple[FloatArray, FloatArray]:
+        """:meth:`draws` with the drift across the rungs' span (directions of log scale the
+        ladder does not vary) spread as its prior says, ``s`` from the hyperprior: no rung
+        informs those exponents, and the drift along the span says little of them (the
+        exponents of one law differ in size and sign across scale variables, docs/science.md
+        §6 and §7.3). Each draw's exponents' deviation from the prior mean in those directions
+        is rescaled from its component's ``s`` to one drawn from the hyperprior; held exponents
+        keep theirs. The same draws as :meth:`draws` (and no more random numbers) where the
+        rungs vary every scale variable or the drift is not integrated."""
+        thetas, taus, scales = self._draws(n, rng)
+        prior, lay = self.prior, self.layout
+        if prior.across is None or not prior.integrated:
+            return thetas, taus
+        exponents = np.linalg.solve(prior.hess, thetas[:, lay.drift].reshape(-1, lay.d, lay.m))
+        log_range = (math.log(DRIFT_SCALE_MIN), math.log(DRIFT_SCALE_MAX))
+        drawn = np.exp(rng.uniform(*log_range, n))
+        stretch = np.where(prior.held, 0.0, (drawn / scales - 1.0)[:, None, None])
+        moved = stretch * ((exponents - prior.mean) @ prior.across)
+        out = thetas.copy()
+        out[:, lay.drift] += np.einsum("ij,sjk->sik", prior.hess, moved).reshape(n, -1)
+        return out, taus
 
     def _valley_draws(self, comp: _Component, k: int, rng: np.random.Generator) -> FloatArray:
         out = gaussian_draws(comp.mean, comp.cov, k, rng)
@@ -543,7 +618,7 @@ class Valley:
         the same posterior draws' optimum at ``inner`` (``log_scale`` when None; e.g. the
         target's projection on the ladder's span, docs/science.md §7.5), of the valley's
         curvature and of its skews, standardised: ((n, d), (n, d), (n, d, d), (n, d))."""
-        thetas, taus = self.draws(n, rng)
+        thetas, taus = self.law_draws(n, rng)
         hess = _positive(curvature(thetas, self.layout), self.floor)
         noise = taus[:, None] * rng.standard_normal((n, self.d))
         scatter = np.einsum("sij,sj->si", hess, noise)  # g_t ~ N(g + Gℓ̃, τ²HH)
@@ -1320,4 +1395,11 @@ def fit_valley(data: ValleyInput, *, drift: bool = True, shape: Shape | None = N
         n_rungs=lay.n_rungs,
         d=lay.d,
         m=lay.m,
+        prior=DriftPrior(
+            hess=kept.hess,
+            mean=data.prior_drift / frame.spread[:, None],
+            held=np.asarray(data.fixed_drift, dtype=bool),
+            integrated=drift,
+            across=_across(data.log_scales),
+        ),
     )
