@@ -441,7 +441,7 @@ class _Component:
 @dataclass(frozen=True)
 class DriftPrior:
     """The drift prior the posterior was solved under (standardised units), for the draws off
-    the ladder's span (:meth:`Valley.predictive_u`).
+    the ladder's span (:meth:`Valley.law_draws`).
 
     Attributes:
         hess: (d, d) the curvature the prior ``G = HB_u`` is built on.
