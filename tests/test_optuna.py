@@ -700,11 +700,15 @@ def test_transfer_reaches_the_target_regret_in_fewer_trials_than_independent_run
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 25's one model: |log error| 0.205 (< 0.2 asked) on synthetic's asymmetric "
-    "valley, the gentle-side bias of a symmetric quadratic (docs/science.md §7.2)",
+    reason="issue 25's one model: the law's |log error| 0.255 (< 0.2 asked) on synthetic's "
+    "asymmetric valley, the gentle-side bias of a symmetric quadratic (docs/science.md §7.2)",
 )
 def test_extrapolate_fixture_sanity() -> None:
-    """The synthetic law is recoverable from noise-free Observations (guards the test above)."""
+    """The synthetic law is recoverable from noise-free Observations (guards the test above).
+
+    Read on the law's point, which the posterior draws do not move: the decision's (``params``)
+    lies 0.18–0.24 from the truth across draw seeds (0.205 before 2026-11-27's change to the
+    drift across a fold's span), so whether it passed 0.2 was the draws' luck."""
     rng = np.random.default_rng(0)
     observations = []
     for scale in LADDER[:3]:
@@ -715,7 +719,7 @@ def test_extrapolate_fixture_sanity() -> None:
             }
             observations.append(ts_obs(scale, params, 1.0 + regret(scale, params)))
     result = extrapolate(observations, target=TOP, params=["base_lr", "tau_epoch"])
-    assert abs(math.log(result.params["base_lr"]) - optimum(TOP)[0]) < 0.2
+    assert abs(math.log(result.law_params["base_lr"]) - optimum(TOP)[0]) < 0.2
 
 
 def ts_obs(scale: ts.Scale, params: dict[str, float], value: float) -> Any:
