@@ -393,6 +393,18 @@ def _no_drift(rng: np.random.Generator) -> tuple[Surface, list[Observation], Sca
     return surface, _boxed_trials(surface, ladder, TRIALS_PER_RUNG, rng), target
 
 
+def _unvaried(rng: np.random.Generator) -> tuple[Surface, list[Observation], Scale]:
+    ladder = [Scale(width=w, dataset_size=1e6) for w in (64, 128, 256, 512)]
+    surface = _surface(
+        rng,
+        ladder,
+        {"width": _drift(rng, 0.0, 0.05), "dataset_size": _drift(rng, 0.0, 0.3)},
+        {"width": _drift(rng, 0.0, 0.05), "dataset_size": _drift(rng, 0.0, 0.3)},
+    )
+    target = Scale(width=4096, dataset_size=1.6e7)  # 8x wider, 16x the data the ladder never varied
+    return surface, _boxed_trials(surface, ladder, TRIALS_PER_RUNG, rng), target
+
+
 _Generator = Callable[[np.random.Generator], tuple[Surface, list[Observation], Scale]]
 
 #: The families, by name: what each stresses, and its generator.
@@ -434,6 +446,13 @@ FAMILIES: dict[str, tuple[str, _Generator]] = {
         "the optimum constant in the swept coordinates (invariant coordinates working as "
         "promised); target 8x/8x",
         _no_drift,
+    ),
+    "unvaried": (
+        "the ladder varies width only, at one dataset size, and the optimum barely moves with "
+        "width (exponents in ±0.05: invariant coordinates working along it); the target is 8x "
+        "wider with 16x the data, and the optimum moves with data by exponents drawn in ±0.3 "
+        "that no rung shows",
+        _unvaried,
     ),
 }
 
