@@ -413,7 +413,8 @@ def _reason(fit: LadderFit, options: FitOptions, off_span: float) -> str:
         if off_span > OFF_SPAN_SHOWN:
             spread += (
                 f", along the ladder's span only: the target lies {off_span:.2g} decades off it, "
-                "a part of the way that keeps the drift prior's spread"
+                "a part of the way that keeps the drift prior's spread, its scale from the "
+                "hyperprior (no rung informs it)"
             )
     return (
         f"one model of every trial; the drift prior's scale integrated over "
