@@ -887,3 +887,4 @@ def test_the_summary_says_when_the_calibration_covers_only_the_ladder_s_span() -
         off = extrapolate(obs, target={"width": 1024, "dataset_size": 1.6e7}, params=["lr"])
     assert "span only" not in along.summary()
     assert "along the ladder's span only: the target lies 1.2 decades off it" in off.summary()
+    assert "its scale from the hyperprior" in off.summary()
