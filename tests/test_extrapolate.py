@@ -476,3 +476,28 @@ def test_a_target_the_ladder_holds_is_read_off_its_own_trials() -> None:
     cheaper = [o for o in obs if o.scale["width"] < 512]
     law = extrapolate(cheaper, target=Scale(width=512), params=["lr"], seed=0)
     assert abs(math.log(law.params["lr"]) - (truth - 0.6)) < 0.2
+
+
+def test_a_scale_variable_the_ladder_never_varied_widens_the_interval_by_its_hyperprior() -> None:
+    """README: a target that moves along a scale variable the ladder never varied gets that
+    exponent from the prior, its scale from the hyperprior. A width-only ladder whose optimum
+    does not move, a target at the same width with 16x the data: the 90% interval of lr spans
+    about 2 x 0.493 x ln 16 = 2.73 log units (the log-uniform scale mixture's 90% range per ln
+    unit, by quadrature in test_onemodel.py), while the same ladder's interval at a target it
+    holds on its span is a fraction of that."""
+    rng = np.random.default_rng(0)
+    obs = []
+    for width in (64, 128, 256, 512):
+        for x in math.log(0.01) + rng.uniform(-1.5, 1.5, 14):
+            value = 3.0 + 0.4 * (x - math.log(0.01)) ** 2 + rng.normal(0.0, 0.002)
+            obs.append(
+                Observation(Scale(width=width, dataset_size=1e6), {"lr": math.exp(x)}, value)
+            )
+    with warnings.catch_warnings():  # the target's move along a variable the ladder never varied
+        warnings.simplefilter("ignore", TransferSearchWarning)
+        off = extrapolate(obs, target=Scale(width=512, dataset_size=1.6e7), params=["lr"])
+        along = extrapolate(obs, target=Scale(width=1024, dataset_size=1e6), params=["lr"])
+    low, high = off.interval(0.9)["lr"]
+    assert math.log(high / low) == pytest.approx(2.0 * 0.493 * math.log(16.0), rel=0.15)
+    low, high = along.interval(0.9)["lr"]
+    assert math.log(high / low) < 0.5
