@@ -32,7 +32,7 @@ tau_epoch at the target, every method's runs and every TPE run). All target runs
 Usage::
 
     python benchmarks/transfer_regret.py [--budgets 54,108,216] [--seeds 0,1] [--tpe-runs 8]
-        [--ladder older|demo]
+        [--ladder older|demo] [--target-width W] [--target-dataset-size N] [--grid-lr L1,L2,...]
 
 ``--ladder demo`` runs the demo's own ladder (widths 32 and 64 × the same dataset sizes; see
 :data:`LADDERS`) and writes ``results/transfer_regret.demo_ladder.md``.
@@ -110,6 +110,30 @@ def proxy_compute(study: optuna.Study, config: demo.DemoConfig) -> tuple[float, 
     return relative, seconds
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number > 0 (a width, a dataset size)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number > 0, got {text!r}; e.g. 1024")
+    return value
+
+
+def positive_floats(text: str) -> tuple[float, ...]:
+    """An argparse type: comma-separated numbers > 0 (the reference grid's base_lr values)."""
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers > 0, got {text!r}; e.g. 0.003,0.008,0.02"
+        )
+    return values
+
+
 def mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else math.nan
 
@@ -139,18 +163,19 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--target-width",
-        type=int,
+        type=positive_int,
         default=None,
         help="the target's width (default 256; a larger one needs a GPU for its target runs)",
     )
     parser.add_argument(
         "--target-dataset-size",
-        type=int,
+        type=positive_int,
         default=None,
         help="the target's dataset size in samples (default 32768)",
     )
     parser.add_argument(
         "--grid-lr",
+        type=positive_floats,
         default=None,
         help="the reference grid's base_lr values at the target, comma-separated (default "
         "0.003,0.008,0.02,0.05; a farther target's optimum may want lower ones)",
@@ -172,11 +197,15 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     config_ = replace(
         LADDERS[args.ladder],
-        target_width=args.target_width or CONFIG.target_width,
-        target_dataset_size=args.target_dataset_size or CONFIG.target_dataset_size,
+        target_width=CONFIG.target_width if args.target_width is None else args.target_width,
+        target_dataset_size=(
+            CONFIG.target_dataset_size
+            if args.target_dataset_size is None
+            else args.target_dataset_size
+        ),
     )
-    if args.grid_lr:
-        config_ = replace(config_, grid_lr=tuple(float(v) for v in args.grid_lr.split(",")))
+    if args.grid_lr is not None:
+        config_ = replace(config_, grid_lr=args.grid_lr)
     # the proxy sweeps do not depend on the target (the sampler sees the ladder only), so a sweep
     # folder is reused across targets; the TPE studies at the target are named by it
     target_tag = f"{config_.target_width}x{config_.target_dataset_size}"
@@ -343,7 +372,11 @@ def main(argv: list[str] | None = None) -> None:
             f"--seeds {args.seeds} --tpe-runs {args.tpe_runs}"
             + ("" if args.ladder == "older" else f" --ladder {args.ladder}")
             + target_options
-            + (f" --grid-lr {args.grid_lr}" if args.grid_lr else "")
+            + (
+                ""
+                if args.grid_lr is None
+                else " --grid-lr " + ",".join(f"{v:g}" for v in args.grid_lr)
+            )
             + "`",
             "",
             f"Written by `benchmarks/transfer_regret.py` ({time.strftime('%Y-%m-%d')}, "
