@@ -215,3 +215,21 @@ def test_the_runner_scores_a_family_against_the_null(tmp_path: Path, runner: Mod
         )
         regrets.append(scenario.surface.regret(scenario.target, best.params))
     assert rows[module.NULL][3] == f"{sum(regrets) / 2:.4f}"
+
+
+def test_the_calibrated_range_of_hits_is_the_binomial_s_central_95_percent(
+    runner: ModuleType,
+) -> None:
+    """By hand for 20 seeds at 90%: P(X <= 14) = 0.011 and P(X <= 15) = 0.043 (the lower end is
+    15), P(X <= 19) = 0.878 < 0.975 (the upper end is 20)."""
+
+    def cdf(k: int, n: int) -> float:
+        return sum(math.comb(n, i) * 0.9**i * 0.1 ** (n - i) for i in range(k + 1))
+
+    assert cdf(14, 20) == pytest.approx(0.0113, abs=1e-4)
+    assert cdf(15, 20) == pytest.approx(0.0432, abs=1e-4)
+    assert runner.calibrated_range(20) == (15, 20)
+    low, high = runner.calibrated_range(80)
+    assert cdf(low - 1, 80) < 0.025 <= cdf(low, 80)
+    assert cdf(high - 1, 80) < 0.975 <= cdf(high, 80)
+    assert (low, high) == (66, 77)
