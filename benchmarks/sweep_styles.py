@@ -11,6 +11,9 @@ held-out grid that is left whole. Each training configuration's runs are thinned
 * ``coarse grid`` — every other lr value and every other bs value of the configuration's grid;
 * ``cross`` — the configuration's best run, every lr at its bs and every bs at its lr (the
   one-at-a-time tables of the Marin sweeps);
+* ``cross + diagonals`` — the cross and the four runs one grid step from the best in both lr
+  and bs (a one-at-a-time table with its two parameters' tilt measured: ``summary()``'s
+  ``interaction`` note, docs/science.md §7.3);
 * ``near best 16`` — the 16 runs nearest the best in (log lr, log bs), each axis over its grid's
   range: a tuner's trials bunched where it found the optimum;
 * ``random 16`` — 16 runs drawn at random (three draws, seeds 0–2, each its own row set).
@@ -59,6 +62,17 @@ def _cross(rows: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
     return rows[(rows["lr"] == best["lr"]) | (rows["bs"] == best["bs"])]
 
 
+def _cross_diagonals(rows: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
+    best = _best(rows)
+    grids = {c: np.sort(rows[c].unique()) for c in ("lr", "bs")}
+    at = {c: int(np.searchsorted(grids[c], best[c])) for c in grids}
+    steps = {
+        c: [grids[c][at[c] + s] for s in (-1, 1) if 0 <= at[c] + s < len(grids[c])] for c in grids
+    }
+    diagonal = rows["lr"].isin(steps["lr"]) & rows["bs"].isin(steps["bs"])
+    return pd.concat([_cross(rows, rng), rows[diagonal]]).sort_index()
+
+
 def _near_best(rows: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
     best = _best(rows)
     distance = np.zeros(len(rows))
@@ -87,6 +101,7 @@ STYLES: dict[str, tuple[Thin | None, tuple[int, ...]]] = {
     "full grid": (None, (0,)),
     "coarse grid": (_coarse, (0,)),
     "cross": (_cross, (0,)),
+    "cross + diagonals": (_cross_diagonals, (0,)),
     f"near best {KEPT}": (_near_best, (0,)),
     f"random {KEPT}": (_random, RANDOM_SEEDS),
 }

@@ -204,3 +204,52 @@ def test_an_interval_wider_than_the_trials_range_is_said_in_the_summary() -> Non
     assert wide[0].message in res.summary()
     full = _fit_quietly(Sweep(tuple(OBS)), SCENARIO.target, FitOptions())
     assert not [d for d in full.diagnostics if d.kind == "wide"]
+
+
+def test_lies_on_a_cross_by_hand() -> None:
+    from transfersearch.fitting.findings import lies_on_a_cross
+
+    a = np.array
+    assert lies_on_a_cross(a([1.0, 2.0, 3.0, 2.0, 2.0]), a([5.0, 5.0, 5.0, 4.0, 6.0]))  # a cross
+    assert lies_on_a_cross(a([1.0, 2.0]), a([1.0, 2.0]))  # two points: the lines a=1, b=2
+    assert lies_on_a_cross(a([1.0, 1.0, 2.0, 3.0]), a([1.0, 2.0, 3.0, 3.0]))  # a=1 and b=3
+    assert not lies_on_a_cross(a([1.0, 2.0, 3.0]), a([1.0, 2.0, 3.0]))  # a diagonal
+    # a cross and one diagonal neighbour of its centre
+    assert not lies_on_a_cross(a([1.0, 2.0, 3.0, 2.0, 2.0, 3.0]), a([5.0, 5.0, 5.0, 4.0, 6.0, 6.0]))
+
+
+def _tilted_cross(width: float, diagonals: bool) -> list[Observation]:
+    """One rung of a one-at-a-time table on a tilted bowl in (log lr, log bs): five lr values at
+    the best bs and five bs values at the best lr (and, with ``diagonals``, the four runs one
+    step from the best in both)."""
+    best = (math.log(0.01 * (width / 64) ** -0.5), math.log(256.0))
+    steps = [-2, -1, 0, 1, 2]
+    points = {(i, 0) for i in steps} | {(0, j) for j in steps}
+    if diagonals:
+        points |= {(i, j) for i in (-1, 1) for j in (-1, 1)}
+    out = []
+    for i, j in sorted(points):
+        x, y = 0.5 * i, 0.5 * j
+        loss = 3.0 + 0.2 * x * x + 0.2 * x * y + 0.1 * y * y  # tilt: optimum lr rises with bs
+        params = {"lr": math.exp(best[0] + x), "bs": math.exp(best[1] + y)}
+        out.append(Observation(Scale(width=width), params, loss))
+    return out
+
+
+def test_a_one_at_a_time_table_is_said_to_leave_the_pair_s_tilt_to_the_prior() -> None:
+    """Through extrapolate() and summary(): a ladder of crosses gets one `interaction` note naming
+    the pair, shown in the summary and not warned; the same ladder with the four diagonal
+    neighbours of one rung's best measures the tilt, and the note goes."""
+    target = Scale(width=1024)
+    crosses = [o for w in (64, 128, 256) for o in _tilted_cross(w, diagonals=False)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = ts.extrapolate(crosses, target=target, params=["lr", "bs"], seed=0)
+    notes = [d for d in res.diagnostics if d.kind == "interaction"]
+    assert len(notes) == 1 and not notes[0].act
+    assert "lr × bs" in notes[0].message and notes[0].message in res.summary()
+    assert not [w for w in caught if "no rung varies" in str(w.message)]
+    measured = _tilted_cross(64, diagonals=True)
+    measured += [o for w in (128, 256) for o in _tilted_cross(w, diagonals=False)]
+    res = _fit_quietly(Sweep(tuple(measured)), target, FitOptions(params=("lr", "bs")))
+    assert not [d for d in res.diagnostics if d.kind == "interaction"]

@@ -24,6 +24,7 @@ from transfersearch.fitting.findings import (
     collinearity,
     findings,
     held_findings,
+    interaction_findings,
     momentum_findings,
     unsettled_findings,
     wide_findings,
@@ -342,6 +343,7 @@ def _extrapolate(
             *_crash_notes(checked.crashed),
             *unsettled_findings(fit.valley.settled),
             *_wide(ladder, fit),
+            *_interaction(ladder, fit),
             *held_findings([names[j] for j in fit.active], list(fit.law_held)),
             *momentum_findings([names[j] for j in fit.active], list(fit.domain_held)),
             *found,
@@ -362,6 +364,13 @@ def _wide(ladder: Ladder, fit: LadderFit) -> list[Diagnostic]:
     coords = np.vstack([t.coords[np.isfinite(t.values)] for t in ladder.trials])[:, cols]
     names = [ladder.names[j] for j in cols]
     return wide_findings(names, ladder.logs, fit.draws, np.ptp(coords, axis=0))
+
+
+def _interaction(ladder: Ladder, fit: LadderFit) -> list[Diagnostic]:
+    """:func:`.findings.interaction_findings` on the fitted parameters' finite trials."""
+    cols = list(fit.active)
+    rungs = [t.coords[np.isfinite(t.values)][:, cols] for t in ladder.trials]
+    return interaction_findings([ladder.names[j] for j in cols], rungs)
 
 
 def _samples(ladder: Ladder, fit: LadderFit) -> tuple[FloatArray, FloatArray]:

@@ -29,6 +29,8 @@ __all__ = [
     "collinearity",
     "findings",
     "held_findings",
+    "interaction_findings",
+    "lies_on_a_cross",
     "momentum_findings",
     "optimum_findings",
     "wide_findings",
@@ -208,6 +210,61 @@ def wide_findings(
         "near each rung's optimum narrow it."
     )
     return [Diagnostic("wide", message, act=False)]
+
+
+def lies_on_a_cross(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether every point ``(a_i, b_i)`` lies on one of two lines ``a = a₀`` or ``b = b₀``: a
+    one-at-a-time sweep of the two through one run, in which a valley's tilt between them (its
+    off-diagonal curvature) has no trial to show it. Two points always do; three on a diagonal
+    do not."""
+    lines: dict[float, set[float]] = {}
+    for x, y in zip(a.tolist(), b.tolist(), strict=True):
+        lines.setdefault(y, set()).add(x)
+    several = [y for y, xs in lines.items() if len(xs) > 1]
+    if len(several) > 1:
+        return False
+    if several:  # that line is b = b₀; every other point is on a = a₀
+        others = set().union(*(xs for y, xs in lines.items() if y != several[0]))
+        return len(others) <= 1
+    # each b holds one a: all share it, or one point alone differs (it is the b = b₀ line)
+    counts: dict[float, int] = {}
+    for xs in lines.values():
+        x = next(iter(xs))
+        counts[x] = counts.get(x, 0) + 1
+    return len(counts) <= 1 or (len(counts) == 2 and min(counts.values()) == 1)
+
+
+def interaction_findings(names: Sequence[str], rungs: Sequence[np.ndarray]) -> list[Diagnostic]:
+    """Pairs of fitted parameters that no rung varies together: each rung's finite trials lie on
+    a cross in the pair (:func:`lies_on_a_cross`), as in a one-at-a-time table. The valley's
+    curvature is shared by every rung, so one rung that moves the pair together measures its
+    tilt for all; where none does, the tilt is its prior's (docs/science.md §7.3: centred on
+    none), and each rung's optimum is read as if the lines through its best run crossed at it.
+    Shown in ``summary()``, not warned (Marin's tables have it on every fit).
+
+    Args:
+        names: the fitted parameters.
+        rungs: each rung's finite trials, (n, len(names)) in fitted coordinates.
+    """
+    pairs = [
+        (names[j], names[k])
+        for j in range(len(names))
+        for k in range(j + 1, len(names))
+        if all(lies_on_a_cross(t[:, j], t[:, k]) for t in rungs)
+        and any(np.ptp(t[:, j]) > 0 for t in rungs)
+        and any(np.ptp(t[:, k]) > 0 for t in rungs)
+    ]
+    if not pairs:
+        return []
+    listed = ", ".join(f"{a} × {b}" for a, b in pairs)
+    message = (
+        f"no rung varies {listed} together (one-at-a-time sweeps through a run): how the "
+        "valley tilts between them is never measured and comes from the prior (no tilt on "
+        "average), so each rung's optimum is read as if the lines through its best run crossed "
+        "at it. A few runs that move a pair together measure it, e.g. the four diagonal "
+        "neighbours of the costliest rungs' best run (docs/science.md §7.3)."
+    )
+    return [Diagnostic("interaction", message, act=False)]
 
 
 def held_findings(names: Sequence[str], held: Sequence[bool]) -> list[Diagnostic]:
