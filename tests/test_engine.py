@@ -218,6 +218,17 @@ def test_lies_on_a_cross_by_hand() -> None:
     assert not lies_on_a_cross(a([1.0, 2.0, 3.0, 2.0, 2.0, 3.0]), a([5.0, 5.0, 5.0, 4.0, 6.0, 6.0]))
 
 
+def test_diagonal_runs_are_the_best_s_neighbours_in_both_coordinates() -> None:
+    from transfersearch.fitting.findings import diagonal_runs
+
+    coords = np.array([[1.0, 5.0], [2.0, 5.0], [3.0, 5.0], [2.0, 4.0], [2.0, 6.0], [2.0, 7.0]])
+    values = np.array([3.0, 1.0, 3.0, 2.0, 2.0, 2.5])  # the best at (2, 5)
+    assert diagonal_runs(coords, values, 0, 1) == [(1.0, 4.0), (1.0, 6.0), (3.0, 4.0), (3.0, 6.0)]
+    values = np.array([3.0, 2.0, 1.0, 2.0, 2.0, 2.5])  # the best at (3, 5): the edge in the first
+    assert diagonal_runs(coords, values, 0, 1) == [(2.0, 4.0), (2.0, 6.0)]
+    assert diagonal_runs(coords[:0], values[:0], 0, 1) == []
+
+
 def _tilted_cross(width: float, diagonals: bool) -> list[Observation]:
     """One rung of a one-at-a-time table on a tilted bowl in (log lr, log bs): five lr values at
     the best bs and five bs values at the best lr (and, with ``diagonals``, the four runs one
@@ -248,6 +259,13 @@ def test_a_one_at_a_time_table_is_said_to_leave_the_pair_s_tilt_to_the_prior() -
     notes = [d for d in res.diagnostics if d.kind == "interaction"]
     assert len(notes) == 1 and not notes[0].act
     assert "lr × bs" in notes[0].message and notes[0].message in res.summary()
+    # the runs that would measure it, at the costliest rung: its best (lr 0.01·4^-0.5 = 0.005,
+    # bs 256) one step (e^±0.5) away in both
+    for lr, bs in [
+        (0.005 * math.exp(-0.5), 256 * math.exp(-0.5)),
+        (0.005 * math.exp(0.5), 256 * math.exp(0.5)),
+    ]:
+        assert f"lr={lr:.4g}, bs={bs:.4g}" in notes[0].message
     assert not [w for w in caught if "no rung varies" in str(w.message)]
     measured = _tilted_cross(64, diagonals=True)
     measured += [o for w in (128, 256) for o in _tilted_cross(w, diagonals=False)]

@@ -369,8 +369,12 @@ def _wide(ladder: Ladder, fit: LadderFit) -> list[Diagnostic]:
 def _interaction(ladder: Ladder, fit: LadderFit) -> list[Diagnostic]:
     """:func:`.findings.interaction_findings` on the fitted parameters' finite trials."""
     cols = list(fit.active)
-    rungs = [t.coords[np.isfinite(t.values)][:, cols] for t in ladder.trials]
-    return interaction_findings([ladder.names[j] for j in cols], rungs)
+    finite = [np.isfinite(t.values) for t in ladder.trials]
+    rungs = [
+        (t.coords[f][:, cols], t.values[f]) for t, f in zip(ladder.trials, finite, strict=True)
+    ]
+    names = [ladder.names[j] for j in cols]
+    return interaction_findings(names, rungs, ladder.scales[-1], ladder.logs)
 
 
 def _samples(ladder: Ladder, fit: LadderFit) -> tuple[FloatArray, FloatArray]:

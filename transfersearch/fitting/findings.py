@@ -17,6 +17,7 @@ from itertools import product
 
 import numpy as np
 
+from transfersearch.fitting.coords import to_natural
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.rungs import Ladder
@@ -27,6 +28,7 @@ __all__ = [
     "COLLINEAR_CORRELATION",
     "Collinearity",
     "collinearity",
+    "diagonal_runs",
     "findings",
     "held_findings",
     "interaction_findings",
@@ -234,37 +236,70 @@ def lies_on_a_cross(a: np.ndarray, b: np.ndarray) -> bool:
     return len(counts) <= 1 or (len(counts) == 2 and min(counts.values()) == 1)
 
 
-def interaction_findings(names: Sequence[str], rungs: Sequence[np.ndarray]) -> list[Diagnostic]:
+def interaction_findings(
+    names: Sequence[str],
+    rungs: Sequence[tuple[np.ndarray, np.ndarray]],
+    top: Scale,
+    logs: Sequence[str],
+) -> list[Diagnostic]:
     """Pairs of fitted parameters that no rung varies together: each rung's finite trials lie on
     a cross in the pair (:func:`lies_on_a_cross`), as in a one-at-a-time table. The valley's
     curvature is shared by every rung, so one rung that moves the pair together measures its
     tilt for all; where none does, the tilt is its prior's (docs/science.md §7.3: centred on
     none), and each rung's optimum is read as if the lines through its best run crossed at it.
-    Shown in ``summary()``, not warned (Marin's tables have it on every fit).
+    Shown in ``summary()``, not warned (Marin's tables have it on every fit), with the runs that
+    would measure the first pair's tilt at the costliest rung (:func:`diagonal_runs`).
 
     Args:
         names: the fitted parameters.
-        rungs: each rung's finite trials, (n, len(names)) in fitted coordinates.
+        rungs: each rung's finite trials, cheapest first: (coordinates (n, len(names)) in fitted
+            units, values (n,) in the minimisation sign).
+        top: the costliest rung's scale.
+        logs: the parameters fitted in log space.
     """
     pairs = [
-        (names[j], names[k])
+        (j, k)
         for j in range(len(names))
         for k in range(j + 1, len(names))
-        if all(lies_on_a_cross(t[:, j], t[:, k]) for t in rungs)
-        and any(np.ptp(t[:, j]) > 0 for t in rungs)
-        and any(np.ptp(t[:, k]) > 0 for t in rungs)
+        if all(lies_on_a_cross(t[:, j], t[:, k]) for t, _ in rungs)
+        and any(np.ptp(t[:, j]) > 0 for t, _ in rungs)
+        and any(np.ptp(t[:, k]) > 0 for t, _ in rungs)
     ]
     if not pairs:
         return []
-    listed = ", ".join(f"{a} × {b}" for a, b in pairs)
+    listed = ", ".join(f"{names[j]} × {names[k]}" for j, k in pairs)
+    j, k = pairs[0]
+    runs = diagonal_runs(*rungs[-1], j, k)
+    shown = "; ".join(
+        f"{names[j]}={to_natural(a, names[j] in logs):.4g}, {names[k]}={to_natural(b, names[k] in logs):.4g}"
+        for a, b in runs
+    )
+    example = f" — for {names[j]} × {names[k]} at {top!r}: {shown}" if runs else ""
     message = (
         f"no rung varies {listed} together (one-at-a-time sweeps through a run): how the "
         "valley tilts between them is never measured and comes from the prior (no tilt on "
         "average), so each rung's optimum is read as if the lines through its best run crossed "
-        "at it. A few runs that move a pair together measure it, e.g. the four diagonal "
-        "neighbours of the costliest rungs' best run (docs/science.md §7.3)."
+        "at it. A few runs that move a pair together measure it, e.g. the diagonal neighbours of "
+        f"the costliest rung's best run{example} (docs/science.md §7.3)."
     )
     return [Diagnostic("interaction", message, act=False)]
+
+
+def diagonal_runs(
+    coords: np.ndarray, values: np.ndarray, j: int, k: int
+) -> list[tuple[float, float]]:
+    """The runs one step from a rung's best trial in both coordinates ``j`` and ``k``: the
+    neighbouring values the rung ran on each side of the best's (fitted units), every
+    combination of the two, up to four; none for a rung without finite trials."""
+    if len(values) == 0:
+        return []
+    best = coords[int(np.argmin(values))]
+    steps = []
+    for c in (j, k):
+        ran = np.unique(coords[:, c])
+        at = int(np.searchsorted(ran, best[c]))
+        steps.append([float(ran[i]) for i in (at - 1, at + 1) if 0 <= i < len(ran)])
+    return [(a, b) for a in steps[0] for b in steps[1]]
 
 
 def held_findings(names: Sequence[str], held: Sequence[bool]) -> list[Diagnostic]:
