@@ -374,7 +374,7 @@ def _interaction(ladder: Ladder, fit: LadderFit) -> list[Diagnostic]:
         (t.coords[f][:, cols], t.values[f]) for t, f in zip(ladder.trials, finite, strict=True)
     ]
     names = [ladder.names[j] for j in cols]
-    return interaction_findings(names, rungs, ladder.scales[-1], ladder.logs)
+    return interaction_findings(names, rungs, ladder.scales, ladder.logs)
 
 
 def _samples(ladder: Ladder, fit: LadderFit) -> tuple[FloatArray, FloatArray]:

@@ -239,7 +239,7 @@ def lies_on_a_cross(a: np.ndarray, b: np.ndarray) -> bool:
 def interaction_findings(
     names: Sequence[str],
     rungs: Sequence[tuple[np.ndarray, np.ndarray]],
-    top: Scale,
+    scales: Sequence[Scale],
     logs: Sequence[str],
 ) -> list[Diagnostic]:
     """Pairs of fitted parameters that no rung varies together: each rung's finite trials lie on
@@ -248,13 +248,14 @@ def interaction_findings(
     tilt for all; where none does, the tilt is its prior's (docs/science.md §7.3: centred on
     none), and each rung's optimum is read as if the lines through its best run crossed at it.
     Shown in ``summary()``, not warned (Marin's tables have it on every fit), with the runs that
-    would measure the first pair's tilt at the costliest rung (:func:`diagonal_runs`).
+    would measure the first pair's tilt at the costliest rung that varies both
+    (:func:`diagonal_runs`).
 
     Args:
         names: the fitted parameters.
         rungs: each rung's finite trials, cheapest first: (coordinates (n, len(names)) in fitted
             units, values (n,) in the minimisation sign).
-        top: the costliest rung's scale.
+        scales: the rungs' scales, in the same order.
         logs: the parameters fitted in log space.
     """
     pairs = [
@@ -269,18 +270,26 @@ def interaction_findings(
         return []
     listed = ", ".join(f"{names[j]} × {names[k]}" for j, k in pairs)
     j, k = pairs[0]
-    runs = diagonal_runs(*rungs[-1], j, k)
-    shown = "; ".join(
-        f"{names[j]}={to_natural(a, names[j] in logs):.4g}, {names[k]}={to_natural(b, names[k] in logs):.4g}"
-        for a, b in runs
+    found = [(sc, diagonal_runs(*rung, j, k)) for sc, rung in zip(scales, rungs, strict=True)]
+    example = next(
+        (
+            f" — for {names[j]} × {names[k]} at {sc!r}: "
+            + "; ".join(
+                f"{names[j]}={to_natural(a, names[j] in logs):.4g}, "
+                f"{names[k]}={to_natural(b, names[k] in logs):.4g}"
+                for a, b in runs
+            )
+            for sc, runs in reversed(found)
+            if runs
+        ),
+        "",
     )
-    example = f" — for {names[j]} × {names[k]} at {top!r}: {shown}" if runs else ""
     message = (
         f"no rung varies {listed} together (one-at-a-time sweeps through a run): how the "
         "valley tilts between them is never measured and comes from the prior (no tilt on "
         "average), so each rung's optimum is read as if the lines through its best run crossed "
-        "at it. A few runs that move a pair together measure it, e.g. the diagonal neighbours of "
-        f"the costliest rung's best run{example} (docs/science.md §7.3)."
+        "at it. A few runs that move a pair together measure it, e.g. the diagonal neighbours "
+        f"of the best run at the costliest rung that varies both{example} (docs/science.md §7.3)."
     )
     return [Diagnostic("interaction", message, act=False)]
 
