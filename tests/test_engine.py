@@ -271,3 +271,43 @@ def test_a_one_at_a_time_table_is_said_to_leave_the_pair_s_tilt_to_the_prior() -
     measured += [o for w in (128, 256) for o in _tilted_cross(w, diagonals=False)]
     res = _fit_quietly(Sweep(tuple(measured)), target, FitOptions(params=("lr", "bs")))
     assert not [d for d in res.diagnostics if d.kind == "interaction"]
+
+
+def _bowl_rung(width: float, data: float) -> list[Observation]:
+    """A 3 × 3 grid on a bowl whose lr optimum moves as width^-1 (no scatter about that law)."""
+    best = math.log(0.01 * 64 / width)
+    return [
+        Observation(
+            Scale(width=width, dataset_size=data),
+            {"lr": math.exp(best + x), "bs": math.exp(math.log(128.0) + y)},
+            2.0 + 0.2 * x * x + 0.1 * y * y,
+        )
+        for x in (-1.0, 0.0, 1.0)
+        for y in (-1.0, 0.0, 1.0)
+    ]
+
+
+def test_as_many_rungs_as_the_law_s_coefficients_is_said_to_leave_the_scatter_unidentified() -> (
+    None
+):
+    """Through extrapolate() and summary(): three rungs that vary two scale variables carry the
+    `scatter` note (not warned); a fourth rung, the no-drift model and a target that is a rung
+    do not."""
+    target = Scale(width=1024, dataset_size=1.6e5)
+    three = [o for w, n in ((64, 1e4), (128, 1e4), (64, 4e4)) for o in _bowl_rung(w, n)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = ts.extrapolate(three, target=target, params=["lr", "bs"], seed=0)
+    notes = [d for d in res.diagnostics if d.kind == "scatter"]
+    assert len(notes) == 1 and not notes[0].act and notes[0].message in res.summary()
+    assert notes[0].message.startswith("3 rungs vary 2 direction(s) of scale")
+    assert not [w for w in caught if "not identified" in str(w.message)]
+    four = three + _bowl_rung(128, 4e4)
+    options = FitOptions(params=("lr", "bs"))
+    for sweep, at, opts in (
+        (four, target, options),
+        (three, target, dataclasses.replace(options, model="constant")),
+        (three, Scale(width=64, dataset_size=4e4), options),
+    ):
+        res = _fit_quietly(Sweep(tuple(sweep)), at, opts)
+        assert not [d for d in res.diagnostics if d.kind == "scatter"]

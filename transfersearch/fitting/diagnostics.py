@@ -28,6 +28,7 @@ KINDS: dict[str, str] = {
     "crashed": "trials that raised an exception: left out of the fit, not divergences",
     "far_target": "a target far beyond the ladder: the prediction leans on the law's form",
     "dropped": "scales left out because every trial there diverged or crashed",
+    "scatter": "as many rungs as the law has coefficients: the scatter is not identified",
     "interaction": "parameter pairs no rung varies together: their valley's tilt is the prior's",
     "wide": "a 90% interval at the target wider than the trials' range: the priors decide",
     "held": "the law's point at the target held at the edge of what the trials support",

@@ -26,6 +26,7 @@ from transfersearch.fitting.findings import (
     held_findings,
     interaction_findings,
     momentum_findings,
+    scatter_findings,
     unsettled_findings,
     wide_findings,
 )
@@ -344,6 +345,7 @@ def _extrapolate(
             *unsettled_findings(fit.valley.settled),
             *_wide(ladder, fit),
             *_interaction(ladder, fit),
+            *_scatter(ladder, fit, options),
             *held_findings([names[j] for j in fit.active], list(fit.law_held)),
             *momentum_findings([names[j] for j in fit.active], list(fit.domain_held)),
             *found,
@@ -375,6 +377,14 @@ def _interaction(ladder: Ladder, fit: LadderFit) -> list[Diagnostic]:
     ]
     names = [ladder.names[j] for j in cols]
     return interaction_findings(names, rungs, ladder.scales, ladder.logs)
+
+
+def _scatter(ladder: Ladder, fit: LadderFit, options: FitOptions) -> list[Diagnostic]:
+    """:func:`.findings.scatter_findings` where the law's exponents are fitted (no fixed one, the
+    drift integrated) and the target is a new rung."""
+    if options.model == "constant" or fit.target_is_rung or any(ladder.fixed.values()):
+        return []
+    return scatter_findings(ladder.variables, ladder.log_scales)
 
 
 def _samples(ladder: Ladder, fit: LadderFit) -> tuple[FloatArray, FloatArray]:

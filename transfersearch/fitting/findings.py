@@ -21,7 +21,7 @@ from transfersearch.fitting.coords import to_natural
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.rungs import Ladder
-from transfersearch.fitting.valley import MAX_ROUNDS
+from transfersearch.fitting.valley import MAX_ROUNDS, span_basis
 from transfersearch.scale import Scale
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "lies_on_a_cross",
     "momentum_findings",
     "optimum_findings",
+    "scatter_findings",
     "wide_findings",
 ]
 
@@ -212,6 +213,33 @@ def wide_findings(
         "near each rung's optimum narrow it."
     )
     return [Diagnostic("wide", message, act=False)]
+
+
+def scatter_findings(variables: Sequence[str], log_scales: np.ndarray) -> list[Diagnostic]:
+    """A ladder with as many rungs as the law has coefficients per parameter (an intercept and
+    one exponent per direction of log scale the rungs vary): any such set of optima lies on a
+    law exactly, so the rungs' scatter about it is not identified, its posterior is its
+    hyperprior's, and the optima are read as part law, part scatter: the drift is shrunk toward
+    none (docs/science.md §7.3; ``optuna_transfer.py``'s three rungs over two variables lose 30%
+    of the true lr drift). A rung at any new scale identifies it.
+
+    Args:
+        variables: the scale variables the laws use.
+        log_scales: (S, K) their logs per rung.
+    """
+    rungs = len(log_scales)
+    directions = len(span_basis(np.asarray(log_scales, dtype=float)))
+    if rungs < 2 or rungs > directions + 1:
+        return []
+    varied = [v for k, v in enumerate(variables) if np.ptp(log_scales[:, k]) > 0]
+    message = (
+        f"{rungs} rungs vary {directions} direction(s) of scale ({', '.join(varied)}), as many "
+        f"as the law has coefficients per parameter (an intercept and {directions} "
+        f"exponent(s)): any {rungs} optima lie exactly on such a law, so the rungs' scatter "
+        "about it is not identified and the drift is shrunk toward none "
+        "(docs/science.md §7.3). A rung at a new scale identifies it."
+    )
+    return [Diagnostic("scatter", message, act=False)]
 
 
 def lies_on_a_cross(a: np.ndarray, b: np.ndarray) -> bool:
