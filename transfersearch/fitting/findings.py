@@ -247,21 +247,16 @@ def lies_on_a_cross(a: np.ndarray, b: np.ndarray) -> bool:
     one-at-a-time sweep of the two through one run, in which a valley's tilt between them (its
     off-diagonal curvature) has no trial to show it. Two points always do; three on a diagonal
     do not."""
-    lines: dict[float, set[float]] = {}
-    for x, y in zip(a.tolist(), b.tolist(), strict=True):
-        lines.setdefault(y, set()).add(x)
-    several = [y for y, xs in lines.items() if len(xs) > 1]
+    points = np.unique(np.asarray(a, dtype=float) + 1j * np.asarray(b, dtype=float))  # distinct
+    rows_b, per_b = np.unique(points.imag, return_counts=True)
+    several = rows_b[per_b > 1]  # values of b that hold more than one a
     if len(several) > 1:
         return False
-    if several:  # that line is b = b₀; every other point is on a = a₀
-        others = set().union(*(xs for y, xs in lines.items() if y != several[0]))
-        return len(others) <= 1
+    if len(several) == 1:  # that line is b = b₀; every other point is on a = a₀
+        return len(np.unique(points.real[points.imag != several[0]])) <= 1
     # each b holds one a: all share it, or one point alone differs (it is the b = b₀ line)
-    counts: dict[float, int] = {}
-    for xs in lines.values():
-        x = next(iter(xs))
-        counts[x] = counts.get(x, 0) + 1
-    return len(counts) <= 1 or (len(counts) == 2 and min(counts.values()) == 1)
+    _, per_a = np.unique(points.real, return_counts=True)
+    return len(per_a) <= 1 or (len(per_a) == 2 and int(per_a.min()) == 1)
 
 
 def interaction_findings(
