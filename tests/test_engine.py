@@ -229,6 +229,18 @@ def test_diagonal_runs_are_the_best_s_neighbours_in_both_coordinates() -> None:
     assert diagonal_runs(coords[:0], values[:0], 0, 1) == []
 
 
+def test_the_interaction_finding_reads_a_rung_without_finite_trials() -> None:
+    """A rung whose trials all diverged has no finite trial to read (no crash); the other rung's
+    cross decides, and the example runs come from it."""
+    from transfersearch.fitting.findings import interaction_findings
+
+    cross = np.array([[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    rungs = [(np.zeros((0, 2)), np.zeros(0)), (cross, np.array([1.0, 2.0, 2.0, 2.0, 2.0]))]
+    scales = [Scale(width=64), Scale(width=128)]
+    (note,) = interaction_findings(["a", "b"], rungs, scales, [])
+    assert "a × b" in note.message and "a=-1, b=-1; a=-1, b=1; a=1, b=-1; a=1, b=1" in note.message
+
+
 def _tilted_cross(width: float, diagonals: bool) -> list[Observation]:
     """One rung of a one-at-a-time table on a tilted bowl in (log lr, log bs): five lr values at
     the best bs and five bs values at the best lr (and, with ``diagonals``, the four runs one

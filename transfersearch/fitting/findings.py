@@ -286,8 +286,8 @@ def interaction_findings(
         for j in range(len(names))
         for k in range(j + 1, len(names))
         if all(lies_on_a_cross(t[:, j], t[:, k]) for t, _ in rungs)
-        and any(np.ptp(t[:, j]) > 0 for t, _ in rungs)
-        and any(np.ptp(t[:, k]) > 0 for t, _ in rungs)
+        and any(len(t) and np.ptp(t[:, j]) > 0 for t, _ in rungs)
+        and any(len(t) and np.ptp(t[:, k]) > 0 for t, _ in rungs)
     ]
     if not pairs:
         return []
