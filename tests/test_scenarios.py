@@ -240,11 +240,29 @@ def test_the_calibrated_range_of_hits_is_the_binomial_s_central_95_percent(
 def test_every_family_keeps_its_stream_of_random_numbers() -> None:
     """``SEED_ORDER`` fixes each family's stream when it was added: the eight families before
     ``tilted`` keep the offsets they had when they were drawn in sorted order."""
-    from transfersearch.synthetic import SEED_ORDER
+    from transfersearch.synthetic import SEED_ORDER, SHARED_STREAM
 
-    assert sorted(SEED_ORDER) == sorted(FAMILIES) and len(set(SEED_ORDER)) == len(SEED_ORDER)
-    before = [f for f in FAMILIES if f != "tilted"]
+    assert len(set(SEED_ORDER)) == len(SEED_ORDER)
+    assert sorted([*SEED_ORDER, *SHARED_STREAM]) == sorted(FAMILIES)
+    assert set(SHARED_STREAM.values()) <= set(SEED_ORDER)
+    before = [f for f in FAMILIES if not f.startswith("tilted")]
     assert list(SEED_ORDER[: len(before)]) == sorted(before)
+
+
+def test_tilted_diagonals_is_tilted_seed_for_seed_with_four_diagonal_runs_a_rung() -> None:
+    for seed in (0, 1):
+        cross, measured = make_scenario("tilted", seed), make_scenario("tilted_diagonals", seed)
+        assert measured.surface == cross.surface and measured.target == cross.target
+        n = len(cross.observations)
+        assert measured.observations[:n] == cross.observations
+        extra = measured.observations[n:]
+        assert len(extra) == 4 * len({o.scale for o in cross.observations})
+        for obs in extra:  # off both lines through its rung's centre, one factor 2 away in each
+            rung = [o.params for o in cross.observations if o.scale == obs.scale]
+            centre = next(p for p in rung if sum(q["lr"] == p["lr"] for q in rung) > 1
+                          and sum(q["tau"] == p["tau"] for q in rung) > 1)  # fmt: skip
+            for name in ("lr", "tau"):
+                assert abs(abs(math.log(obs.params[name] / centre[name])) - math.log(2.0)) < 1e-12
 
 
 def test_a_tilted_valley_moves_the_lr_optimum_with_tau_by_hand() -> None:

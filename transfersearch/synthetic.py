@@ -430,6 +430,23 @@ def _tilted(rng: np.random.Generator) -> tuple[Surface, list[Observation], Scale
     return surface, out, Scale(width=4096, dataset_size=6.4e7)
 
 
+def _tilted_diagonals(rng: np.random.Generator) -> tuple[Surface, list[Observation], Scale]:
+    """``tilted``'s scenario (drawn from its stream: the same truth, crosses and noise) with the
+    four runs one step from each cross's centre in both lr and tau added, their noise drawn
+    after everything ``tilted`` draws."""
+    surface, out, target = _tilted(rng)
+    extra = []
+    for scale in dict.fromkeys(o.scale for o in out):
+        runs = [o.params for o in out if o.scale == scale]
+        # the centre is on both lines: the lr the tau sweep holds and the tau the lr sweep holds
+        lr = max({r["lr"] for r in runs}, key=lambda v: sum(r["lr"] == v for r in runs))
+        tau = max({r["tau"] for r in runs}, key=lambda v: sum(r["tau"] == v for r in runs))
+        for i, j in ((-1, -1), (-1, 1), (1, -1), (1, 1)):
+            params = {"lr": lr * 2.0**i, "tau": tau * 2.0**j}
+            extra.append(surface.observe(scale, params, rng))
+    return surface, out + extra, target
+
+
 _Generator = Callable[[np.random.Generator], tuple[Surface, list[Observation], Scale]]
 
 #: The families, by name: what each stresses, and its generator.
@@ -486,6 +503,11 @@ FAMILIES: dict[str, tuple[str, _Generator]] = {
         "target 8x/8x",
         _tilted,
     ),
+    "tilted_diagonals": (
+        "`tilted`'s scenarios, seed for seed (the same truth, crosses and noise), with the four "
+        "runs one step from each cross's centre in both lr and tau added: they measure the tilt",
+        _tilted_diagonals,
+    ),
 }
 #: Each family's stream of random numbers, fixed when it was added (a new family goes last, so
 #: the seeds of the others keep drawing the same scenarios).
@@ -500,6 +522,8 @@ SEED_ORDER: tuple[str, ...] = (
     "unvaried",
     "tilted",
 )
+#: Families drawn from another's stream, seed for seed: a variant of its sweep on the same truths.
+SHARED_STREAM: dict[str, str] = {"tilted_diagonals": "tilted"}
 
 
 def make_scenario(family: str, seed: int) -> Scenario:
@@ -514,7 +538,7 @@ def make_scenario(family: str, seed: int) -> Scenario:
         raise TransferSearchError(
             f"`family` must be one of {sorted(FAMILIES)}, but got family={family!r}."
         )
-    offset = SEED_ORDER.index(family)
+    offset = SEED_ORDER.index(SHARED_STREAM.get(family, family))
     rng = np.random.default_rng([seed, offset])
     surface, observations, target = FAMILIES[family][1](rng)
     return Scenario(family, seed, surface, tuple(observations), target)
