@@ -41,6 +41,8 @@ from provenance import header, holdout_arguments
 from steplaw_holdouts import METHODS, PROTOCOLS, run_protocol
 from steplaw_moe import LOSS, NEAREST
 
+from transfersearch.fitting.findings import diagonal_runs
+
 RESULTS = Path(__file__).resolve().parent / "results" / "sweep_styles.md"
 #: Runs kept per configuration by the ``near best`` and ``random`` styles.
 KEPT = 16
@@ -63,14 +65,13 @@ def _cross(rows: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
 
 
 def _cross_diagonals(rows: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
-    best = _best(rows)
-    grids = {c: np.sort(rows[c].unique()) for c in ("lr", "bs")}
-    at = {c: int(np.searchsorted(grids[c], best[c])) for c in grids}
-    steps = {
-        c: [grids[c][at[c] + s] for s in (-1, 1) if 0 <= at[c] + s < len(grids[c])] for c in grids
-    }
-    diagonal = rows["lr"].isin(steps["lr"]) & rows["bs"].isin(steps["bs"])
-    return pd.concat([_cross(rows, rng), rows[diagonal]]).sort_index()
+    """The cross and the runs ``summary()``'s ``interaction`` note names for it
+    (``diagonal_runs``: the grid values next to the best run's in both lr and bs)."""
+    cross = _cross(rows, rng)
+    coords = cross[["lr", "bs"]].to_numpy(dtype=float)
+    runs = diagonal_runs(coords, cross[LOSS].to_numpy(dtype=float), 0, 1)
+    diagonal = pd.Series(list(zip(rows["lr"], rows["bs"])), index=rows.index).isin(runs)
+    return pd.concat([cross, rows[diagonal]]).sort_index()
 
 
 def _near_best(rows: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:

@@ -249,20 +249,32 @@ def test_every_family_keeps_its_stream_of_random_numbers() -> None:
     assert list(SEED_ORDER[: len(before)]) == sorted(before)
 
 
-def test_tilted_diagonals_is_tilted_seed_for_seed_with_four_diagonal_runs_a_rung() -> None:
-    for seed in (0, 1):
+def test_tilted_diagonals_is_tilted_seed_for_seed_with_the_interaction_note_s_runs() -> None:
+    """Seed for seed the same truth, target and cross; then on each rung the runs next to its
+    best finite trial's values in both lr and tau (the values the rung ran, a factor 2 apart in
+    its sweeps), by hand: every combination of the neighbouring values on each side."""
+    for seed in (0, 1, 2):
         cross, measured = make_scenario("tilted", seed), make_scenario("tilted_diagonals", seed)
         assert measured.surface == cross.surface and measured.target == cross.target
         n = len(cross.observations)
-        assert measured.observations[:n] == cross.observations
+        assert [o.params for o in measured.observations[:n]] == [
+            o.params for o in cross.observations
+        ]
         extra = measured.observations[n:]
-        assert len(extra) == 4 * len({o.scale for o in cross.observations})
-        for obs in extra:  # off both lines through its rung's centre, one factor 2 away in each
-            rung = [o.params for o in cross.observations if o.scale == obs.scale]
-            centre = next(p for p in rung if sum(q["lr"] == p["lr"] for q in rung) > 1
-                          and sum(q["tau"] == p["tau"] for q in rung) > 1)  # fmt: skip
+        for scale in dict.fromkeys(o.scale for o in cross.observations):
+            rung = [o for o in cross.observations if o.scale == scale and math.isfinite(o.value)]
+            best = min(rung, key=lambda o: o.value).params
+            near = {}
             for name in ("lr", "tau"):
-                assert abs(abs(math.log(obs.params[name] / centre[name])) - math.log(2.0)) < 1e-12
+                ran = sorted({o.params[name] for o in rung})
+                at = ran.index(best[name])
+                near[name] = [ran[i] for i in (at - 1, at + 1) if 0 <= i < len(ran)]
+            expected = [(a, b) for a in near["lr"] for b in near["tau"]]
+            got = [(o.params["lr"], o.params["tau"]) for o in extra if o.scale == scale]
+            assert len(got) == len(expected)
+            for pair, want in zip(got, expected, strict=True):
+                assert pair == pytest.approx(want, rel=1e-12)
+            assert 1 <= len(got) <= 4
 
 
 def test_a_tilted_valley_moves_the_lr_optimum_with_tau_by_hand() -> None:

@@ -23,6 +23,7 @@ import numpy as np
 
 from transfersearch.cost import default_cost
 from transfersearch.errors import TransferSearchError
+from transfersearch.fitting.findings import diagonal_runs
 from transfersearch.observations import Observation
 from transfersearch.scale import Scale
 from transfersearch.space import Float, TransferSpace
@@ -432,18 +433,18 @@ def _tilted(rng: np.random.Generator) -> tuple[Surface, list[Observation], Scale
 
 def _tilted_diagonals(rng: np.random.Generator) -> tuple[Surface, list[Observation], Scale]:
     """``tilted``'s scenario (drawn from its stream: the same truth, crosses and noise) with the
-    four runs one step from each cross's centre in both lr and tau added, their noise drawn
-    after everything ``tilted`` draws."""
+    runs ``summary()``'s ``interaction`` note asks for added on every rung: the values the rung
+    ran next to its best finite trial's, in both lr and tau (:func:`~transfersearch.fitting.
+    findings.diagonal_runs`; four where the best is inside both sweeps), their noise drawn after
+    everything ``tilted`` draws."""
     surface, out, target = _tilted(rng)
     extra = []
     for scale in dict.fromkeys(o.scale for o in out):
-        runs = [o.params for o in out if o.scale == scale]
-        # the centre is on both lines: the lr the tau sweep holds and the tau the lr sweep holds
-        lr = max({r["lr"] for r in runs}, key=lambda v: sum(r["lr"] == v for r in runs))
-        tau = max({r["tau"] for r in runs}, key=lambda v: sum(r["tau"] == v for r in runs))
-        for i, j in ((-1, -1), (-1, 1), (1, -1), (1, 1)):
-            params = {"lr": lr * 2.0**i, "tau": tau * 2.0**j}
-            extra.append(surface.observe(scale, params, rng))
+        rung = [o for o in out if o.scale == scale and math.isfinite(o.value)]
+        coords = np.log([[o.params["lr"], o.params["tau"]] for o in rung])
+        values = np.array([o.value for o in rung])
+        for lr, tau in diagonal_runs(coords, values, 0, 1):
+            extra.append(surface.observe(scale, {"lr": math.exp(lr), "tau": math.exp(tau)}, rng))
     return surface, out + extra, target
 
 
@@ -504,8 +505,9 @@ FAMILIES: dict[str, tuple[str, _Generator]] = {
         _tilted,
     ),
     "tilted_diagonals": (
-        "`tilted`'s scenarios, seed for seed (the same truth, crosses and noise), with the four "
-        "runs one step from each cross's centre in both lr and tau added: they measure the tilt",
+        "`tilted`'s scenarios, seed for seed (the same truth, crosses and noise), with the runs "
+        "the `interaction` note asks for added on every rung (next to its best trial in both lr "
+        "and tau, four where the best is inside both sweeps): they measure the tilt",
         _tilted_diagonals,
     ),
 }
