@@ -12,7 +12,9 @@ the rows varying it, summed over lr, weight_decay and batch_size):
   extrapolation in model size.
 
 Methods: ``ours`` (``extrapolate(params=[lr, weight_decay, batch_size],
-log_params=["lr", "batch_size"], seed=0)``, as ``marin_sweeps.py``), the null (the row labelled
+log_params=["lr", "batch_size"], seed=0)``, as ``marin_sweeps.py``), ``ours (every row)`` (the
+same given every row of the training tables, also those varying beta1, beta2, warmup or
+grad_clip, as ``marin_sweeps.py``), the null (the row labelled
 best of the nearest training table in log (N, D)), per-table argmin + log-linear and Step Law's
 band (``benchmarks/baselines.py``, weight decay linear).
 
@@ -30,12 +32,23 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from baselines import ARGMIN, BAND, baselines
-from marin_sweeps import LOG_PARAMS, OPTIMIZERS, PREDICTED, fit_ours, load, observations, score
+from marin_sweeps import (
+    EVERY_ROW,
+    HYPERPARAMETERS,
+    LOG_PARAMS,
+    OPTIMIZERS,
+    PREDICTED,
+    fit_ours,
+    load,
+    observations,
+    predicted_rows,
+    score,
+)
 from provenance import holdout_arguments, write_holdouts
 
 RESULTS = Path(__file__).resolve().parent / "results" / "marin_holdouts.md"
 NEAREST = "null (nearest table's best)"
-METHODS = ["ours", NEAREST, ARGMIN, BAND]
+METHODS = ["ours", EVERY_ROW, NEAREST, ARGMIN, BAND]
 #: (training frame, target table) pairs of one optimizer's rows.
 Split = Iterator[tuple[pd.DataFrame, pd.DataFrame]]
 
@@ -74,10 +87,16 @@ def nearest_best(train: pd.DataFrame, table: pd.DataFrame) -> dict[str, float]:
     return {name: float(row[name]) for name in PREDICTED}
 
 
-def predictions(train: pd.DataFrame, table: pd.DataFrame) -> dict[str, dict[str, float] | None]:
+def predictions(rows: pd.DataFrame, table: pd.DataFrame) -> dict[str, dict[str, float] | None]:
+    """Each method's prediction for ``table`` from the training tables' ``rows`` (every row:
+    ``ours (every row)`` fits them all, the others the best rows and those varying a predicted
+    parameter)."""
     target = {"N": float(table["N"].iloc[0]), "D": float(table["D"].iloc[0])}
+    train = predicted_rows(rows)
     obs = observations(train)
     out: dict[str, dict[str, float] | None] = {"ours": fit_ours(obs, target, False).prediction}
+    every = observations(rows, HYPERPARAMETERS)
+    out[EVERY_ROW] = fit_ours(every, target, False).prediction
     simple = baselines(obs, target, list(PREDICTED), log_params=LOG_PARAMS)
     out.update({ARGMIN: simple[ARGMIN], BAND: simple[BAND], NEAREST: nearest_best(train, table)})
     return out
@@ -103,7 +122,7 @@ def run_protocol(frames: dict[str, pd.DataFrame], name: str) -> list[dict[str, f
 def main(argv: list[str] | None = None) -> None:
     args = holdout_arguments(__doc__ or "", RESULTS, argv)
     started = time.perf_counter()
-    frames = {opt: load(args.data_dir, opt) for opt in OPTIMIZERS}
+    frames = {opt: load(args.data_dir, opt, every_row=True) for opt in OPTIMIZERS}
     results = {}
     for name in PROTOCOLS:
         print(name, flush=True)

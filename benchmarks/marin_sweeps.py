@@ -9,7 +9,7 @@ Protocol (the README's): for each optimizer and size, fit the 1, 2, 4× tables a
 table's (lr, weight_decay, batch_size). Observations: scale {N, D}, params (lr, weight_decay,
 batch_size), value the final loss; only the best row and the rows varying one of the three predicted
 parameters go in (a row varying beta1 or warmup changes no predicted coordinate and would read as a
-replicate); a diverged row (loss NaN or > 6) goes in as value NaN. Score each parameter one at a time
+replicate; ``ours (every row)`` is given them, as a user passing the whole table would); a diverged row (loss NaN or > 6) goes in as value NaN. Score each parameter one at a time
 on the 8× table: among the best row and the rows varying it, take the row whose value is nearest the
 prediction (log distance for lr and batch_size, linear for weight_decay; a tie takes the worse row),
 its loss minus the least finite loss among those rows; sum the three. A diverged nearest row is a
@@ -19,8 +19,12 @@ Methods:
 
 - ``ours``: ``transfersearch.extrapolate(observations, target={N, D of the 8× table},
   params=[lr, weight_decay, batch_size], log_params=["lr", "batch_size"], seed=0)`` — weight decay
-  linear, because its grid holds 0, which the default (every positive parameter in log space)
-  refuses; the default is run too and its refusals counted (``ours (defaults)``);
+  linear, because its grid holds 0; the default, without ``log_params``, is run too
+  (``ours (defaults)``: a parameter with a value <= 0 goes on a linear axis there, said in a note,
+  and any refusal is counted);
+- ``ours (every row)``: ``ours`` given every row of the training tables, each trial recording all
+  its hyperparameters (the fit reads the rows varying beta1, beta2, warmup or grad_clip as repeats
+  of the best configuration and says so: the ``unfitted`` note);
 - the baselines of ``benchmarks/baselines.py`` with the same log/linear choice: the null (copy the
   row labelled best of the largest training table, 4×; beside it ``copy_top_rung``, the least-loss
   kept row of that table, which can differ), per-table argmin + log-linear least squares,
@@ -50,6 +54,8 @@ import transfersearch as ts
 RESULTS = Path(__file__).resolve().parent / "results" / "marin_sweeps.md"
 OPTIMIZERS = ("lion", "mars")
 PREDICTED = ("lr", "weight_decay", "batch_size")
+#: Every hyperparameter the tables record (each non-best row changes one of them).
+HYPERPARAMETERS = (*PREDICTED, "beta1", "beta2", "warmup", "grad_clip", "min_lr")
 #: Scored by log distance to the grid; weight_decay (a grid with 0) by linear distance.
 LOG_PARAMS = ("lr", "batch_size")
 #: A final loss above this is a diverged run (the README: "losses above ~6 are diverged too"; the
@@ -59,6 +65,7 @@ TRAIN_MULTIPLES = (1, 2, 4)
 TARGET_MULTIPLE = 8
 OURS = "ours"
 DEFAULTS = "ours (defaults)"
+EVERY_ROW = "ours (every row)"
 #: ``baselines.copy_top_rung``: the least-loss kept row of the 4× table, which is not always the
 #: row the study labelled best (Mars 300M 4×: lr 0.004 reached 3.095, the best row 3.097).
 LEAST = "copy top rung's least-loss row"
@@ -103,19 +110,28 @@ def final_loss(cell: object) -> float:
     return math.nan if not math.isfinite(loss) or loss > DIVERGED_LOSS else loss
 
 
-def load(data_dir: Path, optimizer: str) -> pd.DataFrame:
-    """One optimizer's rows that vary a predicted parameter (or are the best), loss NaN if diverged."""
+def load(data_dir: Path, optimizer: str, every_row: bool = False) -> pd.DataFrame:
+    """One optimizer's rows that vary a predicted parameter (or are the best; ``every_row``:
+    all of them), loss NaN if diverged."""
     frame = pd.read_csv(data_dir / f"marin_{optimizer}_sweeps.csv", dtype={"loss": str})
-    frame = frame[frame["varied"].isin(("best", *PREDICTED))].copy()
+    frame = (frame if every_row else predicted_rows(frame)).copy()
     frame["loss"] = [final_loss(v) for v in frame["loss"]]
     return frame
 
 
-def observations(frame: pd.DataFrame) -> list[ts.Observation]:
+def predicted_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The best row and the rows that vary a predicted parameter."""
+    return frame[frame["varied"].isin(("best", *PREDICTED))]
+
+
+def observations(
+    frame: pd.DataFrame, recorded: tuple[str, ...] = PREDICTED
+) -> list[ts.Observation]:
+    """One trial a row, recording the hyperparameters ``recorded``."""
     return [
         ts.Observation(
             {"N": float(row.N), "D": float(row.D)},
-            {name: float(getattr(row, name)) for name in PREDICTED},
+            {name: float(getattr(row, name)) for name in recorded},
             float(row.loss),
         )
         for row in frame.itertuples()
@@ -169,14 +185,17 @@ def fit_ours(train: list[ts.Observation], target: dict[str, float], defaults: bo
 def run(data_dir: Path) -> dict[tuple[str, str, str], Cell]:
     cells: dict[tuple[str, str, str], Cell] = {}
     for optimizer in OPTIMIZERS:
-        frame = load(data_dir, optimizer)
-        for size in sorted(frame["model"].unique(), key=lambda m: float(m.rstrip("m"))):
-            own = frame[frame["model"] == size]
+        whole = load(data_dir, optimizer, every_row=True)
+        for size in sorted(whole["model"].unique(), key=lambda m: float(m.rstrip("m"))):
+            rows = whole[(whole["model"] == size) & whole["chinchilla"].isin(TRAIN_MULTIPLES)]
+            own = predicted_rows(whole[whole["model"] == size])
             train = observations(own[own["chinchilla"].isin(TRAIN_MULTIPLES)])
             table = own[own["chinchilla"] == TARGET_MULTIPLE]
             target = {"N": float(table["N"].iloc[0]), "D": float(table["D"].iloc[0])}
             for defaults, method in ((False, OURS), (True, DEFAULTS)):
                 cells[(optimizer, size, method)] = fit_ours(train, target, defaults)
+            every = observations(rows, HYPERPARAMETERS)
+            cells[(optimizer, size, EVERY_ROW)] = fit_ours(every, target, False)
             try:
                 predicted = baselines(train, target, list(PREDICTED), log_params=LOG_PARAMS)
             except ValueError as exc:
@@ -243,7 +262,12 @@ def render(
         "",
         f"`{OURS}`: `extrapolate(obs, target={{N, D}}, params=[lr, weight_decay, batch_size], "
         'log_params=["lr", "batch_size"], seed=0)` (weight decay linear: its grid holds 0). '
-        f"`{DEFAULTS}`: the same without `log_params` (what a user gets first). Baselines "
+        f"`{DEFAULTS}`: the same without `log_params` (what a user gets first). "
+        f"`{EVERY_ROW}`: `{OURS}` given every row of the training tables, also those that vary "
+        "beta1, beta2, warmup or grad_clip (each trial recording all its hyperparameters), as a "
+        "user passing the whole table would: the fit reads rows that differ only in a parameter "
+        "`params` leaves out as repeats of one configuration (a divergence they caused as that "
+        "configuration's) and says so (the `unfitted` note). Baselines "
         "(`benchmarks/baselines.py`) with the same log/linear choice; the null copies the row labelled "
         f"best of the largest training table (4×); `{LEAST}` copies its least-loss row among the "
         "kept ones (`baselines.copy_top_rung`), not always the same.",
