@@ -8,6 +8,7 @@ prediction; plain parameter columns and a categorical column are read as documen
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -161,3 +162,31 @@ def test_a_trial_failed_by_the_heartbeat_is_skipped_as_the_study_reader_does() -
     obs = ts.readers.as_observations(pd.DataFrame(rows))
     assert len(obs) == len(rows) - 1
     assert [o.state for o in obs].count("failed") == 1
+
+
+def test_a_parameter_column_params_leaves_out_is_recorded_and_warned_of(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An Optuna table that swept warmup beside the coordinates, fitted with --params naming
+    the coordinates alone: the warmup column is recorded (not fitted), so rows that differ only
+    in it are not read as copies of one run, and the fit warns that they read as repeats
+    (`unfitted`, docs/science.md §7). Before, the column was dropped and the rows at one
+    configuration with equal losses were collapsed as copies, without a word."""
+    rows = [
+        {**r, "params_warmup": warmup, "params_schedule": "cosine", "value": r["value"] + bump}
+        for r in sweep_rows()
+        for warmup, bump in ((100.0, 0.0), (500.0, 0.01), (1000.0, 0.0))
+    ]  # warmup 1000 ties warmup 100's loss: two runs, not a copy
+    path = write_csv(tmp_path / "warmup.csv", rows)
+    with pytest.warns(ts.TransferSearchWarning, match=r"also differ in \['warmup'\]"):
+        data = _extrapolate(path, capsys, "--params", "base_lr,tau_epoch")
+    assert data["duplicates_collapsed"] == 0
+    assert set(data["params"]) == {"base_lr", "tau_epoch"}
+    sweep = ts.read_sweep(path, params=["base_lr", "tau_epoch"])
+    assert {o.params["warmup"] for o in sweep.observations} == {100.0, 500.0, 1000.0}
+    assert all("schedule" not in o.params for o in sweep.observations)  # text: left out
+    # the rows that hold warmup fixed fit without the warning
+    fixed = write_csv(tmp_path / "fixed.csv", [r for r in rows if r["params_warmup"] == 100.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ts.TransferSearchWarning)
+        _extrapolate(fixed, capsys, "--params", "base_lr,tau_epoch")

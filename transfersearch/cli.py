@@ -549,8 +549,9 @@ def _add_extrapolate(sub: Any) -> None:
     ext = sub.add_parser(
         "extrapolate",
         help="predict the optimal hyperparameters at a target scale",
-        description="Fit per-scale optima and optimum-vs-scale power laws to proxy trials, and "
-        "predict the optimum at --target with a bootstrap interval.",
+        description="Fit one model of every proxy trial (a valley whose optimum moves with scale "
+        "as a power law) and predict the optimum at --target with its interval, the posterior "
+        "predictive calibrated on walk-forward folds (docs/science.md §7).",
     )
     _add_source(ext)
     _add_target(ext)

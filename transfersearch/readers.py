@@ -362,7 +362,11 @@ def observations_from_records(
       the ``scale.<name>`` user attributes :class:`TransferSampler` records);
     - parameter ``p``: the column ``params.<p>``, else ``params_<p>`` (Optuna's), else ``p``;
       without ``params``, every ``params.*`` / ``params_*`` column whose cells are numbers (a
-      column of text, a categorical such as ``params.optimizer``, is left out and logged);
+      column of text, a categorical such as ``params.optimizer``, is left out and logged); with
+      ``params``, the other numeric ``params.*`` / ``params_*`` columns are recorded too (where
+      a row fills them), not fitted: a trial's other hyperparameters, so that the fit can say
+      when rows at one scale differ in one that ``params`` leaves out (the ``unfitted`` warning:
+      they would read as repeats of one configuration);
     - the metric: ``value_column``;
     - the optional ``state_column``, in any case: ``complete``, ``failed`` (Optuna's ``FAIL``),
       ``pruned``; an empty cell is complete; ``RUNNING`` and ``WAITING`` rows (unfinished) are
@@ -401,6 +405,7 @@ def observations_from_records(
     columns = [str(c) for c in columns]
     scale_map = _scale_map(columns, scale_columns, hint)
     param_map = _param_map(columns, records, params, hint)
+    others = {} if params is None else _other_params(columns, records, param_map)
     if value_column not in columns:
         raise TransferSearchError(
             f"the metric column {value_column!r} is not a column of the table (columns: "
@@ -436,7 +441,10 @@ def observations_from_records(
         result.append(
             Observation(
                 scale={k: _plain(row[c]) for k, c in scale_map.items()},
-                params={k: _plain(row[c]) for k, c in param_map.items()},
+                params={
+                    **{k: _plain(row[c]) for k, c in param_map.items()},
+                    **{k: _plain(row[c]) for k, c in others.items() if _finite(row[c])},
+                },
                 value=value,
                 state=state,
             )
@@ -607,6 +615,24 @@ def _param_map(
     return param_map
 
 
+def _other_params(
+    columns: Sequence[str], records: Sequence[Mapping[str, Any]], named: Mapping[str, str]
+) -> dict[str, str]:
+    """The numeric ``params.*`` / ``params_*`` columns ``named`` does not read (name ->
+    column): recorded beside the named parameters, not fitted. A column of text or of mixed
+    cells (a categorical) is left out, as is one whose name is already read."""
+    used = set(named.values())
+    out: dict[str, str] = {}
+    for prefix in reversed(PARAM_PREFIXES):  # "params." wins over "params_" for one name
+        for column in columns:
+            name = column[len(prefix) :]
+            if not column.startswith(prefix) or not name or column in used or name in named:
+                continue
+            if not any(_is_text(row[column]) for row in records):
+                out[name] = column
+    return out
+
+
 def _state(cell: Any, row: int) -> str:
     """A state cell as an Observation state, ``"unfinished"`` for RUNNING / WAITING."""
     if _is_missing(cell) or (isinstance(cell, str) and not cell.strip()):
@@ -634,6 +660,14 @@ def _died(row: Mapping[str, Any], state: str) -> bool:
 def _is_text(value: Any) -> bool:
     """A cell that is not a number: text, or a boolean (Optuna's categorical True / False)."""
     return isinstance(value, (str, bool)) or type(value).__name__ == "bool_"
+
+
+def _finite(value: Any) -> bool:
+    """A cell holding a finite number (a recorded-only parameter's cell is kept only then)."""
+    try:
+        return not _is_text(value) and math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def _is_missing(value: Any) -> bool:
