@@ -433,9 +433,10 @@ def _unfitted_notes(
         Diagnostic(
             "unfitted",
             f"trials at one scale also differ in {sorted(varying)}, which params= leaves out: "
-            "the fit reads rows that differ only in them as repeats of one configuration (their "
-            "spread as noise, a divergence they caused as that configuration's). Add them to "
-            "params=, or pass only the rows that hold them fixed.",
+            "the fit reads rows that differ only in them as repeats of one configuration (right "
+            "for a seed; for a hyperparameter, its effect is read as noise and a divergence it "
+            "caused as that configuration's). Add them to params=, or pass only the rows that "
+            "hold them fixed.",
             act=True,
         )
     ]
