@@ -190,3 +190,24 @@ def test_a_parameter_column_params_leaves_out_is_recorded_and_warned_of(
     with warnings.catch_warnings():
         warnings.simplefilter("error", ts.TransferSearchWarning)
         _extrapolate(fixed, capsys, "--params", "base_lr,tau_epoch")
+
+
+def test_a_metric_cell_of_text_is_refused_naming_its_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Marin's published tables write a loss that blew up as '>10': the error names the rows and
+    says to write NaN (a divergence); before, it said only that `value` must be a number. A
+    crashed row's metric is ignored, whatever its cell holds."""
+    rows = sweep_rows()
+    rows[7]["value"], rows[30]["value"] = ">10", ">10"
+    status = main(["extrapolate", "--csv", str(write_csv(tmp_path / "t.csv", rows)),
+                   "--target", TARGET])  # fmt: skip
+    err = capsys.readouterr().err
+    assert status == 2 and "the metric column 'value' holds text in 2 rows (rows 7, 30" in err
+    assert "write NaN" in err
+    diverged = [{**r, "value": "nan" if r["value"] == ">10" else r["value"]} for r in rows]
+    reference = _extrapolate(write_csv(tmp_path / "nan.csv", diverged), capsys)
+    crashed = [{**r, "state": "FAIL" if r["value"] == ">10" else "COMPLETE"} for r in rows]
+    crashed[7]["value"] = "OOM"
+    data = _extrapolate(write_csv(tmp_path / "crash.csv", crashed), capsys)
+    assert data["n_crashed"] == 2 and reference["n_crashed"] == 0

@@ -430,26 +430,51 @@ def observations_from_records(
             shown_positions([i for i in range(len(records)) if i not in set(kept)]),
         )
     _check_scales_filled(scale_map, records, kept)
-    result: list[Observation] = []
-    for i in kept:
-        row = records[i]
-        raw_value = row[value_column]
-        value = float("nan") if raw_value is None else _plain(raw_value)
-        state = _crash_or_divergence(row, states[i])
-        if state == _DIVERGED:
-            value, state = float("nan"), "complete"
-        result.append(
-            Observation(
-                scale={k: _plain(row[c]) for k, c in scale_map.items()},
-                params={
-                    **{k: _plain(row[c]) for k, c in param_map.items()},
-                    **{k: _plain(row[c]) for k, c in others.items() if _finite(row[c])},
-                },
-                value=value,
-                state=state,
-            )
+    finished = {i: _crash_or_divergence(records[i], states[i]) for i in kept}
+    _check_values(records, [i for i, state in finished.items() if state != "failed"], value_column)
+    return [
+        _observation(records[i], state, value_column, scale_map, {**param_map, **others}, others)
+        for i, state in finished.items()
+    ]
+
+
+def _observation(
+    row: Mapping[str, Any],
+    state: str,
+    value_column: str,
+    scale_map: Mapping[str, str],
+    param_map: Mapping[str, str],
+    optional: Mapping[str, str],
+) -> Observation:
+    """One finished row (``state`` from :func:`_crash_or_divergence`) as an observation; the
+    ``optional`` parameters (recorded, not fitted) only where the row holds a finite number."""
+    raw = row[value_column]
+    # a crash's metric is ignored: whatever its cell holds (an "OOM" note) reads as none
+    missing = raw is None or (state == "failed" and _is_text(raw))
+    value = float("nan") if missing or state == _DIVERGED else _plain(raw)
+    return Observation(
+        scale={k: _plain(row[c]) for k, c in scale_map.items()},
+        params={
+            k: _plain(row[c]) for k, c in param_map.items() if k not in optional or _finite(row[c])
+        },
+        value=value,
+        state="complete" if state == _DIVERGED else state,
+    )
+
+
+def _check_values(records: Sequence[Mapping[str, Any]], rows: Sequence[int], column: str) -> None:
+    """Refuse a metric cell of ``rows`` (the finished runs that did not crash) that is text,
+    naming the rows: a published table's ``>10`` (a run that blew up past 10) is a divergence,
+    which the fit reads from NaN; guessing it would put a direction on a cell that has none."""
+    text = [i for i in rows if _is_text(records[i][column])]
+    if text:
+        raise TransferSearchError(
+            f"the metric column {column!r} holds text in {len(text)} rows (rows "
+            f"{shown_positions(text)}, counted from 0 after the header; e.g. "
+            f"{records[text[0]][column]!r}): write each run's final metric as a number, NaN for "
+            "a run that diverged (a cell such as '>10', a loss that blew up past 10, is a "
+            "divergence: write NaN), or drop those rows."
         )
-    return result
 
 
 def _check_scales_filled(
