@@ -8,6 +8,8 @@ prediction; plain parameter columns and a categorical column are read as documen
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -211,3 +213,28 @@ def test_a_metric_cell_of_text_is_refused_naming_its_rows(
     crashed[7]["value"] = "OOM"
     data = _extrapolate(write_csv(tmp_path / "crash.csv", crashed), capsys)
     assert data["n_crashed"] == 2 and reference["n_crashed"] == 0
+
+
+def test_the_command_line_prints_warnings_as_lines_in_its_flags_spelling(tmp_path: Path) -> None:
+    """At a terminal a warning is one line `warning: ...` naming the command line's flags
+    (`--params`, `--diverged-beyond inf`), not Python's `file.py:293: TransferSearchWarning`
+    with a source line and `params=`."""
+    rows = [
+        {**r, "params_warmup": warmup, "value": r["value"] + bump}
+        for r in sweep_rows()
+        for warmup, bump in ((100.0, 0.0), (500.0, 0.01))
+    ]
+    rows[3]["value"] = 1e4  # a run that blew up: the far-diverged warning names its flag
+    path = write_csv(tmp_path / "warmup.csv", rows)
+    argv = ["extrapolate", "--csv", str(path), "--target", TARGET, "--params", "base_lr,tau_epoch"]
+    run = subprocess.run(
+        [sys.executable, "-m", "transfersearch.cli", *argv], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stderr.splitlines()
+    assert any(
+        line.startswith("warning: trials at one scale also differ in ['warmup'], which --params")
+        for line in lines
+    ), run.stderr
+    assert any("--diverged-beyond inf to fit every finite value" in line for line in lines)
+    assert "TransferSearchWarning" not in run.stderr and "params=" not in run.stderr

@@ -33,13 +33,15 @@ import importlib.metadata
 import json
 import logging
 import math
+import re
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from transfersearch.api import extrapolate, validate
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import TransferSearchError, TransferSearchWarning
 from transfersearch.fitting.options import FitOptions
 from transfersearch.fitting.portfolio import Portfolio
 from transfersearch.fitting.result import Extrapolation, Validation
@@ -535,7 +537,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Tune AdamW on small proxy models, fit how the optimum moves with scale, and "
         "carry it to the big run.",
         epilog="Start with `transfersearch demo`. Bad input exits with status 2 and one line "
-        "'error: ...' on stderr.",
+        "'error: ...' on stderr; a warning is one line 'warning: ...' there.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_installed_commands(sub)
@@ -639,10 +641,48 @@ def _add_installed_commands(sub: Any) -> None:
         add(sub)
 
 
+#: Keywords the library's messages name that the command line spells as flags.
+_FLAGGED = ("log_params", "params", "diverged_beyond", "divergence_cost", "scale_columns")
+
+
+def cli_spelling(message: str) -> str:
+    """A library message with its keywords spelled as this command line's flags
+    (``log_params=[...]`` → ``--log-params [...]``, ``diverged_beyond=math.inf`` →
+    ``--diverged-beyond inf``)."""
+    names = "|".join(_FLAGGED)
+
+    def flag(match: re.Match[str]) -> str:
+        return "--" + match[1].replace("_", "-")
+
+    message = message.replace("=math.inf", "=inf")
+    # a keyword with its value ("log_params=[...]") takes a space; a bare one ("params=,") none
+    message = re.sub(rf"\b({names})=(?=[\w\[({{'\"-])", lambda m: flag(m) + " ", message)
+    return re.sub(rf"\b({names})=", flag, message)
+
+
+def _format_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+) -> str:
+    """The library's warnings as one line ``warning: ...`` in the flags' spelling; others as
+    Python formats them."""
+    if issubclass(category, TransferSearchWarning):
+        return f"warning: {cli_spelling(' '.join(str(message).split()))}\n"
+    return _PYTHON_FORMAT(message, category, filename, lineno, line)
+
+
+_PYTHON_FORMAT = warnings.formatwarning
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 2 bad input)."""
+    """Run the command line; returns the exit status (0 ok, 2 bad input). The library's warnings
+    print as ``warning: ...`` lines on stderr, in the flags' spelling."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    before, warnings.formatwarning = warnings.formatwarning, _format_warning
     try:
         status: int = args.handler(args)
     except (TransferSearchError, ImportError, OSError) as exc:
@@ -652,6 +692,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             message = message.replace(storage, redact_url(storage))
         print(f"error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        warnings.formatwarning = before
     return status
 
 
