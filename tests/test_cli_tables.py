@@ -238,3 +238,25 @@ def test_the_command_line_prints_warnings_as_lines_in_its_flags_spelling(tmp_pat
     ), run.stderr
     assert any("--diverged-beyond inf to fit every finite value" in line for line in lines)
     assert "TransferSearchWarning" not in run.stderr and "params=" not in run.stderr
+
+
+def test_rows_read_as_copies_that_differ_in_a_settings_column_are_warned_of(
+    tmp_path: Path,
+) -> None:
+    """A published one-at-a-time table with plain columns (Marin's): rows that vary warmup at
+    the best (lr, tau) with the same loss as another row are different runs, yet read with
+    --params naming the coordinates they look like copies of one measurement, and count once.
+    The reader warns, naming the rows and warmup; a table exported twice (copies, every column
+    equal), an identifier that differs per row (Optuna's `number`) and a label column do not."""
+    base = [{k.removeprefix("params."): v for k, v in r.items()} for r in sweep_rows()]
+    rows = [{**r, "warmup": 100.0, "varied": "best", "number": i} for i, r in enumerate(base)]
+    rows += [{**rows[5], "warmup": 500.0, "varied": "warmup", "number": 48}]  # the same loss
+    path = write_csv(tmp_path / "plain.csv", rows)
+    params = ["base_lr", "tau_epoch"]
+    with pytest.warns(ts.TransferSearchWarning, match=r"rows 48 \(counted from 0 .*\['warmup'\]"):
+        ts.read_sweep(path, params=params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ts.TransferSearchWarning)
+        ts.read_sweep(write_csv(tmp_path / "twice.csv", rows[:48] * 2), params=params)
+        renumbered = [{**r, "number": i} for i, r in enumerate(rows[:48] * 2)]
+        ts.read_sweep(write_csv(tmp_path / "numbered.csv", renumbered), params=params)

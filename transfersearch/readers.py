@@ -29,6 +29,7 @@ Sources :func:`read_sweep` (and so ``extrapolate`` and ``validate``) accepts:
 
 from __future__ import annotations
 
+import collections
 import csv
 import dataclasses
 import difflib
@@ -37,11 +38,12 @@ import importlib.metadata
 import logging
 import math
 import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from transfersearch.errors import TransferSearchError, shown_positions
+from transfersearch.errors import TransferSearchError, TransferSearchWarning, shown_positions
 from transfersearch.observations import STATES, Observation
 from transfersearch.scale import Scale
 from transfersearch.sweep import Direction, Sweep
@@ -432,10 +434,67 @@ def observations_from_records(
     _check_scales_filled(scale_map, records, kept)
     finished = {i: _crash_or_divergence(records[i], states[i]) for i in kept}
     _check_values(records, [i for i, state in finished.items() if state != "failed"], value_column)
-    return [
+    result = [
         _observation(records[i], state, value_column, scale_map, {**param_map, **others}, others)
         for i, state in finished.items()
     ]
+    _warn_distinct_copies(columns, records, list(finished), result)
+    return result
+
+
+def _warn_distinct_copies(
+    columns: Sequence[str],
+    records: Sequence[Mapping[str, Any]],
+    rows: Sequence[int],
+    observations: Sequence[Observation],
+) -> None:
+    """Warn when rows the fit will count once, as copies (the same scale, parameters, value and
+    state: :func:`~transfersearch.observations.collapse_duplicates`), differ in another column
+    of the table that holds settings: a plain column the reader does not know for a parameter
+    (a published one-at-a-time table's ``warmup``) makes them different runs. A settings column
+    is numeric in every row and repeats its values (at most one distinct value per two rows);
+    identifiers (Optuna's ``number``), timestamps, durations and text labels are not."""
+    values = [repr(o.value) for o in observations]  # NaN's repr is one key, as there
+    counts = collections.Counter(values)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for row, obs, value in zip(rows, observations, values):
+        if counts[value] > 1:
+            key = (obs.scale, frozenset(obs.params.items()), value, obs.state)
+            groups.setdefault(key, []).append(row)
+    copies = [g for g in groups.values() if len(g) > 1]
+    settings = _settings_columns(columns, records) if copies else []
+    differing: set[str] = set()
+    repeated: list[int] = []
+    for group in copies:
+        found = {c for c in settings if len({repr(records[i][c]) for i in group}) > 1}
+        if found:
+            differing |= found
+            repeated += group[1:]
+    if repeated:
+        names = sorted(differing)
+        warnings.warn(
+            TransferSearchWarning(
+                f"rows {shown_positions(sorted(repeated))} (counted from 0 after the header) repeat "
+                f"another row's scale, parameters and value but differ in {names}: the fit counts "
+                "each once, as a copy of one measurement. If they are different runs (a table "
+                f"that also varied {names[0]}), record such columns as 'params.<name>' or list "
+                "them in params=; if they are copies, nothing is lost."
+            ),
+            stacklevel=2,
+        )
+
+
+def _settings_columns(columns: Sequence[str], records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The columns that hold settings (:func:`_warn_distinct_copies`): numbers in every row,
+    at most one distinct value per two rows."""
+    out = []
+    for column in columns:
+        cells = [row[column] for row in records]
+        if any(_is_text(c) or c is None for c in cells):
+            continue
+        if 2 * len({repr(c) for c in cells}) <= len(cells):
+            out.append(column)
+    return out
 
 
 def _observation(
