@@ -352,3 +352,38 @@ def test_a_decision_moved_from_the_law_is_drawn_with_the_law_point_and_the_stabl
     assert "stable up to (costliest rung's trials)" in texts
     plain = draw_svg(obs, dataclasses.replace(result, params={"lr": law}), tmp_path / "p.svg")
     assert "the law's own point (the decision moved from it)" not in plain
+
+
+def test_tick_labels_of_a_log_axis_spanning_about_a_decade_do_not_overlap() -> None:
+    """Marin's lr runs 5e-4 to 8e-3: on such an axis matplotlib labels the minor ticks
+    (2×10⁻³, 3×10⁻³, 4×10⁻³, 6×10⁻³) and, at the default size, neighbours printed over each
+    other. Every visible label of every axis keeps clear of the others."""
+    pytest.importorskip("matplotlib")
+    from transfersearch.report import draw_report
+
+    obs = [
+        Observation(
+            {"width": width}, {"lr": lr}, 3.0 + 0.05 * math.log(lr / (1e-3 * 64 / width)) ** 2
+        )
+        for width in (64, 128, 256)
+        for lr in (5e-4, 1e-3, 2e-3, 4e-3, 8e-3)
+    ]
+    result = extrapolate(obs, target=ts.Scale(width=512), params=["lr"], seed=0)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figure = draw_report(obs, result)
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    for ax in figure.axes:
+        ticks = [*ax.xaxis.get_major_ticks(), *ax.xaxis.get_minor_ticks()]
+        boxes = [
+            t.label1.get_window_extent(renderer)
+            for t in ticks
+            if t.label1.get_visible() and t.label1.get_text()
+            and ax.get_xlim()[0] <= t.get_loc() <= ax.get_xlim()[1]
+        ]  # fmt: skip
+        assert len(boxes) >= 2
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1 :]:
+                assert not a.overlaps(b), (ax.get_title(), a, b)

@@ -324,7 +324,7 @@ def _landscape_panel(
         if rung.optimum is not None:
             ax.axvline(rung.optimum, color=color, ls="--", lw=1)
     if name in info.log_params:
-        ax.set_xscale("log")
+        _log_x(ax)
     ax.set_ylim(low - 0.05 * (top - low), top + 0.05 * (top - low))
     ax.set_xlabel(name)
     ax.set_ylabel("metric (proxy trials)" if first else "metric")
@@ -333,6 +333,25 @@ def _landscape_panel(
         + _edge_note(clipped, diverged, top, crashed),
         fontsize=9,
     )
+
+
+def _log_x(ax: Any) -> None:
+    """A log x axis that labels its minor ticks at 2 and 5 × a power of ten only: on an axis
+    spanning about a decade matplotlib labels every one it shows (``2×10⁻³``, ``3×10⁻³``,
+    ``4×10⁻³``, ``6×10⁻³``) and neighbours print over each other."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(FuncFormatter(_minor_label))
+
+
+def _minor_label(value: float, _position: int | None = None) -> str:
+    """``2×10⁻³`` (mathtext) for a tick at 2 or 5 times a power of ten, else no label."""
+    if not value > 0:
+        return ""
+    exponent = math.floor(math.log10(value) + 1e-9)
+    coefficient = round(value / 10.0**exponent)
+    return f"${coefficient}\\times10^{{{exponent}}}$" if coefficient in (2, 5) else ""
 
 
 def _fit(text: str, width: int = TITLE_WIDTH) -> str:
@@ -402,7 +421,7 @@ def _law_panel(
                 color=color,
                 label=label,
             )
-    ax.set_xscale("log")
+    _log_x(ax)
     _law_limits(ax, info, marks)
     ax.set_title(_fit(f"optimal {info.param} ∝ {info.law_terms}"), fontsize=9)
     ax.set_xlabel("relative compute (model size × data, default_cost)")
