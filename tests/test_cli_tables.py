@@ -187,6 +187,14 @@ def test_a_parameter_column_params_leaves_out_is_recorded_and_warned_of(
     sweep = ts.read_sweep(path, params=["base_lr", "tau_epoch"])
     assert {o.params["warmup"] for o in sweep.observations} == {100.0, 500.0, 1000.0}
     assert all("schedule" not in o.params for o in sweep.observations)  # text: left out
+    # read with params, then fitted without naming them: the named ones, not warmup too
+    assert sweep.params == ("base_lr", "tau_epoch")
+    with pytest.warns(ts.TransferSearchWarning, match=r"also differ in \['warmup'\]"):
+        two_step = ts.extrapolate(
+            sweep, target=ts.Scale(width=1024, dataset_size=3.2e5, batch_size=64)
+        )
+    assert set(two_step.params) == {"base_lr", "tau_epoch"}
+    assert ts.Sweep(sweep.observations).params is None
     # the rows that hold warmup fixed fit without the warning
     fixed = write_csv(tmp_path / "fixed.csv", [r for r in rows if r["params_warmup"] == 100.0])
     with warnings.catch_warnings():

@@ -107,8 +107,9 @@ def read_sweep(
         cost: the cost of a run at a scale, over the source's; None keeps the source's.
 
     Returns:
-        The :class:`~transfersearch.sweep.Sweep`; a Sweep passed in comes back as it is unless
-        ``direction`` or ``cost`` replace its own.
+        The :class:`~transfersearch.sweep.Sweep`, carrying ``params`` (the parameters fitted
+        when the fit names none); a Sweep passed in comes back as it is unless ``direction`` or
+        ``cost`` replace its own.
 
     Raises:
         TransferSearchError: the source is of an unsupported type (or a path that is neither a
@@ -118,6 +119,8 @@ def read_sweep(
     """
     sweep = _sweep(source, params, scale_columns, value_column)
     changes: dict[str, Any] = {}
+    if params is not None and not isinstance(source, Sweep) and not isinstance(params, str):
+        changes["params"] = tuple(params)  # fitted by default; the others recorded only
     if direction is not None:
         changes["direction"] = direction
     if cost is not None:

@@ -33,6 +33,10 @@ class Sweep:
             not (the engine then minimizes).
         cost: the cost of a run at a scale, which orders the rungs; None for
             :func:`transfersearch.cost.default_cost`.
+        params: the parameters the source was read for (``read_sweep(source, params=...)``):
+            the ones fitted when the fit names none; the trials may record others (a table's
+            other parameter columns), which are then not fitted. None: every parameter every
+            complete trial records.
 
     Raises:
         TransferSearchError: an entry of ``observations`` is not an :class:`Observation`, a
@@ -43,6 +47,7 @@ class Sweep:
     space: TransferSpace | None = None
     direction: Direction | None = None
     cost: Callable[[Scale], float] | None = None
+    params: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         observations = tuple(self.observations)  # a list is accepted and kept as a tuple
@@ -59,6 +64,13 @@ class Sweep:
                 f"`direction` must be 'minimize', 'maximize' or None (the source did not say), "
                 f"but got direction={self.direction!r}."
             )
+        if self.params is not None:
+            if isinstance(self.params, str) or not all(isinstance(n, str) for n in self.params):
+                raise TransferSearchError(
+                    f"`params` must be a list of parameter names or None, but got "
+                    f"params={self.params!r:.80}. Write params=['lr']."
+                )
+            object.__setattr__(self, "params", tuple(self.params))
         if self.cost is not None and not callable(self.cost):
             raise TransferSearchError(
                 f"`cost` must be None or a function of a Scale, e.g. transfersearch.cost."

@@ -95,6 +95,12 @@ def infer_params(observations: Sequence[Observation]) -> list[str]:
     return common
 
 
+def _wanted(options: FitOptions, sweep: Sweep) -> Sequence[str] | None:
+    """The parameters to fit: the options', else those the sweep was read for (None: every
+    parameter every complete trial records)."""
+    return options.params if options.params is not None else sweep.params
+
+
 def _decades(ladder: Ladder, target: Scale) -> tuple[float, float, list[Diagnostic]]:
     """Distance from the target to the nearest rung and the ladder's span (log10 units), and a
     note when the target lies more than :data:`FAR_FACTOR` spans away."""
@@ -153,7 +159,7 @@ def fit_sweep(
             log coordinate, a target missing a scale variable the laws need.
     """
     obs, duplicates = collapse_duplicates(list(sweep.observations))
-    checked = _check(sweep, obs, as_scale(target), options, options.params, duplicates)
+    checked = _check(sweep, obs, as_scale(target), options, _wanted(options, sweep), duplicates)
     return _extrapolate(sweep, checked, options, walk_forward=walk_forward)
 
 
@@ -521,7 +527,8 @@ def validate_sweep(
     obs, duplicates = collapse_duplicates(list(sweep.observations))
     obs = [o for o in obs if o.state != "failed"]
     check_scale_names(obs)
-    names = infer_params(obs) if options.params is None else options.params
+    wanted = _wanted(options, sweep)
+    names = infer_params(obs) if wanted is None else wanted
     _check_observations(obs, names, options, sweep)
     full, _ = _prepare(obs, names, options, sweep, None)
     if len(full.scales) < 3:
