@@ -341,6 +341,18 @@ class _Design:
     columns: tuple[np.ndarray, ...]  # per rung (k,): the columns of Φ the block fills
     n: int
     size: int
+    features: FloatArray  # (n, k) every row's nonzero part in trial order (the blocks' source)
+
+    def reskewed(
+        self, u: FloatArray, rung: np.ndarray, centres: FloatArray, turn: FloatArray
+    ) -> _Design:
+        """The same rows with the skews' cubic taken about ``centres`` (the last ``d`` columns):
+        the rest depends on the trials alone, so a round of the alternation copies it instead of
+        building it again."""
+        features = self.features.copy()
+        features[:, -u.shape[1] :] = cubic(u - centres[rung], turn)
+        blocks = tuple(features[r] for r in self.rows)
+        return _Design(blocks, self.rows, self.columns, self.n, self.size, features)
 
     def times(self, theta: FloatArray) -> FloatArray:
         """``Φθ`` (n,)."""
@@ -396,7 +408,7 @@ def _design(
         )
         for r in range(lay.n_rungs)
     )
-    return _Design(tuple(features[r] for r in rows), rows, columns, len(u), lay.size)
+    return _Design(tuple(features[r] for r in rows), rows, columns, len(u), lay.size, features)
 
 
 def curvature(theta: FloatArray, lay: _Layout) -> FloatArray:
@@ -1288,7 +1300,7 @@ def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
         fitted_centres = solve_centre(hess, grads)
         centres = fitted_centres if first else 0.5 * (centres + fitted_centres)
         first = False
-        phi = _design(prob.u, data.rung, lay, centres, turns(hess, theta[lay.skew]))
+        phi = phi.reskewed(prob.u, data.rung, centres, turns(hess, theta[lay.skew]))
         if settled := _settled(previous, (sigma, rho, hess, centres), len(y)):
             break
     if settled:
