@@ -130,10 +130,12 @@ def fit_sweep(
     """Predict the optimal parameters at ``target`` from a sweep over a ladder of scales.
 
     Method (docs/science.md §7–9): one model of every trial — a valley whose centre moves with
-    the log scales as ``μ(ℓ) = a + Bℓ``, the drift ``B`` with a prior centred on theory's (no
-    drift in invariant coordinates) whose scale is integrated over, the rungs' scatter about the
-    law likewise, trials weighed by how well a quadratic can hold them; divergence a logistic
-    law of each trial's offset from its rung's optimum; the point returned in ``params`` is the
+    the log scales as ``μ(ℓ) = a + Bℓ`` (plus its second-order term, the path's bend, weighed
+    by the evidence against none: docs/science.md §7.6), the drift ``B`` with a prior centred
+    on theory's (no drift in invariant coordinates) whose scale is integrated over, the rungs'
+    scatter about the law likewise, trials weighed by how well a quadratic can hold them;
+    divergence a logistic law of each trial's offset from its rung's optimum; the point returned
+    in ``params`` is the
     least posterior expected loss at the target, a diverged run charged ``divergence_cost``;
     ``law_params`` is the law's posterior-mean point. Walk-forward folds (each rung from the
     cheaper ones) calibrate the predictive spread and are reported with the null's regret.
@@ -445,9 +447,11 @@ def _reason(fit: LadderFit, options: FitOptions, off_span: float) -> str:
                 "a part of the way that keeps the drift prior's spread, its scale from the "
                 "hyperprior (no rung informs it)"
             )
+    bend = fit.valley.bend_weight
+    bent = f", of a bend in the path {bend:.0%}" if bend > 0 else ""
     return (
         f"one model of every trial; the drift prior's scale integrated over "
-        f"(posterior weight beyond no drift {fit.valley.drift_weight:.0%}), {spread}"
+        f"(posterior weight beyond no drift {fit.valley.drift_weight:.0%}{bent}), {spread}"
     )
 
 

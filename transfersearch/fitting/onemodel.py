@@ -49,6 +49,8 @@ __all__ = ["N_DRAWS", "Fold", "LadderFit", "fit_ladder", "robust_sd", "rung_opti
 #: A momentum coefficient by its name (AdamW's ``beta1``/``beta2``, ``adam_beta2``, SGD's
 #: ``momentum``, an ``ema`` decay): with every trial in (0, 1), valid below 1 only.
 MOMENTUM_NAME = re.compile(r"(?:^|[_.])(?:beta\d?|momentum|ema)(?:$|[_.\d])", re.IGNORECASE)
+#: The name prefix of a bend feature's column (:func:`_with_bend`; not a scale variable).
+BEND_PREFIX = "bend:"
 #: Posterior draws behind the target's interval and decision: the Monte-Carlo error of a 90%
 #: quantile is then under 2% of the spread.
 N_DRAWS = 2000
@@ -183,6 +185,7 @@ def _valley_input(
         for k, v in enumerate(ladder.variables):
             if fixed[i, k]:
                 prior[i, k] = ladder.fixed[n][v]
+    bend = np.array([v.startswith(BEND_PREFIX) for v in ladder.variables], dtype=bool)
     return ValleyInput(
         coords=trials.coords[finite][:, list(active)],
         values=trials.values[finite],
@@ -190,7 +193,65 @@ def _valley_input(
         log_scales=ladder.log_scales[list(rungs)],
         prior_drift=prior.reshape(len(names), len(ladder.variables)),
         fixed_drift=fixed.reshape(len(names), len(ladder.variables)),
+        bend=bend if bend.any() else None,
     )
+
+
+def _with_bend(
+    ladder: Ladder, target_logs: FloatArray, drift: bool = True
+) -> tuple[Ladder, FloatArray]:
+    """The ladder and target with the optimum's path given its second-order term
+    (docs/science.md §7.6): for each pair of scale variables the rungs vary, a column
+    ``½(ℓ_i − ℓ̄_i)(ℓ_j − ℓ̄_j)/ln 10`` (``ℓ̄`` the rungs' mean) beside the log scales, named
+    ``bend:i*j``. Its coefficient is the path's curvature in "slope per decade" units, so its
+    drift prior ``N(0, s²)`` says the slope may change by its own typical size over a decade of
+    scale; the bend's hyperprior (none, or that) lets the evidence decide. The ladder unchanged
+    for the no-drift model (``drift`` False) and where fewer than two rungs or no variable
+    varies."""
+    logs = ladder.log_scales
+    varied = [k for k in range(logs.shape[1]) if np.ptp(logs[:, k]) > 0]
+    if not drift or len(ladder.scales) < 2 or not varied:
+        return ladder, target_logs
+    pairs = [(i, j) for n, i in enumerate(varied) for j in varied[n:]]
+    names = tuple(ladder.variables) + tuple(
+        f"{BEND_PREFIX}{ladder.variables[i]}*{ladder.variables[j]}" for i, j in pairs
+    )
+    lift = _bend_lift(logs.mean(axis=0), pairs)
+    return replace(ladder, log_scales=lift(logs), variables=names), lift(target_logs)[0]
+
+
+def _bend_lift(
+    centre: FloatArray, pairs: Sequence[tuple[int, int]]
+) -> Callable[[FloatArray], FloatArray]:
+    """Log scales (..., m) → with their bend features (n, m + len(pairs)), about ``centre``."""
+
+    def lift(points: FloatArray) -> FloatArray:
+        first = np.atleast_2d(points)
+        gap = first - centre
+        bends = [0.5 * gap[:, i] * gap[:, j] / math.log(10.0) for i, j in pairs]
+        return np.column_stack([first, *bends])
+
+    return lift
+
+
+def _span_point(ladder: Ladder, rungs: Sequence[int], target: FloatArray) -> FloatArray:
+    """:func:`span_point` of ``target`` on the ``rungs``' span in log scale; on a ladder with
+    bend features (:func:`_with_bend`), the projection of the log scales themselves, its bend
+    features computed from it (they are functions of log scale, not directions of their own)."""
+    names = ladder.variables
+    first = [k for k, v in enumerate(names) if not v.startswith(BEND_PREFIX)]
+    if len(first) == len(names):
+        return span_point(ladder.log_scales[list(rungs)], target)
+    index = {v: k for k, v in enumerate(names)}
+    pairs = [
+        tuple(index[part] for part in v[len(BEND_PREFIX) :].split("*"))
+        for v in names
+        if v.startswith(BEND_PREFIX)
+    ]
+    logs = ladder.log_scales[:, first]
+    inner = span_point(logs[list(rungs)], target[first])
+    lift = _bend_lift(logs.mean(axis=0), [(int(i), int(j)) for i, j in pairs])
+    return np.asarray(lift(inner)[0])
 
 
 def _active(ladder: Ladder) -> tuple[tuple[int, ...], FloatArray]:
@@ -258,10 +319,11 @@ def _rung_optima(
     return tuple(out)
 
 
-def _law_coefficients(thetas: FloatArray, valley: Valley) -> FloatArray:
+def _law_coefficients(thetas: FloatArray, valley: Valley, first: int) -> FloatArray:
     """Each law's (intercept, exponents) in fitted units per ln scale for each ``θ`` (S, d,
-    1 + m): ``B = H⁻¹G`` (the optimum's move per unit ln scale) and the intercept of that line
-    at ℓ = 0."""
+    1 + first): ``B = H⁻¹G`` (the optimum's move per unit ln scale) and the intercept of that
+    line at ℓ = 0, over the ``first`` scale variables — with bend features (§7.6), the path's
+    tangent at the rungs' mean log scale, where the features and their slopes are 0."""
     lay = valley.layout
     hess = valley.curvatures_u(thetas)
 
@@ -273,7 +335,7 @@ def _law_coefficients(thetas: FloatArray, valley: Valley) -> FloatArray:
     for k in range(lay.m):
         slopes[..., k] = centre(np.eye(lay.m)[k]) - middle
     intercept = middle - np.einsum("...dk,k->...d", slopes, valley.frame.scale_centre)
-    return np.concatenate([intercept[..., None], slopes], axis=-1)
+    return np.concatenate([intercept[..., None], slopes], axis=-1)[..., : 1 + first]
 
 
 def _fold(
@@ -304,7 +366,7 @@ def _fold(
     except np.linalg.LinAlgError:
         return None
     target = ladder.log_scales[k]
-    inner = span_point(ladder.log_scales[:k], target)
+    inner = _span_point(ladder, range(k), target)
     draws, inner_draws, _, _ = valley.predictive_u(target, N_DRAWS // 4, rng, inner)
     spread, off_span = _split_spread(valley.frame.to_x(draws), valley.frame.to_x(inner_draws))
     predicted = fixed_values.copy()
@@ -415,6 +477,8 @@ def fit_ladder(
         drift: integrate the drift prior's scale (False: no drift, the prior's exponents held).
     """
     rng = np.random.default_rng(seed)
+    first = len(ladder.variables)
+    ladder, target_logs = _with_bend(ladder, target_logs, drift)
     every = list(range(len(ladder.scales)))
     active, fixed_values = _active(ladder)
     trials = _trials(ladder, every)
@@ -428,11 +492,9 @@ def fit_ladder(
     held = _held_rung(ladder, target_logs)
     calibration, factors = _calibrate(folds, len(active), held, rng)
     draws, raw_sd, hess_u, skew_u = _target_draws(
-        valley, (ladder.log_scales, target_logs), held, factors, rng
+        valley, (_span_point(ladder, every, target_logs), target_logs), held, factors, rng
     )
-    centres = np.array([[o.coords[ladder.names[j]] for j in active] for o in optima])
-    coords = trials.coords[:, list(active)]
-    divergence = fit_divergence(coords - centres[trials.rung], ~np.isfinite(trials.values), coords)
+    divergence = _divergence(ladder, trials, active, optima)
     cost = worst_excess(trials) if divergence_cost is None else float(divergence_cost)
     law_point = frame.to_x(valley.law_centre_u(target_logs))
     top_point = frame.to_x(valley.law_centre_u(ladder.log_scales[-1]))
@@ -458,14 +520,23 @@ def fit_ladder(
         divergence=divergence,
         target_loss=loss,
         decision=loss.decision,
-        law_point_coefficients=_law_coefficients(valley.theta, valley),
-        law_coefficients=_law_coefficients(valley.law_draws(N_DRAWS // 4, rng)[0], valley),
+        law_point_coefficients=_law_coefficients(valley.theta, valley, first),
+        law_coefficients=_law_coefficients(valley.law_draws(N_DRAWS // 4, rng)[0], valley, first),
         divergence_cost=cost,
         target_is_rung=held is not None,
         law_held=valley.law_centre_held(target_logs),
         below_one=_below_one(ladder, trials, active),
         domain_held=law_over | over,
     )
+
+
+def _divergence(
+    ladder: Ladder, trials: _Trials, active: Sequence[int], optima: Sequence[ScaleOptimum]
+) -> DivergenceModel | None:
+    """The divergence law of every trial's offset from its rung's read-out (§8)."""
+    centres = np.array([[o.coords[ladder.names[j]] for j in active] for o in optima])
+    coords = trials.coords[:, list(active)]
+    return fit_divergence(coords - centres[trials.rung], ~np.isfinite(trials.values), coords)
 
 
 def _held_rung(ladder: Ladder, target_logs: FloatArray) -> int | None:
@@ -502,12 +573,11 @@ def _target_draws(
     whose trials are in the fit: the top rung of a study still running) is that rung's own
     posterior, which its trials inform as well as the law; no fold checks a read-out, so it is
     not calibrated."""
-    rung_logs, target_logs = logs
+    inner, target_logs = logs
     if held is not None:
         draws_u, hess_u, skew_u = valley.rung_predictive_u(held, N_DRAWS, rng)
         draws = valley.frame.to_x(draws_u)
         return draws, robust_sd(draws), hess_u, skew_u
-    inner = span_point(rung_logs, target_logs)
     draws_u, inner_u, hess_u, skew_u = valley.predictive_u(target_logs, N_DRAWS, rng, inner)
     draws, inner_draws = valley.frame.to_x(draws_u), valley.frame.to_x(inner_u)
     # about the law's point on the span: the point each fold's error is measured from

@@ -117,6 +117,9 @@ SCATTER_MAX = 1.0
 SCATTER_GRID_POINTS = 5
 #: The prior sd that holds a fixed exponent (natural units): exact to six decimals.
 FIXED_SD = 1e-6
+#: The bend's "none" point (docs/science.md §7.6): its coefficient's prior sd is the drift's
+#: times this, so at the drift hyperprior's least scale it is :data:`FIXED_SD`: held at 0.
+BEND_NONE = FIXED_SD / DRIFT_SCALE_MIN
 #: A curvature below this fraction of the largest scales no prior (numerical conditioning).
 CONDITION_FLOOR = 1e-6
 #: The noise is at least this fraction of the values' spread: noise-free trials get a floor
@@ -180,6 +183,9 @@ class ValleyInput:
         log_scales: (R, m) ln of each rung's scale variables.
         prior_drift: (d, m) the drift prior's mean ``B₀`` (natural fitted units per ln scale).
         fixed_drift: (d, m) True where the exponent is held exactly at ``B₀``.
+        bend: (m,) True for a column of ``log_scales`` that is a bend feature (the path's
+            second-order term, docs/science.md §7.6), None for none: its coefficient's prior
+            is the drift's times the bend's two-point hyperprior.
     """
 
     coords: FloatArray
@@ -188,6 +194,7 @@ class ValleyInput:
     log_scales: FloatArray
     prior_drift: FloatArray
     fixed_drift: np.ndarray
+    bend: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -441,13 +448,15 @@ def solve_centre(hess: FloatArray, gradient: FloatArray) -> FloatArray:
 
 @dataclass(frozen=True)
 class _Component:
-    """The posterior at one (drift scale, scatter) grid point: mean, covariance, evidence."""
+    """The posterior at one (drift scale, scatter, bend) grid point: mean, covariance,
+    evidence."""
 
     drift_scale: float
     scatter: float
     mean: FloatArray
     cov: FloatArray
     log_evidence: float
+    bend: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -483,11 +492,16 @@ def span_basis(rung_logs: FloatArray) -> FloatArray:
     return np.asarray(basis[sing > SPAN_TOL * sing[0]])
 
 
-def _across(rung_logs: FloatArray) -> FloatArray | None:
-    """The projector on the directions of log scale the rungs leave out (None: none)."""
-    basis = span_basis(rung_logs)
-    m = rung_logs.shape[1]
-    return None if len(basis) == m else np.eye(m) - basis.T @ basis
+def _across(rung_logs: FloatArray, bend: np.ndarray | None = None) -> FloatArray | None:
+    """The projector on the directions of log scale the rungs leave out (None: none); bend
+    features (§7.6) are functions of log scale, not directions: 0 in their rows and columns."""
+    first = np.flatnonzero(~bend) if bend is not None else np.arange(rung_logs.shape[1])
+    basis = span_basis(rung_logs[:, first])
+    if len(basis) == len(first):
+        return None
+    out = np.zeros((rung_logs.shape[1], rung_logs.shape[1]))
+    out[np.ix_(first, first)] = np.eye(len(first)) - basis.T @ basis
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -680,6 +694,14 @@ class Valley:
         return float(self.value_u(self.rung_centre_u(rung), rung))
 
     @property
+    def bend_weight(self) -> float:
+        """Posterior weight of the bend's "on" point (0 where the fit has no bend feature: its
+        grid has no "none" point)."""
+        if all(c.bend > BEND_NONE for c in self.components):
+            return 0.0
+        return float(sum(w for c, w in zip(self.components, self.weights) if c.bend > BEND_NONE))
+
+    @property
     def drift_weight(self) -> float:
         """Posterior weight of drift scales above the no-drift end of the grid."""
         low = min(c.drift_scale for c in self.components)
@@ -723,20 +745,22 @@ class _Prior:
 
 @dataclass(frozen=True)
 class _PriorParts:
-    """The prior's precision and linear term in three parts: what no hyperparameter scales, the
-    drift part at ``s = 1`` (it scales as ``1/s²``) and the scatter part at ``τ = 1``
-    (``1/τ²``)."""
+    """The prior's precision and linear term in four parts: what no hyperparameter scales, the
+    drift part at ``s = 1`` (it scales as ``1/s²``), the scatter part at ``τ = 1`` (``1/τ²``)
+    and the bend's at ``s = b = 1`` (``1/(s b)²``; its mean is 0)."""
 
     fixed: _Prior
     drift: _Prior
     scatter: _Prior
+    bend: _Prior
 
-    def at(self, drift_scale: float, scatter: float) -> _Prior:
+    def at(self, drift_scale: float, scatter: float, bend: float = 1.0) -> _Prior:
         out = _Prior(len(self.fixed.linear))
         out.precision = (
             self.fixed.precision
             + self.drift.precision / drift_scale**2
             + self.scatter.precision / scatter**2
+            + self.bend.precision / (drift_scale * bend) ** 2
         )
         out.linear = self.fixed.linear + self.drift.linear / drift_scale**2
         return out
@@ -768,7 +792,8 @@ def _prior(
     ``H`` is held at the current estimate: the prior is conditional on it.
     """
     d, m = lay.d, lay.m
-    fixed, drift, scatter = (_Prior(lay.size) for _ in range(3))
+    fixed, drift, scatter, bend = (_Prior(lay.size) for _ in range(4))
+    bends = np.zeros(m, dtype=bool) if data.bend is None else np.asarray(data.bend, dtype=bool)
     flat = np.concatenate(
         [np.arange(lay.n_rungs + lay.n_curv), np.arange(lay.grad.start, lay.grad.stop)]
     )
@@ -797,10 +822,10 @@ def _prior(
         free_prec = inv_h @ np.diag(np.where(held, 0.0, scale2)) @ inv_h
         held_prec = inv_h @ np.diag(np.where(held, scale2 / FIXED_SD**2, 0.0)) @ inv_h
         mean = hess @ prior_b[:, k]
-        drift.add(rows, eye, free_prec, mean)
+        (bend if bends[k] else drift).add(rows, eye, free_prec, mean)
         fixed.add(rows, eye, held_prec, mean)
     _rung_factors(lay, inv_h, hess, data.log_scales - frame.scale_centre, boxes, fixed, scatter)
-    return _PriorParts(fixed, drift, scatter)
+    return _PriorParts(fixed, drift, scatter, bend)
 
 
 def _rung_factors(
@@ -954,7 +979,7 @@ def _cholesky_solve(chol: FloatArray, rhs: FloatArray) -> FloatArray:
 
 
 def _solve_grid(
-    data: _DataTerms, parts: _PriorParts, grid: list[tuple[float, float]]
+    data: _DataTerms, parts: _PriorParts, grid: list[tuple[float, float, float]]
 ) -> list[tuple[FloatArray, FloatArray, float]]:
     """:func:`_solve` at every grid point, as one stacked call per linear-algebra step, without
     a Python loop's overhead; where any point's factorisation fails, point by point with
@@ -964,12 +989,13 @@ def _solve_grid(
     inverse per point: ``L⁻¹`` gives the covariance ``L⁻ᵀL⁻¹`` and ``θ̂ = L⁻ᵀ(L⁻¹ rhs)`` by
     products, and ``θ̂ᵀrhs = |L⁻¹ rhs|²``; the prior's quadratic ``m₀ᵀP₀m₀ = |L₀⁻¹ P₀m₀|²``
     through the prior's factor, which its log-determinant needs anyway."""
-    scales = np.array(grid, dtype=float).reshape(-1, 2)
+    scales = np.array(grid, dtype=float).reshape(-1, 3)
     drift2, scatter2 = scales[:, 0] ** 2, scales[:, 1] ** 2
     prior_p = (
         parts.fixed.precision
         + parts.drift.precision / drift2[:, None, None]
         + parts.scatter.precision / scatter2[:, None, None]
+        + parts.bend.precision / (drift2 * scales[:, 2] ** 2)[:, None, None]
     )
     prior_l = parts.fixed.linear + parts.drift.linear / drift2[:, None]
     try:
@@ -981,7 +1007,7 @@ def _solve_grid(
         chol_prior = np.linalg.cholesky(sym)
         white_prior = np.linalg.solve(chol_prior, prior_l[..., None])[..., 0]
     except np.linalg.LinAlgError:
-        return [_solve(data, parts.at(s, t)) for s, t in grid]
+        return [_solve(data, parts.at(s, t, b)) for s, t, b in grid]
     logdet_prior = 2.0 * np.log(np.diagonal(chol_prior, axis1=-2, axis2=-1))
     inv_lt = np.swapaxes(inv_l, -1, -2)
     white = (inv_l @ (data.linear + prior_l)[..., None])[..., 0]
@@ -1144,13 +1170,18 @@ def _settled(
     return max(moved) < 1.0 / math.sqrt(2.0 * n)
 
 
-def _grid(drift: bool) -> list[tuple[float, float]]:
-    """The hyperpriors' quadrature points: (drift scale, scatter)."""
+def _grid(drift: bool, bend: bool = False) -> list[tuple[float, float, float]]:
+    """The hyperpriors' quadrature points: (drift scale, scatter, bend); the bend's two points
+    (none, or the drift's own scale: docs/science.md §7.6) only where the data carry a bend
+    feature, with equal prior odds."""
     drift_grid = (
         np.geomspace(DRIFT_SCALE_MIN, DRIFT_SCALE_MAX, DRIFT_GRID_POINTS) if drift else [FIXED_SD]
     )
     scatter_grid = np.geomspace(SCATTER_MIN, SCATTER_MAX, SCATTER_GRID_POINTS)
-    return [(float(s), float(t)) for s in drift_grid for t in scatter_grid]
+    bend_grid = (BEND_NONE, 1.0) if bend else (1.0,)
+    return [
+        (float(s), float(t), float(b)) for b in bend_grid for s in drift_grid for t in scatter_grid
+    ]
 
 
 def _excess_over_bottoms(
@@ -1164,14 +1195,14 @@ def _excess_over_bottoms(
 
 
 def _posterior(
-    terms: _DataTerms, parts: _PriorParts, grid: list[tuple[float, float]]
+    terms: _DataTerms, parts: _PriorParts, grid: list[tuple[float, float, float]]
 ) -> tuple[list[_Component], FloatArray, FloatArray]:
     """The posterior at each grid point, the points' weights (their evidence) and the posterior
     mean ``θ``."""
     solved = _solve_grid(terms, parts, grid)
     components = [
-        _Component(s, t, mean, cov, log_ev)
-        for (s, t), (mean, cov, log_ev) in zip(grid, solved, strict=True)
+        _Component(s, t, mean, cov, log_ev, b)
+        for (s, t, b), (mean, cov, log_ev) in zip(grid, solved, strict=True)
     ]
     logs = np.array([c.log_evidence for c in components])
     weights = np.exp(logs - logs.max())
@@ -1237,7 +1268,7 @@ class _Problem:
     lay: _Layout
     boxes: tuple[FloatArray, FloatArray]
     typical: FloatArray
-    grid: list[tuple[float, float]]
+    grid: list[tuple[float, float, float]]
 
     @property
     def spread(self) -> float:
@@ -1272,7 +1303,10 @@ def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
     hess = np.eye(lay.d) * prob.spread
     w = _weights(sigma, rho, excess)
     centres = np.zeros((lay.n_rungs, lay.d))
-    first, active, settled = True, prob.grid, False
+    # the rounds settle the valley's shape under the first-order law (the bend's "none"
+    # points, where the grid has them); the final solve integrates the bend (§7.6)
+    rounds_grid = [g for g in prob.grid if g[2] <= BEND_NONE] or prob.grid
+    first, active, settled = True, rounds_grid, False
     visited: list[tuple[float, _DataTerms, float, float, FloatArray]] = []
     for _ in range(MAX_ROUNDS):
         previous = (sigma, rho, hess, centres)
@@ -1367,7 +1401,7 @@ def _problem(data: ValleyInput, drift: bool = True) -> _Problem:
         lay=lay,
         boxes=_boxes(u, data.rung, lay.n_rungs),
         typical=_typical_curvature(u, data.values, data.rung, lay.n_rungs),
-        grid=_grid(drift),
+        grid=_grid(drift, data.bend is not None and bool(np.any(data.bend))),
     )
 
 
@@ -1412,6 +1446,6 @@ def fit_valley(data: ValleyInput, *, drift: bool = True, shape: Shape | None = N
             mean=data.prior_drift / frame.spread[:, None],
             held=np.asarray(data.fixed_drift, dtype=bool),
             integrated=drift,
-            across=_across(data.log_scales),
+            across=_across(data.log_scales, data.bend),
         ),
     )

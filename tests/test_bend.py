@@ -1,0 +1,102 @@
+"""The optimum's path given its second-order term (docs/science.md §7.6): the bend features by
+hand, a bent path followed, a straight one left straight, and the no-drift model without it."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from transfersearch import Observation, Scale
+from transfersearch.fitting.engine import _check
+from transfersearch.fitting.onemodel import BEND_PREFIX, _with_bend, fit_ladder
+from transfersearch.fitting.options import FitOptions
+from transfersearch.sweep import Sweep
+
+WIDTHS = (64, 128, 256, 512, 1024, 2048)
+TARGET = Scale(width=8192)
+
+
+def _ladder_trials(curvature: float, seed: int = 0) -> list[Observation]:
+    """Six widths; the lr optimum's log path ``ln lr* = ln 0.01 − 0.5ℓ + ½·curvature·ℓ²`` in
+    ``ℓ = ln(width/64)``; nine lr values a factor √2 apart about each rung's optimum on an
+    exactly quadratic valley (curvature 0.1 per log unit²) with noise sd 1e-4."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for width in WIDTHS:
+        ell = math.log(width / 64)
+        centre = math.log(0.01) - 0.5 * ell + 0.5 * curvature * ell**2
+        for k in range(-4, 5):
+            x = centre + 0.5 * k * math.log(2.0) + rng.uniform(-0.1, 0.1)
+            value = 3.0 + 0.05 * (x - centre) ** 2 + rng.normal(0.0, 1e-4)
+            out.append(Observation({"width": width}, {"lr": math.exp(x)}, value))
+    return out
+
+
+def _fit(curvature: float):  # type: ignore[no-untyped-def]
+    obs = _ladder_trials(curvature)
+    options = FitOptions(params=("lr",), seed=0)
+    checked = _check(Sweep(tuple(obs)), obs, TARGET, options, ("lr",), 0)
+    ladder = checked.ladder
+    return ladder, fit_ladder(ladder, ladder.target_logs(checked.target), seed=0)
+
+
+def _truth(curvature: float) -> float:
+    ell = math.log(TARGET["width"] / 64)
+    return math.log(0.01) - 0.5 * ell + 0.5 * curvature * ell**2
+
+
+def test_the_bend_features_by_hand() -> None:
+    obs = [
+        Observation({"width": w, "dataset_size": n}, {"lr": lr}, 1.0 + lr)
+        for w, n in ((64, 1e6), (128, 4e6), (256, 2e6))
+        for lr in (0.01, 0.02)
+    ]
+    options = FitOptions(params=("lr",), seed=0)
+    target = Scale(width=1024, dataset_size=1.6e7)
+    checked = _check(Sweep(tuple(obs)), obs, target, options, ("lr",), 0)
+    ladder = checked.ladder
+    bent, target_logs = _with_bend(ladder, ladder.target_logs(target))
+    assert bent.variables == (
+        *ladder.variables,
+        f"{BEND_PREFIX}dataset_size*dataset_size",
+        f"{BEND_PREFIX}dataset_size*width",
+        f"{BEND_PREFIX}width*width",
+    )
+    # by hand: the rungs' mean log scale, then ½(ℓ_i − ℓ̄_i)(ℓ_j − ℓ̄_j)/ln 10
+    n_bar = (math.log(1e6) + math.log(4e6) + math.log(2e6)) / 3
+    w_bar = (math.log(64) + math.log(128) + math.log(256)) / 3
+    dn, dw = math.log(4e6) - n_bar, math.log(128) - w_bar
+    expected = [0.5 * dn * dn, 0.5 * dn * dw, 0.5 * dw * dw]
+    np.testing.assert_allclose(bent.log_scales[1, 2:], np.array(expected) / math.log(10.0))
+    np.testing.assert_allclose(bent.log_scales[:, :2], ladder.log_scales)
+    tn, tw = math.log(1.6e7) - n_bar, math.log(1024) - w_bar
+    np.testing.assert_allclose(
+        target_logs[2:], np.array([0.5 * tn * tn, 0.5 * tn * tw, 0.5 * tw * tw]) / math.log(10.0)
+    )
+
+
+def test_a_path_that_bends_is_followed() -> None:
+    # the path's slope moves from −0.5 to +0.08 across the ladder: a straight law through the
+    # rungs misses the target by ~0.5 log units
+    _, fit = _fit(0.15)
+    assert fit.valley.bend_weight > 0.9
+    assert abs(fit.law_point[0] - _truth(0.15)) < 0.15
+    straight = math.log(0.01) - 0.5 * math.log(TARGET["width"] / 64)
+    assert abs(straight - _truth(0.15)) > 0.5
+
+
+def test_a_straight_path_keeps_its_bend_off() -> None:
+    _, fit = _fit(0.0)
+    assert fit.valley.bend_weight < 0.5
+    assert abs(fit.law_point[0] - _truth(0.0)) < 0.1
+
+
+def test_the_no_drift_model_has_no_bend() -> None:
+    obs = _ladder_trials(0.15)
+    options = FitOptions(params=("lr",), seed=0)
+    checked = _check(Sweep(tuple(obs)), obs, TARGET, options, ("lr",), 0)
+    ladder = checked.ladder
+    fit = fit_ladder(ladder, ladder.target_logs(checked.target), seed=0, drift=False)
+    assert fit.valley.bend_weight == 0.0
+    assert fit.valley.m == len(ladder.variables)
