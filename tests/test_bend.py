@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from transfersearch import Observation, Scale
+from transfersearch import Observation, Scale, extrapolate
 from transfersearch.fitting.engine import _check
 from transfersearch.fitting.onemodel import BEND_PREFIX, _with_bend, fit_ladder
 from transfersearch.fitting.options import FitOptions
@@ -100,3 +100,14 @@ def test_the_no_drift_model_has_no_bend() -> None:
     fit = fit_ladder(ladder, ladder.target_logs(checked.target), seed=0, drift=False)
     assert fit.valley.bend_weight == 0.0
     assert fit.valley.m == len(ladder.variables)
+
+
+def test_summary_gives_the_bend_s_weight() -> None:
+    bent = extrapolate(_ladder_trials(0.15), target=TARGET, params=["lr"], seed=0)
+    assert "of a bend in the path" in bent.summary()
+    weight = bent.summary().split("of a bend in the path ")[1].split("%")[0]
+    assert int(weight) > 90
+    constant = extrapolate(
+        _ladder_trials(0.15), target=TARGET, params=["lr"], seed=0, model="constant"
+    )
+    assert "bend" not in constant.summary()
