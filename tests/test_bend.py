@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from transfersearch import Observation, Scale, extrapolate
 from transfersearch.fitting.engine import _check
@@ -111,3 +112,21 @@ def test_summary_gives_the_bend_s_weight() -> None:
         _ladder_trials(0.15), target=TARGET, params=["lr"], seed=0, model="constant"
     )
     assert "bend" not in constant.summary()
+
+
+def test_a_fixed_exponent_holds_the_bend_in_its_variable() -> None:
+    # the caller's lr ∝ width^-0.5 says the path is straight in width: no bend there, and the
+    # law's point moves exactly as width^-0.5 between two targets
+    fixed = {"lr": {"width": -0.5}}
+    points = []
+    for width in (4096, 8192):
+        res = extrapolate(
+            _ladder_trials(0.15),
+            target=Scale(width=width),
+            params=["lr"],
+            seed=0,
+            fixed_exponents=fixed,
+        )
+        assert "bend" not in res.summary()
+        points.append(math.log(res.law_params["lr"]))
+    assert points[1] - points[0] == pytest.approx(-0.5 * math.log(2.0), abs=1e-4)

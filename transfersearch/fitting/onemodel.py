@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -180,11 +180,11 @@ def _valley_input(
     prior = np.array(
         [[ladder.prior.get(n, {}).get(v, 0.0) for v in ladder.variables] for n in names]
     )
-    fixed = np.array([[v in ladder.fixed.get(n, {}) for v in ladder.variables] for n in names])
+    fixed = np.array([[_held(ladder.fixed.get(n, {}), v) for v in ladder.variables] for n in names])
     for i, n in enumerate(names):
         for k, v in enumerate(ladder.variables):
             if fixed[i, k]:
-                prior[i, k] = ladder.fixed[n][v]
+                prior[i, k] = ladder.fixed[n].get(v, 0.0)  # a bend held: at 0
     bend = np.array([v.startswith(BEND_PREFIX) for v in ladder.variables], dtype=bool)
     return ValleyInput(
         coords=trials.coords[finite][:, list(active)],
@@ -197,6 +197,15 @@ def _valley_input(
     )
 
 
+def _held(fixed: Mapping[str, float], variable: str) -> bool:
+    """Whether a column's exponent is held: a scale variable's when the caller fixed it; a bend
+    feature's (held at 0) when either of its variables is, since a fixed law in a variable is a
+    straight one there."""
+    if not variable.startswith(BEND_PREFIX):
+        return variable in fixed
+    return any(part in fixed for part in variable[len(BEND_PREFIX) :].split("*"))
+
+
 def _with_bend(
     ladder: Ladder, target_logs: FloatArray, drift: bool = True
 ) -> tuple[Ladder, FloatArray]:
@@ -206,16 +215,23 @@ def _with_bend(
     ``bend:i*j``. Its coefficient is the path's curvature in "slope per decade" units, so its
     drift prior ``N(0, s²)`` says the slope may change by its own typical size over a decade of
     scale; the bend's hyperprior (none, or that) lets the evidence decide. The ladder unchanged
-    for the no-drift model (``drift`` False) and where fewer than two rungs or no variable
-    varies."""
+    for the no-drift model (``drift`` False), where fewer than two rungs or no variable varies,
+    and for a pair every parameter holds straight (a fixed exponent in either variable)."""
     logs = ladder.log_scales
     varied = [k for k in range(logs.shape[1]) if np.ptp(logs[:, k]) > 0]
     if not drift or len(ladder.scales) < 2 or not varied:
         return ladder, target_logs
-    pairs = [(i, j) for n, i in enumerate(varied) for j in varied[n:]]
-    names = tuple(ladder.variables) + tuple(
-        f"{BEND_PREFIX}{ladder.variables[i]}*{ladder.variables[j]}" for i, j in pairs
-    )
+    every = [(i, j) for n, i in enumerate(varied) for j in varied[n:]]
+    label = {(i, j): f"{BEND_PREFIX}{ladder.variables[i]}*{ladder.variables[j]}" for i, j in every}
+    # a bend every parameter holds (a fixed exponent in one of its variables) is no column
+    pairs = [
+        pair
+        for pair in every
+        if not all(_held(ladder.fixed.get(p, {}), label[pair]) for p in ladder.names)
+    ]
+    if not pairs:
+        return ladder, target_logs
+    names = tuple(ladder.variables) + tuple(label[pair] for pair in pairs)
     lift = _bend_lift(logs.mean(axis=0), pairs)
     return replace(ladder, log_scales=lift(logs), variables=names), lift(target_logs)[0]
 
