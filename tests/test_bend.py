@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from transfersearch import Observation, Scale, extrapolate
+from transfersearch import Observation, Scale, TransferSearchError, extrapolate
 from transfersearch.fitting.engine import _check
 from transfersearch.fitting.onemodel import BEND_PREFIX, _with_bend, fit_ladder
 from transfersearch.fitting.options import FitOptions
@@ -130,3 +130,23 @@ def test_a_fixed_exponent_holds_the_bend_in_its_variable() -> None:
         assert "bend" not in res.summary()
         points.append(math.log(res.law_params["lr"]))
     assert points[1] - points[0] == pytest.approx(-0.5 * math.log(2.0), abs=1e-4)
+
+
+def test_a_scale_variable_named_like_a_bend_column_is_refused() -> None:
+    obs = [
+        Observation({"bend:width": o.scale["width"]}, o.params, o.value)
+        for o in _ladder_trials(0.0)
+    ]
+    with pytest.raises(TransferSearchError, match=r"'bend:width'.*Rename it, e\.g\. 'width'"):
+        extrapolate(obs, target=Scale({"bend:width": 8192}), params=["lr"], seed=0)
+
+
+def test_a_scale_variable_whose_name_holds_a_star_bends_too() -> None:
+    # the bend columns are looked up by name, not parsed: "tokens*epochs" stays one variable
+    obs = [
+        Observation({"tokens*epochs": o.scale["width"]}, o.params, o.value)
+        for o in _ladder_trials(0.15)
+    ]
+    res = extrapolate(obs, target=Scale({"tokens*epochs": 8192}), params=["lr"], seed=0)
+    assert "of a bend in the path" in res.summary()
+    assert abs(math.log(res.law_params["lr"]) - _truth(0.15)) < 0.15

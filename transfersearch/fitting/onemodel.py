@@ -180,7 +180,10 @@ def _valley_input(
     prior = np.array(
         [[ladder.prior.get(n, {}).get(v, 0.0) for v in ladder.variables] for n in names]
     )
-    fixed = np.array([[_held(ladder.fixed.get(n, {}), v) for v in ladder.variables] for n in names])
+    variables = ladder.variables
+    fixed = np.array(
+        [[_held(ladder.fixed.get(n, {}), v, variables) for v in variables] for n in names]
+    )
     for i, n in enumerate(names):
         for k, v in enumerate(ladder.variables):
             if fixed[i, k]:
@@ -197,13 +200,20 @@ def _valley_input(
     )
 
 
-def _held(fixed: Mapping[str, float], variable: str) -> bool:
+def _bend_labels(variables: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Every possible bend column's name over the scale variables (bend columns among
+    ``variables`` left out), and the two variables it multiplies: looked up, never parsed, so a
+    variable whose name holds ``*`` is read right."""
+    first = [v for v in variables if not v.startswith(BEND_PREFIX)]
+    return {f"{BEND_PREFIX}{a}*{b}": (a, b) for n, a in enumerate(first) for b in first[n:]}
+
+
+def _held(fixed: Mapping[str, float], variable: str, variables: Sequence[str]) -> bool:
     """Whether a column's exponent is held: a scale variable's when the caller fixed it; a bend
     feature's (held at 0) when either of its variables is, since a fixed law in a variable is a
     straight one there."""
-    if not variable.startswith(BEND_PREFIX):
-        return variable in fixed
-    return any(part in fixed for part in variable[len(BEND_PREFIX) :].split("*"))
+    pair = _bend_labels(variables).get(variable)
+    return variable in fixed if pair is None else any(v in fixed for v in pair)
 
 
 def _with_bend(
@@ -217,17 +227,24 @@ def _with_bend(
     scale; the bend's hyperprior (none, or that) lets the evidence decide. The ladder unchanged
     for the no-drift model (``drift`` False), where fewer than two rungs or no variable varies,
     and for a pair every parameter holds straight (a fixed exponent in either variable)."""
-    logs = ladder.log_scales
+    reserved = [v for v in ladder.variables if v.startswith(BEND_PREFIX)]
+    if reserved:
+        raise TransferSearchError(
+            f"scale variable {reserved[0]!r} starts with {BEND_PREFIX!r}, which names the fit's "
+            "own columns for the path's bend (docs/science.md §7.6). Rename it, e.g. "
+            f"{reserved[0][len(BEND_PREFIX) :] or 'size'!r}."
+        )
+    logs, variables = ladder.log_scales, ladder.variables
     varied = [k for k in range(logs.shape[1]) if np.ptp(logs[:, k]) > 0]
     if not drift or len(ladder.scales) < 2 or not varied:
         return ladder, target_logs
     every = [(i, j) for n, i in enumerate(varied) for j in varied[n:]]
-    label = {(i, j): f"{BEND_PREFIX}{ladder.variables[i]}*{ladder.variables[j]}" for i, j in every}
+    label = {(i, j): f"{BEND_PREFIX}{variables[i]}*{variables[j]}" for i, j in every}
     # a bend every parameter holds (a fixed exponent in one of its variables) is no column
     pairs = [
         pair
         for pair in every
-        if not all(_held(ladder.fixed.get(p, {}), label[pair]) for p in ladder.names)
+        if not all(_held(ladder.fixed.get(p, {}), label[pair], variables) for p in ladder.names)
     ]
     if not pairs:
         return ladder, target_logs
@@ -259,15 +276,11 @@ def _span_point(ladder: Ladder, rungs: Sequence[int], target: FloatArray) -> Flo
     if len(first) == len(names):
         return span_point(ladder.log_scales[list(rungs)], target)
     index = {v: k for k, v in enumerate(names)}
-    pairs = [
-        tuple(index[part] for part in v[len(BEND_PREFIX) :].split("*"))
-        for v in names
-        if v.startswith(BEND_PREFIX)
-    ]
+    labels = _bend_labels(names)
+    pairs = [(index[labels[v][0]], index[labels[v][1]]) for v in names if v in labels]
     logs = ladder.log_scales[:, first]
     inner = span_point(logs[list(rungs)], target[first])
-    lift = _bend_lift(logs.mean(axis=0), [(int(i), int(j)) for i, j in pairs])
-    return np.asarray(lift(inner)[0])
+    return np.asarray(_bend_lift(logs.mean(axis=0), pairs)(inner)[0])
 
 
 def _active(ladder: Ladder) -> tuple[tuple[int, ...], FloatArray]:
