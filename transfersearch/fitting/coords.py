@@ -25,6 +25,7 @@ __all__ = [
     "check_fixed_exponents",
     "check_params",
     "common_variables",
+    "covariance_factor",
     "gaussian_draws",
     "natural_params",
     "observation_arrays",
@@ -210,15 +211,29 @@ def check_fixed_exponents(
     return checked
 
 
-def gaussian_draws(
-    mean: FloatArray, cov: FloatArray, n: int, rng: np.random.Generator
-) -> FloatArray:
-    """``n`` draws of ``N(mean, cov)`` through the Cholesky factor, which moves only by
-    round-off when ``cov`` does (an eigendecomposition's vectors rotate freely between
-    near-equal eigenvalues, so the same seed gave other draws when the trials' order changed);
-    a covariance round-off leaves not positive definite is drawn through its eigenvalues."""
+def covariance_factor(cov: FloatArray) -> FloatArray | None:
+    """The lower Cholesky factor of ``cov`` (symmetrised), None where round-off leaves it not
+    positive definite."""
     try:
-        factor = np.linalg.cholesky(0.5 * (cov + cov.T))
+        return np.asarray(np.linalg.cholesky(0.5 * (cov + cov.T)))
     except np.linalg.LinAlgError:
+        return None
+
+
+def gaussian_draws(
+    mean: FloatArray,
+    cov: FloatArray,
+    n: int,
+    rng: np.random.Generator,
+    factor: FloatArray | None = None,
+) -> FloatArray:
+    """``n`` draws of ``N(mean, cov)`` through the Cholesky factor (``factor`` when the caller
+    keeps it, :func:`covariance_factor`), which moves only by round-off when ``cov`` does (an
+    eigendecomposition's vectors rotate freely between near-equal eigenvalues, so the same seed
+    gave other draws when the trials' order changed); a covariance round-off leaves not
+    positive definite is drawn through its eigenvalues."""
+    if factor is None:
+        factor = covariance_factor(cov)
+    if factor is None:
         return np.asarray(rng.multivariate_normal(mean, cov, size=n, method="eigh"))
     return np.asarray(mean + rng.standard_normal((n, len(mean))) @ factor.T)
