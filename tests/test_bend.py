@@ -150,3 +150,60 @@ def test_a_scale_variable_whose_name_holds_a_star_bends_too() -> None:
     res = extrapolate(obs, target=Scale({"tokens*epochs": 8192}), params=["lr"], seed=0)
     assert "of a bend in the path" in res.summary()
     assert abs(math.log(res.law_params["lr"]) - _truth(0.15)) < 0.15
+
+
+def test_the_reported_law_follows_the_bent_path() -> None:
+    """``res.laws`` carry the bend: ``predict`` is the law's point at the target (the model's
+    path, not its tangent), the exponents are the path's slope at the rungs' centre, and the
+    path through the rungs' centre and the target is what the data bent (the truth's
+    curvature 0.15 per log unit², ln 10 × that per decade)."""
+    res = extrapolate(_ladder_trials(0.15), target=TARGET, params=["lr"], seed=0)
+    law = res.laws["lr"]
+    assert set(law.bends) == {("width", "width")}
+    assert law.names == ("intercept", "width", f"{BEND_PREFIX}width*width")
+    assert law.covariance.shape == (3, 3)
+    assert law.predict(TARGET) == pytest.approx(res.law_params["lr"], rel=1e-9)
+    centre = math.exp(law.centre["width"])
+    assert centre == pytest.approx(math.exp(np.mean([math.log(w) for w in WIDTHS])))
+    # the tangent at the centre, by central differences of predict_coord in ln width
+    step = 1e-4
+    up = law.predict_coord({"width": centre * math.exp(step)})[0]
+    down = law.predict_coord({"width": centre * math.exp(-step)})[0]
+    assert (up - down) / (2 * step) == pytest.approx(law.exponents["width"], rel=1e-6)
+    assert law.bends[("width", "width")] == pytest.approx(0.15 * math.log(10.0), rel=0.3)
+    # a straight law through the same tangent misses the target by the bend's whole share
+    straight = law.intercept + law.exponents["width"] * math.log(TARGET["width"])
+    assert abs(straight - math.log(res.law_params["lr"])) > 0.3
+
+
+def test_a_bent_law_s_prediction_by_hand() -> None:
+    """``predict_coord`` adds ``Σ C_ij · ½(ℓ_i − ℓ̄_i)(ℓ_j − ℓ̄_j)/ln 10`` to the line, and its
+    variance takes the bend's feature as one more column of the gradient."""
+    from transfersearch.fitting.laws import PowerLaw
+
+    cov = np.diag([0.01, 0.0004, 0.0009, 0.0016])
+    law = PowerLaw(
+        param="lr",
+        log_space=True,
+        intercept=-2.0,
+        exponents={"N": -0.5, "D": 0.25},
+        fixed=(),
+        shrunk=(),
+        names=("intercept", "D", "N", f"{BEND_PREFIX}D*N"),
+        covariance=cov,
+        r_squared=math.nan,
+        chi2_per_dof=math.nan,
+        n_scales=4,
+        scatter=0.1,
+        bends={("D", "N"): 0.3},
+        centre={"D": math.log(1e9), "N": math.log(1e8)},
+    )
+    d, n = 4e10, 1e9
+    feature = 0.5 * math.log(d / 1e9) * math.log(n / 1e8) / math.log(10.0)
+    value = -2.0 - 0.5 * math.log(n) + 0.25 * math.log(d) + 0.3 * feature
+    gradient = np.array([1.0, math.log(d), math.log(n), feature])
+    sd = math.sqrt(float(gradient @ cov @ gradient) + 0.1**2)
+    got_value, got_sd = law.predict_coord({"N": n, "D": d})
+    assert got_value == pytest.approx(value, rel=1e-12)
+    assert got_sd == pytest.approx(sd, rel=1e-12)
+    assert law.predict({"N": n, "D": d}) == pytest.approx(math.exp(value), rel=1e-12)

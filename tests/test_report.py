@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -236,6 +237,8 @@ def test_the_law_panel_info_is_the_fit_s_own_numbers() -> None:
     assert info.path.compute[-1] == pytest.approx(info.target_compute)
     coord, stderr = result.laws["lr"].predict_coord(ts.Scale(width=1024))
     assert info.path.centre[-1] == pytest.approx(math.exp(coord))
+    # the drawn law is the model's path: it ends at the law's own point at the target
+    assert info.path.centre[-1] == pytest.approx(result.law_params["lr"], rel=1e-9)
     assert info.path.upper[-1] == pytest.approx(math.exp(coord + z * stderr))
     assert info.decision == result.params["lr"] and info.interval == result.interval(0.8)["lr"]
     # the bar is the interval cut at e^±MAX_LOG_BAR about the decision (the cut by hand below)
@@ -245,7 +248,10 @@ def test_the_law_panel_info_is_the_fit_s_own_numbers() -> None:
         max(low, info.decision / reach),
         min(high, info.decision * reach),
     )
-    assert info.law_terms == f"width^{result.laws['lr'].exponents['width']:+.2f}"
+    # the path may bend (a width ladder: bend:width*width): the exponent is its tangent there
+    assert result.laws["lr"].bends
+    exponent = result.laws["lr"].exponents["width"]
+    assert info.law_terms == f"width^{exponent:+.2f} at the rungs' centre"
 
 
 def test_the_target_s_bar_is_cut_at_e_to_the_max_log_bar_about_the_decision() -> None:
@@ -369,9 +375,35 @@ def test_tick_labels_of_a_log_axis_spanning_about_a_decade_do_not_overlap() -> N
         for lr in (5e-4, 1e-3, 2e-3, 4e-3, 8e-3)
     ]
     result = extrapolate(obs, target=ts.Scale(width=512), params=["lr"], seed=0)
+    _assert_tick_labels_clear(draw_report(obs, result))
+
+
+def test_tick_labels_of_a_compute_axis_spanning_decades_do_not_overlap() -> None:
+    """A ladder of widths 64–2048 and a target at 8192 span four decades of compute: the 2s
+    and 5s between the powers of ten printed over them (and over each other); past
+    ``MINOR_LABEL_DECADES`` only the powers of ten are labelled."""
+    pytest.importorskip("matplotlib")
+    from transfersearch.report import draw_report
+
+    obs = [
+        Observation(
+            {"width": width}, {"lr": lr}, 3.0 + 0.05 * math.log(lr / (1e-3 * 64 / width)) ** 2
+        )
+        for width in (64, 128, 256, 512, 1024, 2048)
+        for lr in (1e-4, 3e-4, 1e-3, 3e-3, 1e-2)
+    ]
+    result = extrapolate(obs, target=ts.Scale(width=8192), params=["lr"], seed=0)
+    figure = draw_report(obs, result)
+    compute = figure.axes[-1]
+    low, high = compute.get_xlim()
+    assert math.log10(high / low) > 4.0
+    _assert_tick_labels_clear(figure)
+
+
+def _assert_tick_labels_clear(figure: Any) -> None:
+    """Every visible x tick label of every axis of ``figure`` keeps clear of the others."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    figure = draw_report(obs, result)
     canvas = FigureCanvasAgg(figure)
     canvas.draw()
     renderer = canvas.get_renderer()

@@ -226,6 +226,9 @@ def _checked(
     return obs
 
 
+#: A log x axis labels its minor ticks (2 and 5 × a power of ten) only while it spans at most
+#: this many decades (:func:`_log_x`): past it they print over the powers of ten.
+MINOR_LABEL_DECADES = 2.0
 #: The rungs' colours, in cost order: matplotlib's tab10 without its red (the law, the target
 #: and its decision are red) and its grey (the marks at the target are grey and black).
 RUNG_PALETTE = (0, 1, 2, 4, 5, 6, 8, 9)
@@ -336,13 +339,21 @@ def _landscape_panel(
 
 
 def _log_x(ax: Any) -> None:
-    """A log x axis that labels its minor ticks at 2 and 5 × a power of ten only: on an axis
-    spanning about a decade matplotlib labels every one it shows (``2×10⁻³``, ``3×10⁻³``,
-    ``4×10⁻³``, ``6×10⁻³``) and neighbours print over each other."""
+    """A log x axis that labels its minor ticks at 2 and 5 × a power of ten only, and only
+    while it spans at most :data:`MINOR_LABEL_DECADES`: on an axis spanning about a decade
+    matplotlib labels every one it shows (``2×10⁻³``, ``3×10⁻³``, ``4×10⁻³``, ``6×10⁻³``), and
+    on one of several decades (a ladder's compute) even the 2s and 5s print over the powers of
+    ten; there the powers of ten alone are labelled."""
     from matplotlib.ticker import FuncFormatter
 
+    def minor(value: float, position: int | None = None) -> str:
+        low, high = ax.get_xlim()
+        if low > 0 and math.log10(high / low) > MINOR_LABEL_DECADES:
+            return ""
+        return _minor_label(value, position)
+
     ax.set_xscale("log")
-    ax.xaxis.set_minor_formatter(FuncFormatter(_minor_label))
+    ax.xaxis.set_minor_formatter(FuncFormatter(minor))
 
 
 def _minor_label(value: float, _position: int | None = None) -> str:

@@ -31,7 +31,13 @@ from transfersearch.fitting.findings import (
     wide_findings,
 )
 from transfersearch.fitting.laws import PowerLaw
-from transfersearch.fitting.onemodel import LadderFit, fit_ladder, robust_sd, span_point
+from transfersearch.fitting.onemodel import (
+    BEND_PREFIX,
+    LadderFit,
+    fit_ladder,
+    robust_sd,
+    span_point,
+)
 from transfersearch.fitting.optimum import ScaleOptimum
 from transfersearch.fitting.options import FitOptions
 from transfersearch.fitting.result import Extrapolation, Validation
@@ -467,30 +473,36 @@ def _crash_notes(crashed: int) -> list[Diagnostic]:
 
 
 def _laws(ladder: Ladder, fit: LadderFit) -> dict[str, PowerLaw]:
-    """Each parameter's law from the posterior draws of (intercept, exponents)."""
+    """Each parameter's law from the posterior draws of (intercept, exponents, bends)."""
     laws: dict[str, PowerLaw] = {}
-    variables = ladder.variables
+    variables, m = ladder.variables, len(ladder.variables)
+    labels = tuple(f"{BEND_PREFIX}{a}*{b}" for a, b in fit.bends)
+    size = 1 + m + len(labels)
     for j, name in enumerate(ladder.names):
         if j in fit.active:
             i = fit.active.index(j)
             mean = fit.law_point_coefficients[i]
             cov = np.atleast_2d(np.cov(fit.law_coefficients[:, i, :].T))
         else:
-            mean = np.concatenate([[fit.fixed_values[j]], np.zeros(len(variables))])
-            cov = np.zeros((1 + len(variables), 1 + len(variables)))
+            mean = np.concatenate([[fit.fixed_values[j]], np.zeros(size - 1)])
+            cov = np.zeros((size, size))
         laws[name] = PowerLaw(
             param=name,
             log_space=name in ladder.logs,
             intercept=float(mean[0]),
-            exponents={v: float(e) for v, e in zip(variables, mean[1:], strict=True)},
+            exponents={v: float(e) for v, e in zip(variables, mean[1 : 1 + m], strict=True)},
             fixed=tuple(ladder.fixed.get(name, {})),
             shrunk=(),
-            names=("intercept", *variables),
+            names=("intercept", *variables, *labels),
             covariance=cov,
             r_squared=math.nan,
             chi2_per_dof=math.nan,
             n_scales=len(ladder.scales),
             model="constant" if j not in fit.active else "drift",
+            bends={pair: float(c) for pair, c in zip(fit.bends, mean[1 + m :], strict=True)},
+            centre={v: float(c) for v, c in zip(variables, fit.bend_centre, strict=True)}
+            if labels
+            else {},
         )
     return laws
 

@@ -1,12 +1,13 @@
 """An optimum-vs-scale law: :class:`PowerLaw`, one parameter's read-out of the one model
-(docs/science.md §7): ``p* = coefficient · Π_k scale_k ** exponents[k]`` for a log parameter.
+(docs/science.md §7): ``p* = coefficient · Π_k scale_k ** exponents[k]`` for a log parameter,
+times the path's bend where it has one (§7.6).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,7 +22,10 @@ class PowerLaw:
     """A fitted optimum-vs-scale law for one parameter.
 
     For a log parameter ``p* = coefficient · Π_k scale_k ** exponents[k]``; for a linear one
-    ``p* = intercept + Σ_k exponents[k] · log(scale_k)``.
+    ``p* = intercept + Σ_k exponents[k] · log(scale_k)``. Where the path bends (docs/science.md
+    §7.6) the fitted coordinate adds ``Σ C_ij · ½(ℓ_i − ℓ̄_i)(ℓ_j − ℓ̄_j)/ln 10`` over the pairs
+    in ``bends`` (``ℓ = ln scale``, ``ℓ̄`` = ``centre``, the rungs' mean): ``intercept`` and
+    ``exponents`` are then the path's tangent at ``ℓ̄``, and :meth:`predict` follows the path.
 
     Attributes:
         param: the parameter.
@@ -31,8 +35,9 @@ class PowerLaw:
         fixed: scale variables whose exponent was given, not fitted.
         shrunk: scale variables whose exponent was held at its prior (the model's prior
             standard deviation is 0).
-        names: order of ``covariance``: ``"intercept"`` then the fitted exponents.
-        covariance: posterior covariance of (intercept, fitted exponents).
+        names: order of ``covariance``: ``"intercept"``, the fitted exponents, then one
+            ``"bend:i*j"`` per pair in ``bends``.
+        covariance: posterior covariance of (intercept, fitted exponents, bends).
         r_squared: weighted R² of the law on the per-scale optima (NaN when undefined).
         chi2_per_dof: weighted residual χ² per degree of freedom (NaN with no dof).
         n_scales: number of per-scale optima the law was fitted to.
@@ -40,6 +45,9 @@ class PowerLaw:
         scatter: τ, the optima's scatter about the law beyond their own errors; a new scale's
             optimum is that far off the law even when the law is exact, so predictions add τ².
         prior_sd: the exponents' prior standard deviation the law was fitted with.
+        bends: the path's second-order coefficient ``C_ij`` per pair of scale variables (the
+            change of the slope per decade of scale); empty for a straight law.
+        centre: ``ℓ̄``, the ln scale per variable about which ``bends`` are taken.
     """
 
     param: str
@@ -56,6 +64,8 @@ class PowerLaw:
     model: str = "free"
     scatter: float = 0.0
     prior_sd: float = math.inf
+    bends: dict[tuple[str, str], float] = field(default_factory=dict)
+    centre: dict[str, float] = field(default_factory=dict)
 
     @property
     def coefficient(self) -> float:
@@ -81,10 +91,20 @@ class PowerLaw:
         needed = sorted(self.exponents)
         target.require(*needed, purpose=f"predict {self.param!r} from its power law")
         logs = {name: math.log(target[name]) for name in needed}
+        bends = [self.bend_feature(pair, logs) for pair in self.bends]
         value = self.intercept + sum(self.exponents[n] * logs[n] for n in needed)
-        gradient = np.array([1.0] + [logs[n] for n in self.names[1:]])
+        value += sum(c * f for c, f in zip(self.bends.values(), bends, strict=True))
+        fitted = self.names[1 : len(self.names) - len(bends)]
+        gradient = np.array([1.0, *(logs[n] for n in fitted), *bends])
         variance = float(gradient @ self.covariance @ gradient)
         return value, math.sqrt(max(variance, 0.0) + self.scatter**2)
+
+    def bend_feature(self, pair: tuple[str, str], logs: Mapping[str, float]) -> float:
+        """``½(ℓ_i − ℓ̄_i)(ℓ_j − ℓ̄_j)/ln 10`` of a pair in :attr:`bends` at ln scales ``logs``
+        (docs/science.md §7.6)."""
+        i, j = pair
+        gap_i, gap_j = logs[i] - self.centre[i], logs[j] - self.centre[j]
+        return 0.5 * gap_i * gap_j / math.log(10.0)
 
     def predict(self, scale: Mapping[str, float]) -> float:
         """The predicted optimum at ``scale``, in natural units.

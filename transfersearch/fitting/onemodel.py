@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -126,9 +127,13 @@ class LadderFit:
         divergence: the divergence model, or None (no trial diverged).
         target_loss: the decision's objective.
         decision: (d,) the point of least expected loss.
-        law_point_coefficients: (d, 1 + m) each law's (intercept, exponents) at the posterior
-            mean, fitted units per ln scale (a scale variable no rung varied: its prior's).
-        law_coefficients: (S, d, 1 + m) posterior draws of the same (their covariance).
+        law_point_coefficients: (d, 1 + m + b) each law's (intercept, exponents, bends) at the
+            posterior mean, fitted units per ln scale (a scale variable no rung varied: its
+            prior's); with bends (§7.6), the intercept and exponents are the path's tangent at
+            ``bend_centre``.
+        law_coefficients: (S, d, 1 + m + b) posterior draws of the same (their covariance).
+        bends: the pair of scale variables behind each bend coefficient, in column order.
+        bend_centre: (m,) the rungs' mean ln scale, about which the bends are taken.
         n_crashed: crashed trials left out (counted by the caller; kept here for the record).
         divergence_cost: the loss charged to a diverged run.
     """
@@ -149,6 +154,8 @@ class LadderFit:
     law_point_coefficients: FloatArray
     law_coefficients: FloatArray
     divergence_cost: float
+    bends: tuple[tuple[str, str], ...] = ()
+    bend_centre: FloatArray = field(default_factory=lambda: np.zeros(0))
     target_is_rung: bool = False
     law_held: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     below_one: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
@@ -348,11 +355,25 @@ def _rung_optima(
     return tuple(out)
 
 
-def _law_coefficients(thetas: FloatArray, valley: Valley, first: int) -> FloatArray:
-    """Each law's (intercept, exponents) in fitted units per ln scale for each ``θ`` (S, d,
-    1 + first): ``B = H⁻¹G`` (the optimum's move per unit ln scale) and the intercept of that
-    line at ℓ = 0, over the ``first`` scale variables — with bend features (§7.6), the path's
-    tangent at the rungs' mean log scale, where the features and their slopes are 0."""
+def _law_fields(
+    ladder: Ladder, first: int, valley: Valley, rng: np.random.Generator
+) -> dict[str, Any]:
+    """:class:`LadderFit`'s laws: the coefficients at the posterior mean and their draws, and
+    the bends' pairs and centre (a ladder with bend columns after its ``first`` variables)."""
+    return {
+        "law_point_coefficients": _law_coefficients(valley.theta, valley),
+        "law_coefficients": _law_coefficients(valley.law_draws(N_DRAWS // 4, rng)[0], valley),
+        "bends": tuple(_bend_labels(ladder.variables)[v] for v in ladder.variables[first:]),
+        "bend_centre": ladder.log_scales[:, :first].mean(axis=0),
+    }
+
+
+def _law_coefficients(thetas: FloatArray, valley: Valley) -> FloatArray:
+    """Each law's (intercept, coefficients) in fitted units for each ``θ`` (S, d, 1 + m):
+    ``B = H⁻¹G`` (the optimum's move per unit of each column of the ladder's log scales) and the
+    intercept at ℓ = 0. With bend features (§7.6) the path is ``a + Bℓ + Σ C_ij f_ij(ℓ)``, the
+    features and their slopes 0 at the rungs' mean log scale: the intercept and the scale
+    variables' coefficients are the path's tangent there, the rest its bends."""
     lay = valley.layout
     hess = valley.curvatures_u(thetas)
 
@@ -364,7 +385,7 @@ def _law_coefficients(thetas: FloatArray, valley: Valley, first: int) -> FloatAr
     for k in range(lay.m):
         slopes[..., k] = centre(np.eye(lay.m)[k]) - middle
     intercept = middle - np.einsum("...dk,k->...d", slopes, valley.frame.scale_centre)
-    return np.concatenate([intercept[..., None], slopes], axis=-1)[..., : 1 + first]
+    return np.concatenate([intercept[..., None], slopes], axis=-1)
 
 
 def _fold(
@@ -549,9 +570,8 @@ def fit_ladder(
         divergence=divergence,
         target_loss=loss,
         decision=loss.decision,
-        law_point_coefficients=_law_coefficients(valley.theta, valley, first),
-        law_coefficients=_law_coefficients(valley.law_draws(N_DRAWS // 4, rng)[0], valley, first),
         divergence_cost=cost,
+        **_law_fields(ladder, first, valley, rng),
         target_is_rung=held is not None,
         law_held=valley.law_centre_held(target_logs),
         below_one=_below_one(ladder, trials, active),
