@@ -26,6 +26,8 @@ class PowerLaw:
     §7.6) the fitted coordinate adds ``Σ C_ij · ½(ℓ_i − ℓ̄_i)(ℓ_j − ℓ̄_j)/ln 10`` over the pairs
     in ``bends`` (``ℓ = ln scale``, ``ℓ̄`` = ``centre``, the rungs' mean): ``intercept`` and
     ``exponents`` are then the path's tangent at ``ℓ̄``, and :meth:`predict` follows the path.
+    At a target it is the extrapolation's ``law_params``, unless the fit held that point at the
+    edge of what its trials support (a ``held`` note): the law itself is not held.
 
     Attributes:
         param: the parameter.
