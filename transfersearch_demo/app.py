@@ -633,9 +633,10 @@ def _wide_interval_notes(
 
 
 def _law_table(result: Extrapolation, interval: Mapping[str, tuple[float, float]]) -> str:
-    """Each parameter's prediction at the target, its 90% interval and its law's exponents."""
+    """Each parameter's prediction at the target, its 90% interval and its law's exponents (the
+    path's slope at the rungs' centre: it may bend, docs/science.md §7.6)."""
     return format_table(
-        ["param", "predicted at target", "90% low", "90% high", "law"],
+        ["param", "predicted at target", "90% low", "90% high", "law at the rungs' centre"],
         [
             [
                 name,
