@@ -336,7 +336,8 @@ def _candidates_text(portfolio: Portfolio) -> str:
 
 
 def _prediction_table(result: Extrapolation, level: float) -> str:
-    """The decision per parameter with its interval and the law's exponents."""
+    """The decision per parameter with its interval and the law's exponents (the path's slope
+    at the rungs' centre: it may bend, docs/science.md §7.6)."""
     interval = result.interval(level)
     rows = []
     for name, value in result.params.items():
@@ -344,7 +345,14 @@ def _prediction_table(result: Extrapolation, level: float) -> str:
         exps = ", ".join(f"{k}^{v:+.3f}" for k, v in sorted(varied.items()))
         rows.append([name, value, interval[name][0], interval[name][1], exps])
     percent = f"{round(level * 100)}%"
-    return format_table(["param", "predicted", f"{percent} low", f"{percent} high", "law"], rows)
+    headers = [
+        "param",
+        "predicted",
+        f"{percent} low",
+        f"{percent} high",
+        "law at the rungs' centre",
+    ]
+    return format_table(headers, rows)
 
 
 def _hp_table(hp: Hyperparameters) -> str:
