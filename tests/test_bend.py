@@ -128,6 +128,8 @@ def test_a_fixed_exponent_holds_the_bend_in_its_variable() -> None:
             fixed_exponents=fixed,
         )
         assert "bend" not in res.summary()
+        assert res.laws["lr"].bends == {}  # and the reported law is the straight one
+        assert res.laws["lr"].predict(res.target) == pytest.approx(res.law_params["lr"])
         points.append(math.log(res.law_params["lr"]))
     assert points[1] - points[0] == pytest.approx(-0.5 * math.log(2.0), abs=1e-4)
 
@@ -149,6 +151,8 @@ def test_a_scale_variable_whose_name_holds_a_star_bends_too() -> None:
     ]
     res = extrapolate(obs, target=Scale({"tokens*epochs": 8192}), params=["lr"], seed=0)
     assert "of a bend in the path" in res.summary()
+    assert set(res.laws["lr"].bends) == {("tokens*epochs", "tokens*epochs")}
+    assert res.laws["lr"].predict(res.target) == pytest.approx(res.law_params["lr"])
     assert abs(math.log(res.law_params["lr"]) - _truth(0.15)) < 0.15
 
 
