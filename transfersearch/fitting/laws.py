@@ -47,8 +47,9 @@ class PowerLaw:
         scatter: τ, the optima's scatter about the law beyond their own errors; a new scale's
             optimum is that far off the law even when the law is exact, so predictions add τ².
         prior_sd: the exponents' prior standard deviation the law was fitted with.
-        bends: the path's second-order coefficient ``C_ij`` per pair of scale variables (the
-            change of the slope per decade of scale); empty for a straight law.
+        bends: the path's second-order coefficient ``C_ij`` per pair of scale variables: the
+            change of the slope in ``i`` per decade of ``i`` for ``i = j``, half of it per
+            decade of ``j`` for a pair; empty for a straight law.
         centre: ``ℓ̄``, the ln scale per variable about which ``bends`` are taken.
     """
 
