@@ -211,3 +211,33 @@ def test_a_bent_law_s_prediction_by_hand() -> None:
     assert got_value == pytest.approx(value, rel=1e-12)
     assert got_sd == pytest.approx(sd, rel=1e-12)
     assert law.predict({"N": n, "D": d}) == pytest.approx(math.exp(value), rel=1e-12)
+
+
+def test_a_hand_built_law_whose_bends_cannot_be_evaluated_is_refused() -> None:
+    """A bend without its variable's centre, or a covariance that is not square over the
+    names, is refused naming what is missing (before: a KeyError or a shape error at predict)."""
+    from transfersearch.fitting.laws import PowerLaw
+
+    base = {
+        "param": "lr",
+        "log_space": True,
+        "intercept": -2.0,
+        "exponents": {"N": -0.5},
+        "fixed": (),
+        "shrunk": (),
+        "r_squared": math.nan,
+        "chi2_per_dof": math.nan,
+        "n_scales": 3,
+        "bends": {("N", "N"): 0.2},
+    }
+    names = ("intercept", "N", f"{BEND_PREFIX}N*N")
+    with pytest.raises(TransferSearchError, match=r"bends name \['N'\], which centre lacks"):
+        PowerLaw(**base, names=names, covariance=np.eye(3))  # type: ignore[arg-type]
+    with pytest.raises(TransferSearchError, match=r"covariance has shape \(2, 2\)"):
+        PowerLaw(  # type: ignore[arg-type]
+            **base, names=names[:2], covariance=np.eye(2), centre={"N": math.log(1e8)}
+        )
+    law = PowerLaw(**base, names=names, covariance=np.eye(3), centre={"N": 0.0})  # type: ignore[arg-type]
+    assert law.predict({"N": 10.0}) == pytest.approx(
+        math.exp(-2.0 - 0.5 * math.log(10.0) + 0.2 * 0.5 * math.log(10.0) ** 2 / math.log(10.0))
+    )

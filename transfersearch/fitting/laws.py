@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import FloatArray, to_natural
 from transfersearch.scale import Scale
 
@@ -69,6 +70,28 @@ class PowerLaw:
     prior_sd: float = math.inf
     bends: dict[tuple[str, str], float] = field(default_factory=dict)
     centre: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Refuse a law whose bends cannot be evaluated: a bend's variable without its place in
+        :attr:`centre`, or :attr:`covariance` not square over :attr:`names` (the intercept,
+        the exponents, one entry per bend)."""
+        unplaced = sorted({v for pair in self.bends for v in pair} - set(self.centre))
+        if unplaced:
+            raise TransferSearchError(
+                f"PowerLaw {self.param!r}: bends name {unplaced}, which centre lacks; give "
+                "centre={variable: ln scale} for every variable a bend names (the rungs' mean "
+                "ln scale, about which the bend is taken)."
+            )
+        size, bent = len(self.names), len(self.bends)
+        fitted, labels = self.names[1 : size - bent], self.names[size - bent :]
+        named = all(n in self.exponents for n in fitted) and not set(labels) & set(self.exponents)
+        if np.shape(self.covariance) != (size, size) or size < 1 + bent or not named:
+            raise TransferSearchError(
+                f"PowerLaw {self.param!r}: covariance has shape {np.shape(self.covariance)} "
+                f"for names {self.names!r} and {len(self.bends)} bend(s); give names as "
+                "('intercept', *fitted exponents, *one label per bend) and a square covariance "
+                "over them."
+            )
 
     @property
     def coefficient(self) -> float:
