@@ -248,6 +248,23 @@ def test_the_command_line_prints_warnings_as_lines_in_its_flags_spelling(tmp_pat
     assert "TransferSearchWarning" not in run.stderr and "params=" not in run.stderr
 
 
+def test_the_flags_spelling_rewrites_option_names_only(tmp_path: Path) -> None:
+    """Issue 49, item 6: a scale variable named `params` kept its spelling in the warning that
+    names a rung (`Scale(..., --params 98688, ...)` before); the option beside it is a flag."""
+    rows = [{**r, "scale.params": 98688 * (r["scale.width"] / 64) ** 2} for r in sweep_rows()]
+    rows[3]["value"] = 1e4  # a run that blew up: the far-gap warning names its rung's Scale
+    path = write_csv(tmp_path / "params.csv", rows)
+    target = TARGET + ",params=5e7"
+    argv = ["extrapolate", "--csv", str(path), "--target", target, "--params", "base_lr,tau_epoch"]
+    run = subprocess.run(
+        [sys.executable, "-m", "transfersearch.cli", *argv], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    far = [line for line in run.stderr.splitlines() if "far past the rest" in line]
+    assert far and "params=98688" in far[0] and "--params 98688" not in far[0], run.stderr
+    assert "--diverged-beyond inf" in far[0]
+
+
 def test_rows_read_as_copies_that_differ_in_a_settings_column_are_warned_of(
     tmp_path: Path,
 ) -> None:

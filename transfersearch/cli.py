@@ -649,23 +649,50 @@ def _add_installed_commands(sub: Any) -> None:
         add(sub)
 
 
-#: Keywords the library's messages name that the command line spells as flags.
-_FLAGGED = ("log_params", "params", "diverged_beyond", "divergence_cost", "scale_columns")
+#: Keywords the library's messages name that the command line spells as flags: those that take
+#: names (a list ``[...]``, or nothing: ``params=,``) and those that take a number.
+_NAME_FLAGS = ("log_params", "params", "scale_columns")
+_NUMBER_FLAGS = ("diverged_beyond", "divergence_cost")
+#: An object's repr in a message (``Scale(width=64, params=98688)``): its keywords are its fields,
+#: never the command line's options.
+_REPR = re.compile(r"\b[A-Z]\w*\(")
+
+
+def _flag(match: re.Match[str]) -> str:
+    return "--" + match[1].replace("_", "-")
+
+
+def _spell_options(text: str) -> str:
+    """``name=`` → ``--name`` where ``name=`` is one of the options: a name-valued one followed by
+    a list or nothing, a number-valued one by a number or nothing. ``params=98688`` (a scale
+    variable named ``params``) and ``params=...`` are left as written."""
+    bare = r"(?=[\s,;:)]|$)"
+    for names, value in ((_NAME_FLAGS, r"(?=\[)"), (_NUMBER_FLAGS, r"(?=[\d.+-]|inf\b)")):
+        alternatives = "|".join(names)
+        text = re.sub(rf"\b({alternatives})={value}", lambda m: _flag(m) + " ", text)
+        text = re.sub(rf"\b({alternatives})={bare}", _flag, text)
+    return text
 
 
 def cli_spelling(message: str) -> str:
-    """A library message with its keywords spelled as this command line's flags
+    """A library message with its option keywords spelled as this command line's flags
     (``log_params=[...]`` → ``--log-params [...]``, ``diverged_beyond=math.inf`` →
-    ``--diverged-beyond inf``)."""
-    names = "|".join(_FLAGGED)
-
-    def flag(match: re.Match[str]) -> str:
-        return "--" + match[1].replace("_", "-")
-
+    ``--diverged-beyond inf``). Only option names are rewritten: an object's repr
+    (``Scale(..., params=98688)``) and a scale variable's value keep their spelling."""
     message = message.replace("=math.inf", "=inf")
-    # a keyword with its value ("log_params=[...]") takes a space; a bare one ("params=,") none
-    message = re.sub(rf"\b({names})=(?=[\w\[({{'\"-])", lambda m: flag(m) + " ", message)
-    return re.sub(rf"\b({names})=", flag, message)
+    pieces, start = [], 0
+    for opening in _REPR.finditer(message):
+        if opening.start() < start:
+            continue  # inside a repr already kept
+        depth, end = 0, len(message)
+        for index in range(opening.end() - 1, len(message)):
+            depth += {"(": 1, ")": -1}.get(message[index], 0)
+            if depth == 0:
+                end = index + 1
+                break
+        pieces += [_spell_options(message[start : opening.start()]), message[opening.start() : end]]
+        start = end
+    return "".join([*pieces, _spell_options(message[start:])])
 
 
 def _format_warning(
