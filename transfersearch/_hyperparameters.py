@@ -15,10 +15,17 @@ from typing import Any
 from transfersearch import errors
 from transfersearch._coordinates import check_value, tau_epoch_from_eta_lambda
 from transfersearch.errors import Allowed, Interval, TransferSearchError, check_positive
-from transfersearch.rules import BLOCK_VECTOR, GROUPS, AppliedBetaForm, check_betas
+from transfersearch.optimizers import (
+    Lion,
+    Muon,
+    Optimizer,
+    optimizer_from_dict,
+    optimizer_to_dict,
+)
+from transfersearch.rules import ALL_GROUPS, BLOCK_VECTOR, GROUPS, AppliedBetaForm, check_betas
 from transfersearch.scale import Scale, whole_number
 
-__all__ = ["WEIGHT_DECAY", "Hyperparameters"]
+__all__ = ["WEIGHT_DECAY", "Hyperparameters", "checked_optimizers"]
 
 #: What a group's ``weight_decay`` or ``independent_wd`` may be.
 WEIGHT_DECAY = Allowed(Interval(Real, 0), fix="Weight decay is 0 (none) or positive.")
@@ -42,6 +49,34 @@ def _check_group(group: str, values: object) -> None:
         if name not in values:
             continue
         errors.check_value(f"groups.{group}.{name}", values[name], WEIGHT_DECAY)
+
+
+def checked_optimizers(optimizers: object) -> Mapping[str, Optimizer]:
+    """``optimizers`` as a frozen group → :class:`~transfersearch.optimizers.Muon`/``Lion`` map
+    (a dict from :func:`~transfersearch.optimizers.optimizer_to_dict` is read back).
+
+    Raises:
+        TransferSearchError: not a mapping, an unknown group, or a value that is no family.
+    """
+    if not isinstance(optimizers, Mapping):
+        raise TransferSearchError(
+            f"`optimizers` must map groups to Muon() or Lion(), but got {optimizers!r}."
+        )
+    checked: dict[str, Optimizer] = {}
+    for group, value in optimizers.items():
+        if group not in ALL_GROUPS:
+            raise TransferSearchError(
+                f"`optimizers` names the group {group!r}: the groups are {ALL_GROUPS}."
+            )
+        if isinstance(value, Mapping):
+            value = optimizer_from_dict(value)
+        if not isinstance(value, (Muon, Lion)):
+            raise TransferSearchError(
+                f"`optimizers[{group!r}]` must be transfersearch.optimizers.Muon() or Lion() (a "
+                f"group not named runs AdamW), but got {value!r}."
+            )
+        checked[group] = value
+    return MappingProxyType(checked)
 
 
 def _frozen_groups(groups: Mapping[str, Mapping[str, float]]) -> Mapping[str, Mapping[str, float]]:
@@ -91,6 +126,10 @@ class Hyperparameters:
     beta_forms: tuple[AppliedBetaForm, AppliedBetaForm] = ("unchanged", "unchanged")
     #: m_L^(−α): the factor the model must put on every residual branch (1 at the base depth).
     residual_multiplier: float = 1.0
+    #: The groups run by another family than AdamW (``{"hidden": Muon()}``); a group not named
+    #: runs AdamW. Such a group's values carry the family's own keys (Muon: ``momentum``; Lion:
+    #: ``beta1``, ``beta2``); its ``eps`` is the family's (Muon's 1e-7).
+    optimizers: Mapping[str, Optimizer] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.scale, Scale):
@@ -135,6 +174,7 @@ class Hyperparameters:
                 f"beta_forms={self.beta_forms!r}."
             )
         object.__setattr__(self, "beta_forms", forms)
+        object.__setattr__(self, "optimizers", checked_optimizers(self.optimizers))
         object.__setattr__(
             self,
             "width_lr_multipliers",
@@ -155,6 +195,18 @@ class Hyperparameters:
                 f"no group {name!r}: the groups are {(*GROUPS, BLOCK_VECTOR)}."
             )
         return self.groups[name]
+
+    def optimizer(self, group: str) -> str:
+        """The family that runs ``group``: ``"adamw"``, ``"muon"`` or ``"lion"``.
+
+        Raises:
+            TransferSearchError: ``group`` is not a group.
+        """
+        self.group(group)
+        found = self.optimizers.get(group)
+        if found is None and group == BLOCK_VECTOR and BLOCK_VECTOR not in self.groups:
+            found = self.optimizers.get("vector")
+        return "adamw" if found is None else found.family
 
     @property
     def lr(self) -> float:
@@ -187,8 +239,10 @@ class Hyperparameters:
         return tau_epoch_from_eta_lambda(self.lr * self.weight_decay, self.scale)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-friendly dict; :meth:`from_dict` reads it back."""
-        return {
+        """A JSON-friendly dict; :meth:`from_dict` reads it back. ``optimizers`` (group → the
+        family's settings, :func:`~transfersearch.optimizers.optimizer_to_dict`) is there only
+        when a group runs another family than AdamW."""
+        data = {
             "scale": self.scale.to_dict(),
             "groups": {g: dict(v) for g, v in self.groups.items()},
             "lr": self.lr,
@@ -206,6 +260,9 @@ class Hyperparameters:
             "beta_forms": list(self.beta_forms),
             "residual_multiplier": self.residual_multiplier,
         }
+        if self.optimizers:
+            data["optimizers"] = {g: optimizer_to_dict(o) for g, o in self.optimizers.items()}
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Hyperparameters:
@@ -236,6 +293,7 @@ class Hyperparameters:
                 width_lr_multipliers=data.get("width_lr_multipliers", {}),
                 beta_forms=tuple(data.get("beta_forms", ("unchanged", "unchanged"))),
                 residual_multiplier=float(data.get("residual_multiplier", 1.0)),
+                optimizers=data.get("optimizers", {}),
             )
         except TransferSearchError:
             raise

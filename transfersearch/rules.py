@@ -64,6 +64,7 @@ __all__ = [
     "check_betas",
     "decay_away_warmup_factor",
     "exp_warmup_factor",
+    "match_decay",
     "residual_multiplier",
     "scale_ema_momentum",
     "su_constant_wd_lr",
@@ -354,7 +355,7 @@ def _scale_beta(beta: float, kappa: float, form: BetaForm) -> tuple[float, Appli
     return linear, "linear"
 
 
-def _match_decay(lr: float, weight_decay: float, new_lr: float, kappa: float) -> float:
+def match_decay(lr: float, weight_decay: float, new_lr: float, kappa: float) -> float:
     """λ̂ = (1 − (1 − ηλ)^κ) / η̂: κ steps of decay at B equal one step at κB (Busbridge Eq. 11–13).
 
     The per-step decay ηλ is the independent convention's λ' (``w ← (1 − λ')w − ηu``), so
@@ -452,7 +453,7 @@ class AdamBatch(BatchRule):
         beta2, form2 = _scale_beta(betas[1], kappa, self.beta_form)
         return BatchTransfer(
             lr=new_lr,
-            weight_decay=_match_decay(lr, weight_decay, new_lr, kappa),
+            weight_decay=match_decay(lr, weight_decay, new_lr, kappa),
             betas=(beta1, beta2),
             eps=eps / math.sqrt(kappa),
             beta_forms=(form1, form2),
@@ -493,7 +494,7 @@ class SGDBatch(BatchRule):
         new_lr = lr * kappa
         return BatchTransfer(
             lr=new_lr,
-            weight_decay=_match_decay(lr, weight_decay, new_lr, kappa),
+            weight_decay=match_decay(lr, weight_decay, new_lr, kappa),
             betas=check_betas(betas),
             eps=eps,
             beta_forms=("unchanged", "unchanged"),

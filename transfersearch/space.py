@@ -46,7 +46,7 @@ from transfersearch._coordinates import (
     tau_epoch_from_eta_lambda,
 )
 from transfersearch._distributions import Choice, Distribution, Float, Int, is_number
-from transfersearch._hyperparameters import Hyperparameters
+from transfersearch._hyperparameters import Hyperparameters, checked_optimizers
 from transfersearch.errors import (
     POSITIVE,
     Allowed,
@@ -56,6 +56,15 @@ from transfersearch.errors import (
     TransferSearchWarning,
     check_positive,
     check_table,
+)
+from transfersearch.optimizers import (
+    Muon,
+    Optimizer,
+    family_base_point,
+    family_coordinate,
+    family_coordinate_names,
+    family_group,
+    muon_width_lr_factor,
 )
 from transfersearch.rules import (
     BLOCK_VECTOR,
@@ -201,6 +210,69 @@ def _target_steps(base: Scale, given: Scale, merged: Scale) -> float | None:
     return base["steps"] * data_ratio / merged.ratio(base, "batch_size")
 
 
+def _space_optimizers(optimizers: Mapping[str, Optimizer] | None) -> Mapping[str, Optimizer]:
+    """The space's group → family map, each family on groups its rule is derived for.
+
+    Raises:
+        TransferSearchError: an unknown group, a value that is no family, Muon on a group other
+            than "hidden", or one family on groups that would need two base points.
+    """
+    checked = checked_optimizers({} if optimizers is None else optimizers)
+    for group, optimizer in checked.items():
+        if group not in optimizer.groups:
+            raise TransferSearchError(
+                f"optimizers={{{group!r}: {optimizer!r}}}: {optimizer.family}'s rule is derived "
+                f"for the groups {optimizer.groups} only (torch.optim.Muon takes 2-D hidden "
+                "matrices; embeddings, the output head, biases and gains go to AdamW: "
+                "docs/muon.md). Leave that group out (it runs AdamW)."
+            )
+    families: dict[str, Optimizer] = {}
+    for optimizer in checked.values():
+        if families.setdefault(optimizer.family, optimizer) != optimizer:
+            raise TransferSearchError(
+                f"the family {optimizer.family!r} is given twice with different settings "
+                f"({families[optimizer.family]!r} and {optimizer!r}): its groups share one base "
+                "point and one set of settings. Give the same object to each group."
+            )
+    return checked
+
+
+def _warn_stray_prefixes(coords: Mapping[str, Any], optimizers: Mapping[str, Optimizer]) -> None:
+    """Warn about ``muon_``/``lion_`` names in a space whose groups do not run that family: they
+    pass through into ``hp.extra`` and set nothing."""
+    prefixes = {o.prefix for o in optimizers.values()}
+    stray = [
+        n
+        for n in coords
+        if any(n.startswith(p) for p in ("muon_", "lion_"))
+        and not any(n.startswith(p) for p in prefixes)
+    ]
+    if stray:
+        warnings.warn(
+            f"coordinates {stray} name an optimizer family that no group of this space runs, so "
+            "they pass through unchanged into hp.extra. Declare the family, e.g. "
+            "TransferSpace(..., optimizers={'hidden': transfersearch.optimizers.Muon()}).",
+            TransferSearchWarning,
+            stacklevel=3,
+        )
+
+
+def _family_batch_notes(
+    optimizers: Mapping[str, Optimizer], kappa: float, has_batch_rule: bool
+) -> list[str]:
+    """The stated position on batch size for each family group at κ ≠ 1 (docs/science.md §11.4)."""
+    if kappa == 1.0 or not has_batch_rule:
+        return []
+    return [
+        f"{group} group ({optimizer.family}) at kappa={kappa:g}: no verified batch rule for "
+        f"{optimizer.family}, so its lr is multiplied by kappa**batch_lr_exponent = "
+        f"{kappa**optimizer.batch_lr_exponent:.4g} (your choice) and its momentum/betas are "
+        "kept; its weight decay is decay-matched (tau_epoch kept). A ladder that varies the "
+        "batch size lets the fit learn the drift"
+        for group, optimizer in optimizers.items()
+    ]
+
+
 #: What the arguments of :class:`TransferSpace` other than ``base`` and ``coords`` may be
 #: (``ema_momentum`` is checked by :func:`~transfersearch.rules.scale_ema_momentum`).
 SPACE_ARGUMENTS: Mapping[str, Allowed] = {
@@ -225,6 +297,12 @@ class TransferSpace:
         custom_scale_names: your own scale names (beyond :data:`~transfersearch.scale.KNOWN_SCALE_NAMES`,
             the base's names and the rule's) that a target may give; the rule ignores them. Any
             other unknown name in a target is refused as a likely typo (``widht``).
+        optimizers: groups run by another family than AdamW, e.g. ``{"hidden": Muon()}``
+            (:mod:`transfersearch.optimizers`; docs/muon.md). The unprefixed coordinates are then
+            the AdamW groups' base point; ``muon_base_lr``, ``muon_tau_epoch``, ... the Muon
+            group's, each class the prefix does not give being shared with the unprefixed
+            coordinates (``base_lr``, ``tau_epoch``, ``muon_base_lr``: one τ_epoch, two lrs).
+            ``muon_momentum`` (``lion_beta1``, ``lion_beta2``) replaces the family's default.
 
     Raises:
         TransferSearchError: an insufficient or conflicting coordinate set, or a bad value.
@@ -240,8 +318,16 @@ class TransferSpace:
         eps: float = 1e-8,
         ema_momentum: float | None = None,
         custom_scale_names: Iterable[str] = (),
+        optimizers: Mapping[str, Optimizer] | None = None,
     ) -> None:
         self.base = base if isinstance(base, Scale) else Scale(base)
+        self.optimizers: Mapping[str, Optimizer] = _space_optimizers(optimizers)
+        #: Each family coordinate name (``muon_base_lr``) → its meaning (``base_lr``).
+        self._family_names: dict[str, str] = {
+            name: name[len(o.prefix) :]
+            for o in self.optimizers.values()
+            for name in family_coordinate_names(o)
+        }
         if isinstance(custom_scale_names, str):
             custom_scale_names = (custom_scale_names,)
         if isinstance(custom_scale_names, Iterable):
@@ -264,7 +350,12 @@ class TransferSpace:
                 f"coordinate names must be non-empty strings, but got {bad_names!r} in `coords`."
             )
         check_sufficient(coords)
-        typos = close_coordinates(coords, cutoff=TYPO_SIMILARITY)
+        for optimizer in self.optimizers.values():
+            family_base_point(dict.fromkeys(coords, 1.0), self.base, optimizer)
+        _warn_stray_prefixes(coords, self.optimizers)
+        typos = close_coordinates(
+            [n for n in coords if n not in self._family_names], cutoff=TYPO_SIMILARITY
+        )
         if typos:
             warnings.warn(
                 f"coordinates {[n for n in coords if n not in COORDINATES]} are no built-in "
@@ -277,7 +368,7 @@ class TransferSpace:
         self.fixed: dict[str, Any] = {}
         for name, value in coords.items():
             if isinstance(value, (Float, Int, Choice)):
-                check_distribution(name, value)
+                check_distribution(self._meaning(name), value)
                 self.distributions[name] = value
             else:
                 self.fixed[name] = value
@@ -290,10 +381,32 @@ class TransferSpace:
         self.custom_scale_names: tuple[str, ...] = checked["custom_scale_names"]
 
     def __repr__(self) -> str:
+        optimizers = f", optimizers={dict(self.optimizers)!r}" if self.optimizers else ""
         return (
             f"TransferSpace(base={self.base!r}, coords={ {**self.distributions, **self.fixed} }, "
-            f"rule={self.rule!r})"
+            f"rule={self.rule!r}{optimizers})"
         )
+
+    def _adamw_reference(self) -> str:
+        """The group whose values give back the unprefixed (AdamW) coordinates: "hidden", or
+        the first matrix group AdamW runs when another family runs the hidden group.
+
+        Raises:
+            TransferSearchError: no matrix group runs AdamW.
+        """
+        for group in ("hidden", "output", "input"):
+            if group not in self.optimizers:
+                return group
+        raise TransferSearchError(
+            "no matrix group (hidden, output, input) runs AdamW, so the unprefixed coordinates "
+            "cannot be read back from hp; read the family coordinates from hp.groups instead."
+        )
+
+    def _meaning(self, name: str) -> str:
+        """The built-in coordinate a name means: a family coordinate's stem (``muon_base_lr`` →
+        ``base_lr``; ``muon_momentum`` → ``beta1``, an EMA weight in [0, 1)), else the name."""
+        stem = self._family_names.get(name, name)
+        return "beta1" if stem == "momentum" else stem
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -314,7 +427,7 @@ class TransferSpace:
         """
         outside: list[str] = []
         for name, value in values.items():
-            check_value(name, value)
+            check_value(self._meaning(name), value)
             dist = self.distributions.get(name)
             if dist is None or dist.contains(value):
                 continue
@@ -495,11 +608,24 @@ class TransferSpace:
         groups, moved = _moved_groups(
             rule, self.base, target, (lr0, wd0 * dataset_factor), betas, eps, kappa
         )
+        for group, optimizer in self.optimizers.items():
+            if group not in groups:  # block_vector when the rule does not split it
+                continue
+            family_lr0, family_wd0 = family_base_point(merged, self.base, optimizer)
+            point = (family_lr0, family_wd0 * dataset_factor)
+            values = family_group(optimizer, group, rule, self.base, target, point, kappa)
+            values["eps"] = getattr(optimizer, "eps", groups[group]["eps"])
+            groups[group] = {**values, **optimizer.group_values(merged)}
+            if isinstance(optimizer, Muon):
+                lr_multipliers[group] = muon_width_lr_factor(optimizer.adjust_lr_fn, width_mult)
+        notes.extend(_family_batch_notes(self.optimizers, kappa, rule.batch_rule is not None))
         new_betas, new_eps, beta_forms = moved.betas, moved.eps, moved.beta_forms
         notes.extend(_beta_notes(betas, beta_forms, kappa))
         if ema is not None and rule.batch_rule is not None:
             ema = scale_ema_momentum(float(ema), kappa)
-        extra = {k: v for k, v in merged.items() if k not in COORDINATES}
+        extra = {
+            k: v for k, v in merged.items() if k not in COORDINATES and k not in self._family_names
+        }
         return Hyperparameters(
             scale=target,
             groups=groups,
@@ -515,6 +641,7 @@ class TransferSpace:
             width_lr_multipliers=lr_multipliers,
             beta_forms=beta_forms,
             residual_multiplier=rule.residual_multiplier(self.base, target),
+            optimizers=self.optimizers,
         )
 
     def coordinates(
@@ -537,8 +664,10 @@ class TransferSpace:
                 "Hyperparameters.from_dict(data)."
             )
         target = self._target(hp.scale if scale is None else scale)
-        lr_hat = check_positive("hp.lr", hp.lr)
-        wd_hat = check_positive("hp.weight_decay", hp.weight_decay)
+        reference = self._adamw_reference()
+        values = hp.groups[reference]
+        lr_hat = check_positive(f"hp.groups.{reference}.lr", values["lr"])
+        wd_hat = check_positive(f"hp.groups.{reference}.weight_decay", values["weight_decay"])
         rule = self.rule
         kappa = rule.kappa(self.base, target)
         lr_w, product = lr_hat, lr_hat * wd_hat
@@ -550,14 +679,30 @@ class TransferSpace:
             )
             if ema is not None:
                 ema = float(ema) ** (1.0 / kappa)
+        dataset_factor = 1.0
         if rule.dataset_rule is not None:
-            product /= rule.dataset_rule.eta_lambda_factor(self.base, target)
-        lr_mult, wd_mult, _ = rule.factors(self.base, target)["hidden"]
+            dataset_factor = rule.dataset_rule.eta_lambda_factor(self.base, target)
+            product /= dataset_factor
+        lr_mult, wd_mult, _ = rule.factors(self.base, target)[reference]
         lr0 = lr_w / lr_mult
         wd0 = product / lr_w / wd_mult
         out: dict[str, Any] = {}
+        families = {o.prefix: (g, o) for g, o in self.optimizers.items()}
         for name in self.distributions:
-            if name in LR_COORDS + WD_COORDS + PRODUCT_COORDS:
+            if name in self._family_names:
+                group, optimizer = next(v for p, v in families.items() if name.startswith(p))
+                out[name] = family_coordinate(
+                    name,
+                    optimizer,
+                    group,
+                    hp.group(group),
+                    rule,
+                    self.base,
+                    target,
+                    dataset_factor,
+                    kappa,
+                )
+            elif name in LR_COORDS + WD_COORDS + PRODUCT_COORDS:
                 out[name] = coordinate_from_base_point(name, lr0, wd0, self.base)
             elif name == "beta1":
                 out[name] = betas[0]
