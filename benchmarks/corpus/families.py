@@ -1,0 +1,188 @@
+"""The corpus's families: each a proxy ladder and a target, a model, data, optimizer and space.
+
+A family sweeps the same grid of invariant coordinates (µP base lr × τ_epoch, both log-spaced,
+defined at the first rung) on every rung and on the target, with two training seeds per point.
+The target costs ≥ 4× the largest rung (params × samples seen). ``space()`` is the
+``TransferSpace`` that turns coordinates into per-group lr / weight decay at any rung: the rule
+the family is carried by ("the rules alone" baseline uses it too).
+
+Units: ``dataset_size`` and ``batch_size`` count samples (a window of ``context`` characters, or
+one teacher example); ``epochs`` passes over them (one-pass families: 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import transfersearch as ts
+from tasks import count_params
+
+SEEDS = (0, 1)
+#: Training samples the text tasks draw from (the largest dataset_size any family uses).
+MAX_SAMPLES = 65_536
+
+
+@dataclass(frozen=True)
+class Size:
+    width: int
+    depth: int
+    dataset_size: int
+    batch_size: int
+    epochs: float
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    description: str
+    model: str
+    context: int
+    optimizer: str
+    regime: str  # "multi-epoch" or "one-pass"
+    moves: str
+    rungs: tuple[Size, ...]
+    target: Size
+    lr_grid: tuple[float, ...]
+    tau_grid: tuple[float, ...]
+    rule: ts.rules.Rule = field(default_factory=ts.rules.MuP)
+
+    def params(self, size: Size) -> int:
+        return count_params(self.model, size.width, size.depth, self.context)
+
+    def scale(self, size: Size) -> ts.Scale:
+        """The scale the sweep records for a rung (params always; epochs for one pass)."""
+        values: dict[str, float] = {
+            "width": size.width,
+            "depth": size.depth,
+            "dataset_size": size.dataset_size,
+            "batch_size": size.batch_size,
+            "params": self.params(size),
+        }
+        if self.regime == "one-pass":
+            values["epochs"] = size.epochs
+        return ts.Scale(**values)
+
+    def space(self) -> ts.TransferSpace:
+        lo, hi = min(self.lr_grid), max(self.lr_grid)
+        tlo, thi = min(self.tau_grid), max(self.tau_grid)
+        return ts.TransferSpace(
+            base=self.scale(self.rungs[0]),
+            coords={
+                "base_lr": ts.Float(lo / 4, hi * 4, log=True),
+                "tau_epoch": ts.Float(tlo / 4, thi * 4, log=True),
+            },
+            rule=self.rule,
+        )
+
+    def compute(self, size: Size) -> float:
+        """params × samples seen (the cost that orders rungs; the target is ≥ 4× the top rung)."""
+        return float(self.params(size)) * size.dataset_size * size.epochs
+
+    def grid(self) -> list[tuple[float, float]]:
+        return [(lr, tau) for lr in self.lr_grid for tau in self.tau_grid]
+
+
+def _geom(first: float, ratio: float, n: int) -> tuple[float, ...]:
+    return tuple(float(f"{first * ratio**k:.4g}") for k in range(n))
+
+
+ADAM_LR = _geom(2.5e-3, 2.0, 5)  # 0.0025 … 0.04
+SGD_LR = _geom(0.025, 2.0, 5)  # 0.025 … 0.4
+TAU = tuple(float(f"{t:.3g}") for t in np.geomspace(0.1, 10.0, 5))  # 0.1 … 10
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family(
+            name="mlp_width",
+            description="character MLP on stdlib text, 4 epochs; width 16→32→64, target 128 at 2× data",
+            model="mlp",
+            context=8,
+            optimizer="adamw",
+            regime="multi-epoch",
+            moves="width",
+            rungs=tuple(Size(w, 1, 4096, 64, 4.0) for w in (16, 32, 64)),
+            target=Size(128, 1, 8192, 64, 4.0),
+            lr_grid=ADAM_LR,
+            tau_grid=TAU,
+        ),
+        Family(
+            name="mlp_data",
+            description="character MLP on stdlib text, 4 epochs; N 2k→4k→8k samples, target 32k",
+            model="mlp",
+            context=8,
+            optimizer="adamw",
+            regime="multi-epoch",
+            moves="dataset_size",
+            rungs=tuple(Size(48, 1, n, 64, 4.0) for n in (2048, 4096, 8192)),
+            target=Size(48, 1, 32768, 64, 4.0),
+            lr_grid=ADAM_LR,
+            tau_grid=TAU,
+        ),
+        Family(
+            name="teacher_batch",
+            description="MLP on a random-teacher task (20% label noise), 8 epochs; batch 16→32→64, "
+            "target batch 128 at 4× data",
+            model="teacher",
+            context=0,
+            optimizer="adamw",
+            regime="multi-epoch",
+            moves="batch_size",
+            rungs=tuple(Size(128, 2, 4096, b, 8.0) for b in (16, 32, 64)),
+            target=Size(128, 2, 16384, 128, 8.0),
+            lr_grid=ADAM_LR,
+            tau_grid=TAU,
+        ),
+        Family(
+            name="cnn_batch_sgd",
+            description="causal character CNN (3 blocks), SGD + momentum 0.9, 3 epochs; batch "
+            "8→16→32, target batch 64 at 4× data",
+            model="cnn",
+            context=32,
+            optimizer="sgd",
+            regime="multi-epoch",
+            moves="batch_size",
+            rungs=tuple(Size(32, 3, 1024, b, 3.0) for b in (8, 16, 32)),
+            target=Size(32, 3, 4096, 64, 3.0),
+            lr_grid=SGD_LR,
+            tau_grid=TAU,
+            rule=ts.rules.Standard(batch="sgd"),
+        ),
+        Family(
+            name="gpt_width_onepass",
+            description="character transformer (2 blocks), one pass; width 32→48→64 with data ∝ "
+            "params, target width 128 at 2× the top rung's data",
+            model="gpt",
+            context=32,
+            optimizer="adamw",
+            regime="one-pass",
+            moves="width, dataset_size",
+            rungs=(
+                Size(32, 2, 2048, 32, 1.0),
+                Size(48, 2, 3072, 32, 1.0),
+                Size(64, 2, 4096, 32, 1.0),
+            ),
+            target=Size(128, 2, 8192, 32, 1.0),
+            lr_grid=ADAM_LR,
+            tau_grid=TAU,
+            rule=ts.rules.MuP(dataset="power_lines"),
+        ),
+        Family(
+            name="gpt_depth_onepass",
+            description="character transformer, width 32, one pass, CompleteP; depth 1→2→4, target "
+            "depth 8 at 2.5× data",
+            model="gpt",
+            context=32,
+            optimizer="adamw",
+            regime="one-pass",
+            moves="depth",
+            rungs=tuple(Size(32, d, 2048, 32, 1.0) for d in (1, 2, 4)),
+            target=Size(32, 8, 5120, 32, 1.0),
+            lr_grid=ADAM_LR,
+            tau_grid=TAU,
+            rule=ts.rules.MuP(dataset="power_lines", depth="completep"),
+        ),
+    )
+}
