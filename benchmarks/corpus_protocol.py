@@ -1,0 +1,284 @@
+"""The corpus protocol: every method on every family, scored on the target's own smoothed surface.
+
+    python benchmarks/corpus_protocol.py                     # training families + shared tables
+    python benchmarks/corpus_protocol.py --no-tables         # the training families only
+
+Writes ``benchmarks/results/corpus.md`` and ``benchmarks/results/corpus.json`` (one record per
+family × method: ``family``, ``kind``, ``method``, ``regret``, ``noise``, ``covered90``,
+``diverged``, ``refused``). The families and how each was trained: ``benchmarks/corpus/README.md``.
+
+Methods, each given the proxy rungs' trials only (every seed a trial) and asked for the target's
+coordinates (µP base lr, τ_epoch):
+
+- ``ours``: ``transfersearch.extrapolate`` with its defaults (the ladder's order as ``cost``);
+- ``null``: the top rung's best trial's raw hidden-group lr and weight decay, used as they are
+  at the target (what copying the proxy's optimizer settings does), read back into coordinates;
+- ``rules``: the same trial's coordinates carried by the family's ``TransferSpace`` (the scaling
+  rules alone, no fit);
+- ``band``: Step Law's band regression (every trial within 0.25% of its rung's best, log-linear
+  in the scale variables; ``benchmarks/baselines.py``);
+- ``argmin``: per-rung argmin, then log-linear.
+
+Scoring (docs: ``benchmarks/corpus/README.md``): the target grid's loss, averaged over its seeds
+per configuration, is smoothed by a local quadratic (Gaussian weights, one grid step wide, in
+log coordinates); a prediction's regret is the smoothed loss at the prediction (clamped to the
+grid's box) minus the smoothed surface's least value in the box. ``noise`` is the standard error
+of one configuration's seed-mean loss at the target (pooled over its better half); a pick whose
+nearest target configuration diverged in any seed is a diverged pick (regret: the worst
+configuration's). ``covered90``: the fraction of coordinates whose 90% interval (ours only) holds
+the smoothed surface's optimum.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "corpus"))
+
+import transfersearch as ts  # noqa: E402
+from baselines import argmin_loglinear, band_loglinear  # noqa: E402
+from families import FAMILIES, Family, Size  # noqa: E402
+from provenance import header  # noqa: E402
+
+DATA = HERE / "corpus" / "data"
+RESULTS = HERE / "results"
+COORDS = ("base_lr", "tau_epoch")
+METHODS = ("ours", "null", "rules", "band", "argmin")
+#: The smoother's Gaussian width, in grid steps: one step keeps a valley's shape that the grid
+#: resolves and averages the seed noise of the neighbouring configurations.
+BANDWIDTH_STEPS = 1.0
+LEVEL = 0.9
+
+
+@dataclass(frozen=True)
+class Record:
+    family: str
+    kind: str
+    method: str
+    regret: float | None
+    noise: float | None
+    covered90: float | None
+    diverged: bool
+    refused: bool
+    pick: dict[str, float] | None = None
+
+
+class Surface:
+    """The target's smoothed loss over (log base_lr, log τ_epoch), in grid-step units."""
+
+    def __init__(self, target: pd.DataFrame) -> None:
+        logs = np.log(target[list(COORDS)].to_numpy(float))
+        self.origin = logs.min(axis=0)
+        values = [np.unique(np.round(logs[:, j], 9)) for j in range(2)]
+        self.step = np.array([np.diff(v).mean() for v in values])
+        self.size = np.array([len(v) - 1 for v in values], dtype=float)
+        per = target.groupby(list(COORDS))["loss"]
+        means = per.mean()
+        self.bad = per.apply(lambda s: bool(s.isna().any()))
+        self.points = (np.log(np.array(list(means.index), float)) - self.origin) / self.step
+        self.means = means.to_numpy(float)
+        ok = np.isfinite(self.means) & ~self.bad.to_numpy()
+        self.ok_points, self.ok_means = self.points[ok], self.means[ok]
+        pairs = target.pivot_table(index=list(COORDS), columns="seed", values="loss")
+        pairs = pairs[pairs.notna().all(axis=1)]
+        better = pairs.mean(axis=1) <= pairs.mean(axis=1).median()
+        var = pairs[better].var(axis=1, ddof=1).mean()
+        self.noise = float(math.sqrt(var / pairs.shape[1]))
+        u = np.linspace(0.0, 1.0, 61)
+        fine = np.array([(a, b) for a in u * self.size[0] for b in u * self.size[1]])
+        smooth = np.array([self._at(p) for p in fine])
+        self.least = float(smooth.min())
+        self.worst = float(np.nanmax(self.ok_means)) - self.least
+        best = fine[int(smooth.argmin())]
+        self.optimum = dict(zip(COORDS, np.exp(self.origin + best * self.step), strict=True))
+
+    def _at(self, u: np.ndarray) -> float:
+        d = self.ok_points - u
+        w = np.exp(-0.5 * (d**2).sum(axis=1) / BANDWIDTH_STEPS**2)
+        x = np.column_stack([np.ones(len(d)), d, d[:, 0] ** 2, d[:, 1] ** 2, d[:, 0] * d[:, 1]])
+        sw = np.sqrt(w)
+        coef, *_ = np.linalg.lstsq(x * sw[:, None], self.ok_means * sw, rcond=None)
+        return float(coef[0])
+
+    def units(self, pick: Mapping[str, float]) -> np.ndarray:
+        return (np.log([pick[c] for c in COORDS]) - self.origin) / self.step
+
+    def score(self, pick: Mapping[str, float]) -> tuple[float, bool]:
+        """(regret, diverged) of a pick."""
+        u = np.clip(self.units(pick), 0.0, self.size)
+        nearest = int(((self.points - u) ** 2).sum(axis=1).argmin())
+        if self.bad.to_numpy()[nearest] or not math.isfinite(self.means[nearest]):
+            return self.worst, True
+        return max(0.0, self._at(u) - self.least), False
+
+
+def _ladder_cost(family: Family) -> Any:
+    order = {family.scale(s): float(i + 1) for i, s in enumerate(family.rungs)}
+    order[family.scale(family.target)] = float(len(family.rungs) + 1)
+    return lambda scale: order.get(ts.Scale(scale), float(len(family.rungs) + 1))
+
+
+def observations(family: Family, proxies: pd.DataFrame) -> list[ts.Observation]:
+    sizes = {str(i): s for i, s in enumerate(family.rungs)}
+    out = []
+    for _, row in proxies.iterrows():
+        value = float(row["loss"]) if pd.notna(row["loss"]) else math.nan
+        scale = family.scale(sizes[str(row["rung"])])
+        out.append(ts.Observation(scale, {c: float(row[c]) for c in COORDS}, value))
+    return out
+
+
+def _null_coordinates(family: Family, best: pd.Series, target: Size) -> dict[str, float]:
+    """The coordinates at the target of a run that copies ``best``'s raw hidden lr and decay."""
+    scale = family.scale(target)
+    raw = ts.TransferSpace(
+        base=scale,
+        coords={"lr": ts.Float(1e-9, 1e3, log=True), "weight_decay": ts.Float(1e-9, 1e9, log=True)},
+        rule=family.rule,
+    )
+    hp = raw.concretize({"lr": float(best["lr"]), "weight_decay": float(best["weight_decay"])})
+    back = family.space().coordinates(hp, scale)
+    return {c: float(back[c]) for c in COORDS}
+
+
+def predictions(
+    family: Family, proxies: pd.DataFrame
+) -> tuple[dict[str, dict[str, float] | None], Any]:
+    obs = observations(family, proxies)
+    target = family.scale(family.target)
+    top = proxies[proxies["rung"] == str(len(family.rungs) - 1)].dropna(subset=["loss"])
+    best = top.loc[top["loss"].idxmin()]
+    picks: dict[str, dict[str, float] | None] = {
+        "null": _null_coordinates(family, best, family.target),
+        "rules": {c: float(best[c]) for c in COORDS},
+        "band": band_loglinear(obs, target, list(COORDS), list(COORDS)),
+        "argmin": argmin_loglinear(obs, target, list(COORDS), list(COORDS)),
+    }
+    res = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = ts.extrapolate(obs, target=target, params=list(COORDS), cost=_ladder_cost(family))
+        picks["ours"] = dict(res.params)
+    except ts.TransferSearchError as err:
+        print(f"  ours refused: {err}", flush=True)
+        picks["ours"] = None
+    return picks, res
+
+
+def score_family(family: Family, data: Path = DATA) -> list[Record]:
+    frame = pd.read_csv(data / f"{family.name}.csv", dtype={"rung": str})
+    proxies, target = frame[frame["role"] == "proxy"], frame[frame["role"] == "target"]
+    surface = Surface(target)
+    picks, res = predictions(family, proxies)
+    records = []
+    for method in METHODS:
+        pick = picks[method]
+        if pick is None:
+            records.append(Record(family.name, "training", method, None, surface.noise, None,
+                                  False, True))  # fmt: skip
+            continue
+        regret, diverged = surface.score(pick)
+        covered = None
+        if method == "ours" and res is not None:
+            bounds = res.interval(LEVEL)
+            inside = [bounds[c][0] <= surface.optimum[c] <= bounds[c][1] for c in COORDS]
+            covered = float(np.mean(inside))
+        records.append(Record(family.name, "training", method, regret, surface.noise, covered,
+                              diverged, False, {c: float(pick[c]) for c in COORDS}))  # fmt: skip
+    shown = ", ".join(f"{r.method} {r.regret:.4f}" for r in records if r.regret is not None)
+    print(f"{family.name}: noise {surface.noise:.4f}; {shown}", flush=True)
+    records.append(Record(family.name, "training", "target optimum", 0.0, surface.noise, None,
+                          False, False, dict(surface.optimum)))  # fmt: skip
+    return records
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def render(records: list[Record], argv: list[str] | None, seconds: float) -> str:
+    lines = header("Corpus: hyperparameter transfer on real ladders", argv)
+    lines += [
+        "",
+        "Regret in the family's loss units (nats) on the target's smoothed surface; `noise` is the",
+        "standard error of one target configuration's seed mean. `cov` is the fraction of ours' "
+        "90% intervals",
+        "holding the target's smoothed optimum. `div` a diverged pick, `ref` a refusal. Protocol and",
+        "families: `benchmarks/corpus/README.md`.",
+        "",
+        "| family | noise | " + " | ".join(m for m in METHODS) + " | ours cov | ours ≤ min(null, band) + noise |",
+        "|---|---|" + "---|" * len(METHODS) + "---|---|",
+    ]
+    families = list(dict.fromkeys(r.family for r in records if r.kind == "training"))
+    for name in families:
+        rows = {r.method: r for r in records if r.family == name}
+        cells = []
+        for m in METHODS:
+            r = rows[m]
+            cell = "refused" if r.refused else _fmt(r.regret) + (" (div)" if r.diverged else "")
+            cells.append(cell)
+        ours, null, band = rows["ours"], rows["null"], rows["band"]
+        ok = (
+            ours.regret is not None
+            and ours.regret <= min(null.regret or 0.0, band.regret or 0.0) + (ours.noise or 0.0)
+        )
+        lines.append(f"| {name} | {_fmt(ours.noise)} | " + " | ".join(cells)
+                     + f" | {_fmt(ours.covered90, 2)} | {'yes' if ok else 'no'} |")  # fmt: skip
+    means = []
+    for m in METHODS:
+        vals = [r.regret for r in records if r.method == m and r.kind == "training"]
+        means.append(_fmt(float(np.mean([v for v in vals if v is not None])) if vals else None))
+    lines.append("| **mean** | | " + " | ".join(means) + " | | |")
+    lines += ["", "Picks (base_lr, tau_epoch) and the target's smoothed optimum:", ""]
+    lines += ["| family | " + " | ".join((*METHODS, "target optimum")) + " |"]
+    lines += ["|---|" + "---|" * (len(METHODS) + 1)]
+    for name in families:
+        rows = {r.method: r for r in records if r.family == name}
+        cells = []
+        for m in (*METHODS, "target optimum"):
+            p = rows[m].pick
+            cells.append("–" if p is None else f"{p['base_lr']:.3g}, {p['tau_epoch']:.3g}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", f"Wall time {seconds:.0f} s."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--family", action="append", help="only these families")
+    parser.add_argument("--out", type=Path, default=RESULTS / "corpus", help="output stem")
+    parser.add_argument("--data", type=Path, default=DATA, help="the families' CSV folder")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    names = args.family or [n for n in FAMILIES if (args.data / f"{n}.csv").exists()]
+    records: list[Record] = []
+    for name in names:
+        records += score_family(FAMILIES[name], args.data)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".md").write_text(render(records, argv, time.perf_counter() - started))
+    kept = [
+        {k: v for k, v in asdict(r).items() if k != "pick"}
+        for r in records
+        if r.method in METHODS
+    ]
+    args.out.with_suffix(".json").write_text(json.dumps(kept, indent=1) + "\n")
+    print(f"wrote {args.out.with_suffix('.md')} and .json")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
