@@ -48,10 +48,11 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "corpus"))
 
-import transfersearch as ts  # noqa: E402
 from baselines import argmin_loglinear, band_loglinear  # noqa: E402
 from families import FAMILIES, Family, Size  # noqa: E402
 from provenance import header  # noqa: E402
+
+import transfersearch as ts  # noqa: E402
 
 DATA = HERE / "corpus" / "data"
 RESULTS = HERE / "results"
@@ -220,7 +221,9 @@ def render(records: list[Record], argv: list[str] | None, seconds: float) -> str
         "holding the target's smoothed optimum. `div` a diverged pick, `ref` a refusal. Protocol and",
         "families: `benchmarks/corpus/README.md`.",
         "",
-        "| family | noise | " + " | ".join(m for m in METHODS) + " | ours cov | ours ≤ min(null, band) + noise |",
+        "| family | noise | "
+        + " | ".join(m for m in METHODS)
+        + " | ours cov | ours ≤ min(null, band) + noise |",
         "|---|---|" + "---|" * len(METHODS) + "---|---|",
     ]
     families = list(dict.fromkeys(r.family for r in records if r.kind == "training"))
@@ -232,10 +235,9 @@ def render(records: list[Record], argv: list[str] | None, seconds: float) -> str
             cell = "refused" if r.refused else _fmt(r.regret) + (" (div)" if r.diverged else "")
             cells.append(cell)
         ours, null, band = rows["ours"], rows["null"], rows["band"]
-        ok = (
-            ours.regret is not None
-            and ours.regret <= min(null.regret or 0.0, band.regret or 0.0) + (ours.noise or 0.0)
-        )
+        ok = ours.regret is not None and ours.regret <= min(
+            null.regret or 0.0, band.regret or 0.0
+        ) + (ours.noise or 0.0)
         lines.append(f"| {name} | {_fmt(ours.noise)} | " + " | ".join(cells)
                      + f" | {_fmt(ours.covered90, 2)} | {'yes' if ok else 'no'} |")  # fmt: skip
     means = []
@@ -271,9 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".md").write_text(render(records, argv, time.perf_counter() - started))
     kept = [
-        {k: v for k, v in asdict(r).items() if k != "pick"}
-        for r in records
-        if r.method in METHODS
+        {k: v for k, v in asdict(r).items() if k != "pick"} for r in records if r.method in METHODS
     ]
     args.out.with_suffix(".json").write_text(json.dumps(kept, indent=1) + "\n")
     print(f"wrote {args.out.with_suffix('.md')} and .json")

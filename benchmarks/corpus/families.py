@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from tasks import count_params
 
 import transfersearch as ts
-from tasks import count_params
 
 SEEDS = (0, 1)
 #: Training samples the text tasks draw from (the largest dataset_size any family uses).

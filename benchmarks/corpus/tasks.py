@@ -312,9 +312,7 @@ def train(
     else:
         raise ValueError(f"unknown optimizer {optimizer!r}")
     warmup = max(1, int(total * 0.05))
-    factor = schedule(
-        hp, total, "cosine", warmup="linear", warmup_steps=warmup, final_fraction=0.1
-    )
+    factor = schedule(hp, total, "cosine", warmup="linear", warmup_steps=warmup, final_fraction=0.1)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
     gen = torch.Generator().manual_seed(seed)
     lossf = nn.functional.cross_entropy

@@ -19,9 +19,10 @@ import time
 import warnings
 from pathlib import Path
 
-import transfersearch as ts
 from families import FAMILIES, MAX_SAMPLES, SEEDS, Family, Size
 from tasks import train
+
+import transfersearch as ts
 
 DATA = Path(__file__).resolve().parent / "data"
 COLUMNS = (
