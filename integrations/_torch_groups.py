@@ -26,7 +26,7 @@ import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal, Union, overload
 
 import torch
 from torch import nn
@@ -761,6 +761,32 @@ def _check_blocks(
     )
 
 
+@overload
+def param_groups(
+    model: nn.Module,
+    hp: Hyperparameters,
+    base_model: nn.Module | None = ...,
+    overrides: Mapping[Pattern, str] | None = ...,
+    convention: Convention = ...,
+    blocks: Pattern | None = ...,
+    *,
+    by_optimizer: Literal[False] = ...,
+) -> list[dict[str, Any]]: ...
+
+
+@overload
+def param_groups(
+    model: nn.Module,
+    hp: Hyperparameters,
+    base_model: nn.Module | None = ...,
+    overrides: Mapping[Pattern, str] | None = ...,
+    convention: Convention = ...,
+    blocks: Pattern | None = ...,
+    *,
+    by_optimizer: Literal[True],
+) -> dict[str, list[dict[str, Any]]]: ...
+
+
 def param_groups(
     model: nn.Module,
     hp: Hyperparameters,
@@ -768,7 +794,9 @@ def param_groups(
     overrides: Mapping[Pattern, str] | None = None,
     convention: Convention = "coupled",
     blocks: Pattern | None = None,
-) -> list[dict[str, Any]]:
+    *,
+    by_optimizer: bool = False,
+) -> list[dict[str, Any]] | dict[str, list[dict[str, Any]]]:
     """torch.optim param groups carrying ``hp``'s per-group learning rate, weight decay and ε.
 
     Parameters are classified by :func:`classify` (shapes against ``base_model``, else the
@@ -801,10 +829,17 @@ def param_groups(
             has a "block_vector" group (a depth rule or ``eps_width``): the vectors in the blocks
             go there, the rest (the final norm) to "vector". When the two groups' values differ
             and no block can be found, the call is refused with this fix rather than guessed.
+        by_optimizer: False (default) returns one list for one torch.optim.AdamW, and refuses an
+            ``hp`` whose groups run another family (Muon, Lion: AdamW would run them silently).
+            True returns ``{family: groups}`` ("adamw", "muon", "lion"), each group carrying
+            every value its optimizer reads (AdamW: ``betas``; Muon: ``momentum``, ``nesterov``,
+            ``ns_steps``, ``adjust_lr_fn``; Lion: ``betas``) and ``optimizer``: pass each list to
+            its optimizer, or call :func:`make_optimizer` (docs/muon.md).
 
     Returns:
-        One plain dict per non-empty group, in the order input, hidden, output, vector,
-        block_vector: ``{"params", "lr", "weight_decay", "eps", "name", "param_names"}``
+        One plain dict per non-empty group (``by_optimizer=True``: grouped by family), in the
+        order input, hidden, output, vector, block_vector:
+        ``{"params", "lr", "weight_decay", "eps", "name", "param_names"}``
         (``param_names`` is torch.optim's own optional key; it is saved in the optimizer's
         state_dict). A group's ``eps`` is ``hp.groups[g]["eps"]`` and wins over the optimizer's
         ``eps=`` argument (they are equal unless the rule moves ε per group). torch.optim adopts
@@ -815,8 +850,11 @@ def param_groups(
         TransferSearchError: see :func:`classify` (its messages name this function); ``model``
             not an ``nn.Module`` (e.g. None), a bad ``convention``, a model without trainable
             parameters, a ``model`` with base_model's shapes but an ``hp`` for another width, a
-            model whose width ratio to base_model is not hp's, or in-block vectors that need
-            their own group in a model whose blocks cannot be found.
+            model whose width ratio to base_model is not hp's, in-block vectors that need
+            their own group in a model whose blocks cannot be found; an ``hp`` with a Muon or
+            Lion group without ``by_optimizer=True``; a parameter that is not 2-D in the Muon
+            group (naming the override that moves it to AdamW); Muon on a torch without
+            ``torch.optim.Muon`` (naming the version needed).
     """
     check_module(model)
     if convention not in ("coupled", "independent"):
@@ -854,7 +892,74 @@ def param_groups(
     ]
     if not groups:
         raise TransferSearchError("`model` has no parameters with requires_grad=True to optimize.")
-    return groups
+    if not by_optimizer:
+        _refuse_families(hp, groups)
+        return groups
+    return _by_family(hp, groups)
+
+
+def _refuse_families(hp: Hyperparameters, groups: list[dict[str, Any]]) -> None:
+    """Refuse groups another family must run when the caller asked for one AdamW list."""
+    others = {g["name"]: hp.optimizer(g["name"]) for g in groups}
+    others = {name: family for name, family in others.items() if family != "adamw"}
+    if others:
+        raise TransferSearchError(
+            f"hp runs {others} (TransferSpace(optimizers=...)), but param_groups(...) without "
+            "by_optimizer=True returns one list for torch.optim.AdamW, which would run those "
+            "groups as AdamW. Call make_optimizer(model, hp, ...) for the optimizers (one "
+            "object with step() and zero_grad()), or param_groups(..., by_optimizer=True) for "
+            "{family: groups} (docs/muon.md)."
+        )
+
+
+def _family_keys(hp: Hyperparameters, name: str, family: str) -> dict[str, Any]:
+    """The values the family's torch optimizer reads from a group, beyond lr, decay and eps."""
+    values = hp.group(name)
+    if family == "muon":
+        muon = hp.optimizers.get(name) or hp.optimizers["vector"]
+        return {
+            "momentum": float(values["momentum"]),
+            "nesterov": bool(getattr(muon, "nesterov", True)),
+            "ns_steps": int(getattr(muon, "ns_steps", 5)),
+            "adjust_lr_fn": str(getattr(muon, "adjust_lr_fn", "original")),
+        }
+    if family == "lion":
+        return {"betas": (float(values["beta1"]), float(values["beta2"]))}
+    return {"betas": tuple(hp.betas)}
+
+
+def _check_muon_matrices(group: dict[str, Any]) -> None:
+    """Refuse a parameter of the Muon group that is not a 2-D matrix (torch.optim.Muon's rule)."""
+    bad = [
+        (n, tuple(p.shape)) for n, p in zip(group["param_names"], group["params"]) if p.dim() != 2
+    ]
+    if bad:
+        name, shape = bad[0]
+        raise TransferSearchError(
+            f"the {group['name']!r} group runs Muon, which takes only 2-D matrices "
+            f"(torch.optim.Muon orthogonalises each one), but {name!r} has shape {shape}"
+            + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else "")
+            + f". Move it to an AdamW group with overrides={{{name!r}: 'input'}} (or the group "
+            "whose rule fits it), or reshape it into a 2-D nn.Linear weight in the model."
+        )
+
+
+def _by_family(
+    hp: Hyperparameters, groups: list[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """``groups`` sorted into ``{family: groups}`` with each family's keys (AdamW first)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for group in groups:
+        family = hp.optimizer(group["name"])
+        group.update(_family_keys(hp, group["name"], family), optimizer=family)
+        if family == "muon":
+            _check_muon_matrices(group)
+        out.setdefault(family, []).append(group)
+    if "muon" in out:
+        from ._torch_optimizers import muon_class
+
+        muon_class()
+    return dict(sorted(out.items(), key=lambda item: item[0] != "adamw"))
 
 
 def group_of(role: ParameterRole, split: bool) -> str:

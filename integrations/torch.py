@@ -14,6 +14,10 @@
     ema = ModelEMA(model, momentum=hp.ema_momentum)
     print(diagnostics(model, hp, base_model=base))
 
+    # A space with optimizers={"hidden": Muon()}: Muon on the hidden matrices, AdamW on the rest
+    opt = make_optimizer(model, hp, base_model=base)   # one object: step(), zero_grad()
+    scheds = [torch.optim.lr_scheduler.LambdaLR(o, fn) for o in opt.optimizers.values()]
+
 Weight decay: ``param_groups`` puts PyTorch's *coupled* λ (``w ← (1 − ηλ)w − ηu``,
 torch.optim.AdamW: the decay is multiplied by the learning rate) in ``weight_decay`` unless
 ``convention="independent"`` (λ' = ηλ, for optimizers that decay by λ' alone; a ``LambdaLR`` then
@@ -46,14 +50,18 @@ from ._torch_diagnostics import (
 )
 from ._torch_ema import ModelEMA
 from ._torch_groups import ParameterRole, classify, param_groups, unwrap
+from ._torch_optimizers import MUON_TORCH, GroupedOptimizer, Lion, make_optimizer
 from ._torch_schedules import KINDS, WARMUPS, Multiplier, WeightDecaySchedule, schedule
 
 __all__ = [
     "KINDS",
+    "MUON_TORCH",
     "WARMUPS",
     "CoordCheck",
     "DepthCheck",
     "Diagnostics",
+    "GroupedOptimizer",
+    "Lion",
     "MatrixDiagnostics",
     "ModelEMA",
     "Multiplier",
@@ -63,6 +71,7 @@ __all__ = [
     "coord_check",
     "depth_check",
     "diagnostics",
+    "make_optimizer",
     "param_groups",
     "schedule",
     "unwrap",

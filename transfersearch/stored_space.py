@@ -19,6 +19,7 @@ from typing import Any
 
 from transfersearch import rules
 from transfersearch.errors import TransferSearchError
+from transfersearch.optimizers import optimizer_to_dict
 from transfersearch.readers import read_sweep
 from transfersearch.scale import Scale
 from transfersearch.space import Choice, Float, Int, TransferSpace
@@ -144,6 +145,11 @@ def space_to_json(space: TransferSpace) -> dict[str, Any]:
         "eps": space.eps,
         "ema_momentum": space.ema_momentum,
         "custom_scale_names": list(space.custom_scale_names),
+        **(
+            {"optimizers": {g: optimizer_to_dict(o) for g, o in space.optimizers.items()}}
+            if space.optimizers
+            else {}
+        ),
     }
 
 
@@ -219,6 +225,7 @@ def _space(data: Mapping[str, Any]) -> TransferSpace:
         eps=data["eps"],
         ema_momentum=data["ema_momentum"],
         custom_scale_names=tuple(data["custom_scale_names"]),
+        optimizers=data.get("optimizers"),  # dicts: Hyperparameters' check reads them back
     )
 
 
