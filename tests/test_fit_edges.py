@@ -369,6 +369,35 @@ def test_the_metric_s_units_do_not_move_the_fit(unit: float) -> None:
     assert other.law_params["lr"] == pytest.approx(one.law_params["lr"], rel=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("name", "change"),
+    [("+1e9", lambda v: v + 1e9), ("x1000", lambda v: 1000.0 * v), ("-5", lambda v: v - 5.0)],
+)
+def test_an_offset_or_a_unit_of_the_metric_does_not_move_the_recommendation(
+    name: str, change: object
+) -> None:
+    """Issue 49 item 10: the same sweep with 1e9 added to every value (or in other units)
+    recommends the same runs. Before, the fit took the values uncentred: the solve lost their
+    last digits to the offset and the rounding floor read 1e9 + x as "3 decimals" (lr ×1.13,
+    tau ×1.28 on this sweep); the values are centred on their median now (docs/science.md
+    §7.2)."""
+    scenario = synthetic.make_scenario("noisy", 0)
+
+    def fit(values: object) -> ts.Extrapolation:
+        obs = [
+            Observation(o.scale, dict(o.params), values(o.value))  # type: ignore[operator]
+            for o in scenario.observations
+        ]
+        return _fit(obs, scenario.target, params=["lr", "tau"], log_params=["lr", "tau"], seed=0)
+
+    one, other = fit(lambda v: v), fit(change)
+    for key in ("lr", "tau"):
+        assert other.params[key] == pytest.approx(one.params[key], rel=1e-6), name
+        assert other.law_params[key] == pytest.approx(one.law_params[key], rel=1e-6), name
+        low, high = one.interval(0.9)[key]
+        assert other.interval(0.9)[key] == pytest.approx((low, high), rel=1e-6), name
+
+
 @pytest.mark.parametrize(("unit", "shown"), [(1e300, r"3\.48e\+300"), (1e-200, r"3\.48e-200")])
 def test_values_beyond_what_the_fit_s_squares_hold_are_refused_with_the_fix(
     unit: float, shown: str

@@ -85,8 +85,8 @@ CURVATURE_PRIOR = 0.5
 #: independent, with ±2 sd inside the positive-definite range |corr| < 1.
 OFFDIAGONAL_PRIOR_CORRELATION = 0.5
 #: A "flat" prior on an unbounded linear parameter (intercepts, depths, slopes): its precision,
-#: in units of the largest |value| (:func:`_flat_precision`: a loss reported ×1000 gets the same
-#: fit). Tiny against any data's; the same for every drift scale, so it cancels from the
+#: in units of the largest |value| about the values' median (:func:`_flat_precision`: a loss
+#: reported ×1000, or offset by 10⁹, gets the same fit). Tiny against any data's; the same for every drift scale, so it cancels from the
 #: marginal likelihood's comparison.
 FLAT_PRECISION = 1e-8
 #: The box prior: a rung's optimum ~ N(middle of its trials, (this × their range)²) per
@@ -531,6 +531,8 @@ class Valley:
             ``reach``: a posterior-mean optimum is held inside (:meth:`_centre`).
         n_rungs, d, m: sizes.
         prior: the drift prior (:class:`DriftPrior`).
+        level: the values' median, subtracted before the fit (:func:`_problem`): ``θ``'s
+            rung depths are relative to it; :meth:`value_u` adds it back.
     """
 
     frame: Frame
@@ -547,6 +549,7 @@ class Valley:
     d: int
     m: int
     prior: DriftPrior
+    level: float = 0.0
 
     @property
     def layout(self) -> _Layout:
@@ -694,7 +697,8 @@ class Valley:
         quad = 0.5 * np.einsum("...i,ij,...j->...", u, hess, u)
         gap = u - self.rung_centre_u(rung)
         skew = cubic(gap, turns(self.hessian_u, self.skew_u)) @ self.skew_u
-        return np.asarray(self.theta[rung] + quad - u @ self.theta[lay.rung_grad(rung)] + skew)
+        depth = self.level + self.theta[rung]
+        return np.asarray(depth + quad - u @ self.theta[lay.rung_grad(rung)] + skew)
 
     def rung_depth(self, rung: int) -> float:
         """The valley's bottom at a rung (loss units)."""
@@ -938,7 +942,8 @@ def _data_terms(phi: _Design, y: FloatArray, w: FloatArray) -> _DataTerms:
 def _flat_precision(values: FloatArray) -> float:
     """:data:`FLAT_PRECISION` in the values' units: the flat entries of ``θ`` (rung depths,
     curvatures, gradients) are in the metric's units, so their prior sd is 10⁴ times the
-    largest |value| (1 where every value is 0) — flat at any scale of the metric."""
+    largest |value| (1 where every value is 0) — flat at any scale of the metric. ``values``
+    are centred on their median (:func:`_problem`), so it is flat at any offset too."""
     finite = values[np.isfinite(values)]
     level = float(np.abs(finite).max()) if len(finite) else 0.0
     return FLAT_PRECISION / (level if level > 0.0 else 1.0) ** 2
@@ -1155,15 +1160,23 @@ def _box_newton(
     return np.asarray(x)
 
 
+#: Values count as reported to ``k`` decimals when rounding them there moves each by at most
+#: this many units in its last place (the round-off of ``round(v·10ᵏ)/10ᵏ`` itself).
+ROUNDING_ULPS = 4.0
+
+
 def _rounding_sd(values: FloatArray) -> float:
     """The sd of the rounding in values reported to ``k`` decimals, ``10⁻ᵏ/√12`` (the
     fewest ``k`` ≤ 9 that holds them all), 0 for values at full precision (docs/science.md
     §7.2): a loss published to 3 decimals carries uniform noise of ±0.0005, and the noise fit
     never goes below it."""
+    # to the values' own float round-off (a few units in the last place of each value): a
+    # tolerance relative to each value instead read values offset by 1e9 as "3 decimals"
+    # (1e-12 of 1e9), a floor that an offset alone raised (docs/science.md §7.2)
+    ulps = ROUNDING_ULPS * np.spacing(np.abs(values))
     for k in range(10):
         rounded = np.round(values * 10.0**k) / 10.0**k
-        # to float round-off, relative to each value (so a tiny metric unit is not "0 decimals")
-        if np.allclose(rounded, values, rtol=1e-12, atol=0.0):
+        if np.all(np.abs(rounded - values) <= ulps):
             return float(10.0**-k / math.sqrt(12.0))
     return 0.0
 
@@ -1255,17 +1268,17 @@ def own_optimum(valley: Valley, data: ValleyInput, rung: int) -> tuple[FloatArra
     whole = np.ptp(u, axis=0)
     mine = data.rung == rung
     box_centre, box_sd = _box(u[mine], np.where(whole > 0, whole, 1.0))
-    u, y = u[mine], data.values[mine]
+    u, y = u[mine], data.values[mine] - valley.level  # centred as the fit's (§7.2)
     hess, skew = valley.hessian_u, valley.skew_u
     centre = valley.rung_centre_u(rung)
     known = 0.5 * np.einsum("ni,ij,nj->n", u, hess, u)
     known += cubic(u - centre, turns(hess, skew)) @ skew
-    excess = np.maximum(y - valley.rung_depth(rung), 0.0)
+    excess = np.maximum(y - (valley.rung_depth(rung) - valley.level), 0.0)
     w = _weights(valley.noise_sd, valley.relative_misfit, excess)
     phi = np.hstack([np.ones((len(y), 1)), -u])  # (c, g)
     precision = phi.T @ (phi * w[:, None])
     linear = phi.T @ (w * (y - known))
-    precision[0, 0] += _flat_precision(data.values)
+    precision[0, 0] += _flat_precision(data.values - valley.level)
     inv_h = np.linalg.inv(hess)
     box = inv_h @ np.diag(1.0 / box_sd**2) @ inv_h  # on g = Hμ
     precision[1:, 1:] += box
@@ -1291,6 +1304,8 @@ class _Problem:
     boxes: tuple[FloatArray, FloatArray]
     typical: FloatArray
     grid: list[tuple[float, float, float]]
+    level: float = 0.0
+    rounding: float = 0.0
 
     @property
     def spread(self) -> float:
@@ -1320,7 +1335,7 @@ def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
     phi = _design(prob.u, data.rung, lay)
     best = np.array([y[data.rung == r].min() for r in range(lay.n_rungs)])
     excess = y - best[data.rung]  # the first round's: over each rung's best trial
-    resolution = max(NOISE_FLOOR * prob.spread, _rounding_sd(y))
+    resolution = max(NOISE_FLOOR * prob.spread, prob.rounding)
     sigma, rho = start
     hess = np.eye(lay.d) * prob.spread
     w = _weights(sigma, rho, excess)
@@ -1374,7 +1389,7 @@ def _hold(prob: _Problem, shape: Shape) -> _Fixed:
     data, lay, frame = prob.data, prob.lay, prob.frame
     rungs = slice(0, lay.n_rungs)
     hess = shape.hess * np.outer(frame.spread, frame.spread)
-    excess = np.maximum(data.values - shape.bottoms[rungs][data.rung], 0.0)
+    excess = np.maximum(data.values - (shape.bottoms[rungs][data.rung] - prob.level), 0.0)
     w = _weights(shape.sigma, shape.rho, excess)
     centres = frame.to_u(shape.centres[rungs])
     phi = _design(prob.u, data.rung, lay, centres, shape.turn / frame.spread)
@@ -1412,7 +1427,15 @@ def _held_fixed(
 
 
 def _problem(data: ValleyInput, drift: bool = True) -> _Problem:
-    """The trials in standardised units, the priors' fixed parts and the hyperpriors' grid."""
+    """The trials in standardised units, the priors' fixed parts and the hyperpriors' grid.
+
+    The values are centred on their median (:attr:`Valley.level`; docs/science.md §7.2): the
+    rungs' depths absorb any offset, and a metric offset by 10⁹ keeps the solve's precision
+    and the flat priors' reach. Their rounding (:func:`_rounding_sd`) is read before centring,
+    from the values as reported."""
+    level = float(np.median(data.values)) if len(data.values) else 0.0
+    rounding = _rounding_sd(data.values)
+    data = replace(data, values=data.values - level)
     frame = _frame(data)
     u = frame.to_u(data.coords)
     lay = _Layout(data.log_scales.shape[0], u.shape[1], data.log_scales.shape[1])
@@ -1424,6 +1447,8 @@ def _problem(data: ValleyInput, drift: bool = True) -> _Problem:
         boxes=_boxes(u, data.rung, lay.n_rungs),
         typical=_typical_curvature(u, data.values, data.rung, lay.n_rungs),
         grid=_grid(drift, data.bend is not None and bool(np.any(data.bend))),
+        level=level,
+        rounding=rounding,
     )
 
 
@@ -1470,4 +1495,5 @@ def fit_valley(data: ValleyInput, *, drift: bool = True, shape: Shape | None = N
             integrated=drift,
             across=_across(data.log_scales, data.bend),
         ),
+        level=prob.level,
     )
