@@ -34,6 +34,7 @@ from transfersearch.integrations._optuna_shim import rdb_backend, storage_of, tr
 from transfersearch.integrations._trial_claims import (
     CLAIM_ATTR,
     OWNER_ATTR,
+    is_registered_worker,
     owner_alive,
     owner_record,
 )
@@ -127,11 +128,14 @@ class ClaimingRDBStorage(RDBStorage):
     """Optuna's ``RDBStorage`` whose trials name the process that runs them.
 
     * A trial this process creates or claims records its owner (:data:`OWNER_ATTR`: host, pid,
-      start time) in the same transaction, and a heartbeat every ``heartbeat_interval`` from
-      then on (Optuna's own heartbeat starts only with the objective). A RUNNING trial is stale (:meth:`_get_stale_trial_ids`) when its owner is a
-      process of this host that is gone, however fresh its heartbeat, and never while that
-      process lives, however late its heartbeat on a loaded machine. An owner on another host is
-      judged by Optuna's rule: no heartbeat for ``grace_period`` seconds.
+      start time) in the same transaction; a launcher worker (:attr:`beats_from_creation`)
+      heartbeats it every ``heartbeat_interval`` from then on (Optuna's own heartbeat starts
+      only with the objective). A RUNNING trial is stale (:meth:`_get_stale_trial_ids`) when its
+      owner is a process of this host that is gone, however fresh its heartbeat, and never while
+      that process lives *and is a worker registered on the study*, however late its heartbeat
+      on a loaded machine. Any other trial, whoever created it (another host's, or a notebook's
+      ``study.ask()`` never told), is judged by the heartbeat: stale once ``grace_period``
+      seconds pass without one (counted from its start when it never sent one).
     * A WAITING trial (enqueued, or a dead worker's retry) becomes RUNNING by one conditional
       ``UPDATE ... WHERE state = 'WAITING'`` with its owner: exactly one process gets it.
     * A fresh trial (``study.ask()`` with nothing waiting) is created through :attr:`trial_gate`
@@ -142,6 +146,10 @@ class ClaimingRDBStorage(RDBStorage):
     """
 
     trial_gate: Callable[[], contextlib.AbstractContextManager[bool]] | None = None
+    #: Whether this process heartbeats its trials from their creation: a launcher worker's
+    #: storage (set by ``run_worker``), not a notebook's, whose ``study.ask()`` would otherwise
+    #: look alive for as long as the notebook stays open.
+    beats_from_creation: bool = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -160,7 +168,7 @@ class ClaimingRDBStorage(RDBStorage):
         start, after the grace period of two intervals)."""
         self._owned.add(key)
         interval = self.heartbeat_interval
-        if interval is None:
+        if interval is None or not self.beats_from_creation:
             return
         if self._beating is None:
             self._beating = threading.Event()
@@ -276,8 +284,10 @@ class ClaimingRDBStorage(RDBStorage):
         )
         with self.engine.connect() as connection:
             rows = connection.execute(query).all()
-            if not rows:
-                return []
+        if not rows:
+            return []
+        workers = self.get_study_system_attrs(study_id)
+        with self.engine.connect() as connection:
             now = connection.execute(sqlalchemy.select(sqlalchemy.func.now())).scalar()
             owners: dict[int, str] = dict(
                 connection.execute(
@@ -291,7 +301,8 @@ class ClaimingRDBStorage(RDBStorage):
         stale = []
         for key, started, beat in rows:
             owner = json.loads(owners[key]) if key in owners else None
-            if _stale(owner, started, beat, now, grace):
+            worker = is_registered_worker(owner, workers)
+            if _stale(owner, started, beat, now, grace, worker=worker):
                 stale.append(key)
         return stale
 
@@ -302,21 +313,34 @@ def _stale(
     beat: datetime | None,
     now: datetime,
     grace: timedelta,
+    *,
+    worker: bool,
 ) -> bool:
-    """Whether a RUNNING trial's process is gone (see :class:`ClaimingRDBStorage`)."""
+    """Whether a RUNNING trial's process is gone, or silent past the grace period (see
+    :class:`ClaimingRDBStorage`)."""
     alive = owner_alive(owner)
-    if alive is not None:
-        if not alive:
-            logger.warning(
-                "trial's owner pid %s on this host is gone; failing its trial",
-                owner and owner["pid"],
-            )
-        return not alive  # known: never fail a live process's trial, fail a dead one's now
+    if alive is False:
+        logger.warning(
+            "trial's owner pid %s on this host is gone; failing its trial",
+            owner and owner["pid"],
+        )
+        return True
+    if alive and worker:
+        return False  # a live worker's trial: never failed, however late its beat under load
+    # Another host's trial, or a live process of this host that is not a worker (a notebook's
+    # study.ask()): Optuna's heartbeat rule, counted from the start when it never beat.
     if beat is not None:
-        return now - beat > grace  # another host's trial: Optuna's heartbeat rule
-    # No heartbeat: another host's process that died before its first beat (due one interval
-    # after its claim at most), or a process without this storage (no owner: nothing is known).
-    return owner is not None and started is not None and _utcnow() - started > grace
+        stale = now - beat > grace
+    else:
+        stale = owner is not None and started is not None and _utcnow() - started > grace
+    if stale and alive:
+        logger.warning(
+            "trial's owner pid %s on this host lives but is no worker of this study and sent no "
+            "heartbeat for %d s (the grace period): failing its trial",
+            owner and owner["pid"],
+            grace.total_seconds(),
+        )
+    return stale
 
 
 def open_rdb_storage(url: str, **kwargs: Any) -> ClaimingRDBStorage:

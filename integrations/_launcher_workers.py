@@ -490,7 +490,7 @@ def _gate_new_trials(study: optuna.Study, n_trials: int) -> bool:
     ``n_trials`` (:func:`_wanted`, counted under the study-wide lock).
 
     Far from the total the lock is shared: a worker counts every trial of the study (an upper
-    bound of what counts) and the workers registered on it (:data:`WORKER_KEY`; each creates at
+    bound of what counts) and the workers registered on it (``_trial_claims.WORKER_KEY``; each creates at
     most one trial at a time), and creates without waiting for the others when the two sum to
     less than the total. Near it the lock is exclusive and the count exact, so the pool still
     stops at exactly ``n_trials``, without serialising every trial's creation.
@@ -526,17 +526,13 @@ def _gate_new_trials(study: optuna.Study, n_trials: int) -> bool:
             yield _wanted(claiming, study, n_trials)
 
     claiming.trial_gate = gate
+    claiming.beats_from_creation = True  # a worker's trial beats from its creation on
     return True
-
-
-#: Prefix of the study system attributes that register the workers creating its trials
-#: (``<prefix><host>:<pid>`` -> the owner record): how many may create a trial at once.
-WORKER_KEY = "transfersearch:worker:"
 
 
 def _register(storage: Any, key: int) -> None:
     """Register this worker on study ``key`` (one write when it starts)."""
-    from transfersearch.integrations._trial_claims import owner_record
+    from transfersearch.integrations._trial_claims import WORKER_KEY, owner_record
 
     owner = owner_record()
     storage.set_study_system_attr(key, f"{WORKER_KEY}{owner['host']}:{owner['pid']}", owner)
@@ -545,7 +541,7 @@ def _register(storage: Any, key: int) -> None:
 def _workers(storage: Any, key: int) -> int:
     """Workers registered on study ``key`` that may still create trials: all but those of this
     host whose process is gone (another host's are counted: their state is unknown)."""
-    from transfersearch.integrations._trial_claims import owner_alive
+    from transfersearch.integrations._trial_claims import WORKER_KEY, owner_alive
 
     attrs = storage.get_study_system_attrs(key)
     return sum(
@@ -812,7 +808,8 @@ def launch_workers(
         return []
     if targets is not None:
         _enqueue_on_rungs(study, n_trials, targets)
-    reporter = _Reporter(study, n_trials, sampler, progress_interval)
+    grace_s = None if heartbeat_interval is None else grace_period or 2 * heartbeat_interval
+    reporter = _Reporter(study, n_trials, sampler, progress_interval, grace_s)
     lock_dir = _new_lock_dir() if gpu_ids else None
     launch = _WorkerLaunch(
         study_name=study_name, objective=objective, n_trials=n_trials,
@@ -1143,11 +1140,20 @@ class _Reporter:
     failures, running, rate and ETA; the top rung's best value (values of different rungs are
     not comparable, so no best across rungs)."""
 
-    def __init__(self, study: optuna.Study, total: int, sampler: Any, interval: float | None):
+    def __init__(
+        self,
+        study: optuna.Study,
+        total: int,
+        sampler: Any,
+        interval: float | None,
+        grace_s: float | None = None,
+    ):
         from transfersearch.integrations.optuna import TransferSampler
 
         self._study = study
         self._total = total
+        #: The workers' grace period (None: heartbeats off, no trial is failed for silence).
+        self._grace_s = grace_s
         self._interval = interval
         self._budgets: tuple[int, ...] = ()
         if isinstance(sampler, TransferSampler):
@@ -1181,7 +1187,10 @@ class _Reporter:
                 f"rung {r}: {progress.per_rung.get(r, 0)}/{b}" for r, b in enumerate(self._budgets)
             )
             parts[0] += f" ({rungs})"
-        parts.append(f"{progress.running} running")
+        foreign = _not_workers_trials(self._study, self._grace_s)
+        parts.append(
+            f"{progress.running} running" + (f" ({'; '.join(foreign)})" if foreign else "")
+        )
         parts.append(f"{progress.failed} failed")
         elapsed = time.monotonic() - self._start
         new = progress.done - self._done_at_start
@@ -1214,6 +1223,42 @@ class _Reporter:
             return None
         maximize = self._study.direction == StudyDirection.MAXIMIZE
         return f"top rung best {max(values) if maximize else min(values):.6g}"
+
+
+def _not_workers_trials(study: optuna.Study, grace_s: float | None) -> list[str]:
+    """Why the pool waits on, or leaves alone, each RUNNING trial no worker of the study owns
+    (a notebook's ``study.ask()`` never told, another program's trial): one phrase each."""
+    from optuna.trial import TrialState
+
+    from transfersearch.integrations._optuna_shim import storage_of, study_id
+    from transfersearch.integrations._trial_claims import OWNER_ATTR, is_registered_worker
+
+    running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    if not running:
+        return []
+    registered = storage_of(study).get_study_system_attrs(study_id(study))
+    phrases = []
+    for trial in running:
+        owner = trial.system_attrs.get(OWNER_ATTR)
+        if is_registered_worker(owner, registered):
+            continue
+        if owner is None:
+            phrases.append(
+                f"trial {trial.number}: not created through make_storage (no owner, no "
+                "heartbeat), so never failed here: left alone, and the fit does not count it"
+            )
+        elif grace_s is None:
+            phrases.append(
+                f"trial {trial.number}: pid {owner.get('pid')}'s on {owner.get('host')}, no "
+                "worker's; heartbeats are off, so it is left alone"
+            )
+        else:
+            phrases.append(
+                f"trial {trial.number}: pid {owner.get('pid')}'s on {owner.get('host')}, no "
+                f"worker's (e.g. a study.ask() never told): waiting until it has sent no "
+                f"heartbeat for {grace_s:g} s (the grace period), then it is failed"
+            )
+    return phrases
 
 
 def _duration(seconds: float) -> str:

@@ -19,7 +19,9 @@ from typing import Any
 __all__ = [
     "CLAIM_ATTR",
     "OWNER_ATTR",
+    "WORKER_KEY",
     "claim_once_on_sqlite",
+    "is_registered_worker",
     "owner_alive",
     "owner_record",
 ]
@@ -30,6 +32,11 @@ logger = logging.getLogger("transfersearch.integrations.launcher.claims")
 CLAIM_ATTR = "transfersearch:retried-by"
 #: System attribute of a RUNNING trial naming the process that runs it (:func:`owner_record`).
 OWNER_ATTR = "transfersearch:owner"
+#: Prefix of the study system attributes that register the launcher's workers on a study
+#: (``<prefix><host>:<pid>`` -> the owner record). Only a registered worker's trial is spared
+#: the heartbeat rule while its process lives: any other process's (a notebook's ``study.ask()``)
+#: is failed once it has gone the grace period without a heartbeat.
+WORKER_KEY = "transfersearch:worker:"
 
 #: The SQLite trigger that makes Optuna's own claim of a WAITING trial atomic (see
 #: :func:`claim_once_on_sqlite`). Optuna reads the trial ``FOR UPDATE`` before it writes RUNNING;
@@ -99,6 +106,14 @@ def owner_record() -> dict[str, Any]:
     stat = _proc_stat(pid)
     start = None if stat is None else stat[1]
     return {"host": socket.gethostname(), "pid": pid, "start": start}
+
+
+def is_registered_worker(owner: Any, study_attrs: Mapping[str, Any]) -> bool:
+    """Whether an :data:`OWNER_ATTR` record names a launcher worker registered on the study
+    whose system attributes are ``study_attrs`` (:data:`WORKER_KEY`)."""
+    if not isinstance(owner, Mapping):
+        return False
+    return f"{WORKER_KEY}{owner.get('host')}:{owner.get('pid')}" in study_attrs
 
 
 def owner_alive(owner: Any) -> bool | None:

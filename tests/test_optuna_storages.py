@@ -360,8 +360,11 @@ ORPHAN = """
 import os, signal, sys, warnings, optuna
 from transfersearch.integrations.launcher import make_storage
 warnings.simplefilter("ignore")
+from transfersearch.integrations._launcher_workers import _gate_new_trials
 storage = make_storage(sys.argv[1], heartbeat_interval=int(sys.argv[3]))
-trial = optuna.load_study(study_name=sys.argv[2], storage=storage).ask()
+study = optuna.load_study(study_name=sys.argv[2], storage=storage)
+_gate_new_trials(study, 100)  # a launcher worker, as run_worker makes one: registered on the study
+trial = study.ask()
 print(trial.number, flush=True)
 if sys.argv[4] == "kill":
     os.kill(os.getpid(), signal.SIGKILL)  # a worker dying before its objective starts

@@ -277,3 +277,56 @@ def test_two_launchers_on_one_study_share_the_total_and_a_third_is_not_needed(
     assert third.returncode == 0, third.stderr
     assert "no worker is needed" in third.stderr, third.stderr
     assert states(url, "shared") == {"COMPLETE": total}
+
+
+ASKER = textwrap.dedent(
+    """
+    import sys, time, optuna
+    from transfersearch.integrations.launcher import make_storage
+    url, ours = sys.argv[1], sys.argv[2] == "make_storage"
+    study = optuna.load_study(study_name="asked", storage=make_storage(url) if ours else url)
+    print(study.ask().number, flush=True)
+    time.sleep(120)  # a notebook left open: alive, never tells, never beats
+    """
+)
+
+
+@pytest.mark.parametrize("storage", ["make_storage", "plain"])
+def test_a_trial_no_worker_owns_does_not_hold_the_pool(
+    storage: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49, item 2: a live process that called `study.ask()` and never told held the pool
+    as long as it lived (300.7 s for 4 s of work), its progress line saying only `1 running`.
+    Through make_storage its trial has an owner but no heartbeat: failed after the grace period
+    like any silent trial (only a registered worker's is spared while it lives); without an
+    owner it is left alone, and the progress line says which trial and why."""
+    url = f"sqlite:///{tmp_path / 'asked.db'}"
+    objective = write_objective(tmp_path, (64, 128), [4, 4])
+    launch_workers(url, "asked", objective, 2, gpus=0, cpu_workers=1, heartbeat_interval=1)
+    asker = subprocess.Popen(
+        [sys.executable, "-c", ASKER, url, storage], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        asked = int(asker.stdout.readline())  # type: ignore[union-attr]
+        start = time.monotonic()
+        results = launch_workers(
+            url, "asked", objective, 6, gpus=0, cpu_workers=1, heartbeat_interval=1,
+            grace_period=3, timeout=90, progress_interval=0.5,
+        )  # fmt: skip
+        took = time.monotonic() - start
+        assert asker.poll() is None, "the asker must still be alive"
+    finally:
+        asker.kill()
+        asker.wait()
+    err = capsys.readouterr().err
+    assert [r.returncode for r in results] == [0], err
+    assert took < 60, f"waited {took:.0f} s on a trial no worker owns"
+    trial = optuna.load_study(study_name="asked", storage=url).trials[asked]
+    if storage == "make_storage":
+        assert trial.state == TrialState.FAIL
+        assert f"trial {asked}: pid {asker.pid}'s" in err and "grace period" in err, err
+    else:
+        assert trial.state == TrialState.RUNNING
+        last = err.strip().splitlines()[-1]
+        assert f"trial {asked}: not created through make_storage" in last and "left alone" in last
+    assert states(url, "asked")["COMPLETE"] >= 5
