@@ -114,7 +114,8 @@ def train(scale, hp):
     return 2.0 + synthetic.regret(scale, hp.coordinates)
 '''
 
-#: The README's space and ladder, for the pages that use them without defining them.
+#: The search space page's space and the Optuna page's ladder, for the pages that use them
+#: without defining them.
 SPACE_AND_LADDER = """
 space = ts.TransferSpace(
     base=ts.Scale(width=256, dataset_size=50_000, batch_size=128),
@@ -124,7 +125,7 @@ space = ts.TransferSpace(
 ladder = [ts.Scale(width=w, dataset_size=n, batch_size=64) for w in (64, 128, 256) for n in (2e4, 8e4)]
 """
 
-#: A study in ./proxy.db swept with the README's space and ladder (small: 8 trials a rung).
+#: A study in ./proxy.db swept with that space and ladder (small: 8 trials a rung).
 STUDY = """
 from transfersearch.integrations.optuna import TransferSampler
 
@@ -179,26 +180,15 @@ for _w in (64, 128, 256):
 
 PRELUDES: dict[tuple[str, str], str] = {
     ("README.md", ""): TRAIN,
-    ("README.md", "Ray Tune: `TransferSearch`"): RAY,
-    ("README.md", "PyTorch"): TORCH,
-    ("README.md", "Fitting and extrapolating"): OBSERVATIONS,
     ("docs/getting-started.md", ""): TRAIN,
+    ("docs/cli.md", ""): TRAIN + SPACE_AND_LADDER + STUDY,
+    ("docs/fitting.md", ""): TRAIN + SPACE_AND_LADDER + OBSERVATIONS,
     ("docs/integrations/optuna.md", ""): TRAIN
     + SPACE_AND_LADDER
     + "from transfersearch.integrations.optuna import TransferSampler\n",
     ("docs/integrations/dashboard.md", ""): TRAIN + SPACE_AND_LADDER + STUDY,
     ("docs/integrations/optunahub.md", ""): TRAIN + SPACE_AND_LADDER,
-    ("docs/integrations/ray.md", ""): TRAIN
-    + SPACE_AND_LADDER
-    + RAY
-    + """
-
-def train_fn(config):
-    from transfersearch.integrations.ray import hyperparameters
-
-    scale, hp = hyperparameters(config)
-    tune.report({"loss": train(scale, hp)})
-""",
+    ("docs/integrations/ray.md", ""): TRAIN + SPACE_AND_LADDER + RAY,
     ("docs/integrations/torch.md", ""): TRAIN
     + SPACE_AND_LADDER
     + 'hp = space.concretize({"base_lr": 3e-3, "tau_epoch": 1.0}, scale=ladder[-1])\n'
@@ -225,7 +215,6 @@ RAY_SAMPLES = (
     "40 fill the two cheapest rungs (16 each) and start the third",
 )
 SCALED_DOWN: dict[str, tuple[tuple[str, str, str], ...]] = {
-    "README.md": (RAY_SAMPLES,),
     "docs/integrations/ray.md": (RAY_SAMPLES,),
 }
 

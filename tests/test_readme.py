@@ -1,4 +1,5 @@
-"""The README's core snippet runs as written, and its first lines are the two commands."""
+"""The README's first lines are the two commands, it fits on a screen, and the search space's
+snippet (moved from the README to docs/space.md) runs as written."""
 
 from __future__ import annotations
 
@@ -8,15 +9,18 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+SPACE_PAGE = README.parent / "docs" / "space.md"
+#: A newcomer's screen (issue 49 item 12): what it does, the two commands, one example, where next.
+README_MAX_LINES = 80
 
 
 def test_search_space_snippet_runs_and_inverts() -> None:
-    text = README.read_text()
-    section = text[text.index("## The search space") :]
+    text = SPACE_PAGE.read_text()
+    section = text[text.index("# The search space") :]
     code = re.search(r"```python\n(.*?)```", section, re.S)
     assert code is not None
     namespace: dict[str, object] = {}
-    exec(compile(code.group(1), "README.md", "exec"), namespace)
+    exec(compile(code.group(1), "docs/space.md", "exec"), namespace)
     space, hp = namespace["space"], namespace["hp"]
     back = space.coordinates(hp, hp.scale)  # type: ignore[attr-defined]
     assert back == pytest.approx({"base_lr": 3e-3, "tau_epoch": 1.0})
@@ -57,3 +61,17 @@ def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_venv() -> None:
     assert installs == [tests], (
         f"Python packages installed outside the README's command: {installs}"
     )
+
+
+def test_readme_fits_on_a_screen_and_says_where_to_go_next() -> None:
+    """The README is short; the rest lives in docs/ pages it links to, each of which exists (the
+    Muon page is linked as written by the Muon work) and defines the words the README uses."""
+    text = README.read_text()
+    assert len(text.splitlines()) <= README_MAX_LINES, len(text.splitlines())
+    links = re.findall(r"\]\((docs/[\w./-]+\.md)(?:#[\w-]+)?\)", text)
+    missing = [link for link in links if not (README.parent / link).is_file()]
+    assert missing in ([], ["docs/muon.md"]), missing
+    assert "Muon for hidden matrices beside AdamW: [docs/muon.md](docs/muon.md)" in text
+    for word in ("**ladder**", "**rung**", "90% interval", "outside the range you swept"):
+        assert word in text, word
+    assert "python -m pytest -q -m slow" in text.split("## Slow end-to-end tests", 1)[1]
