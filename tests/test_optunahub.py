@@ -13,6 +13,9 @@ import pytest
 optunahub = pytest.importorskip("optunahub")
 optuna = pytest.importorskip("optuna")
 
+from packaging.version import Version  # noqa: E402
+from test_packaging import declared_range, lower_bound  # noqa: E402
+
 from transfersearch import synthetic  # noqa: E402
 from transfersearch.integrations.optuna import TransferSampler  # noqa: E402
 from transfersearch.stored_space import stored_space  # noqa: E402
@@ -28,7 +31,13 @@ def test_the_package_has_the_hubs_layout_and_front_matter() -> None:
     fields = dict(line.split(": ", 1) for line in front.group(1).splitlines())
     assert set(fields) == {"author", "title", "description", "tags", "optuna_versions", "license"}
     assert "sampler" in fields["tags"]  # the hub requires it for package/samplers/
-    assert optuna.__version__ in fields["optuna_versions"]
+    # The versions the package was tested with (the hub's field): each inside the range
+    # pyproject.toml declares, its lower bound among them. A new Optuna release does not break
+    # this test; pip installs one only once the range admits it (issue 49, item 1).
+    supported = declared_range("optuna")
+    listed = [v.strip() for v in fields["optuna_versions"].strip("[]").split(",")]
+    assert listed and all(v in supported for v in listed), (listed, str(supported))
+    assert lower_bound(supported) in {Version(v) for v in listed}
     assert fields["license"] == "MIT License" and "MIT License" in (PACKAGE / "LICENSE").read_text()
 
 
