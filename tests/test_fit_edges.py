@@ -651,6 +651,36 @@ def test_a_momentum_coefficient_is_never_answered_at_or_past_one() -> None:
     assert res.params["lr"] == pytest.approx(3e-3, rel=0.05)
 
 
+def test_a_linear_timescale_is_never_answered_at_or_below_zero() -> None:
+    """Issue 49 item 11: tau_epoch swept on a linear axis, its optimum falling 3.0 → 0.6 over
+    four widths: carried 8× past the widest rung its straight law lies below 0. A timescale is
+    > 0: the law point, the decision, the interval and every candidate stay at or above the
+    smallest value tried (before: tau_epoch 0 with the interval (0, 0), and nothing said), and a
+    warning names the fix (declare it log)."""
+    rng = np.random.default_rng(0)
+    obs = [
+        Observation(
+            Scale(width=width),
+            {"lr": float(lr), "tau_epoch": float(tau)},
+            2.0 + 0.3 * math.log(lr / 1e-2) ** 2 + 0.2 * (tau - best) ** 2 + 0.002 * e,
+        )
+        for width, best in ((64, 3.0), (128, 2.2), (256, 1.4), (512, 0.6))
+        for lr in np.geomspace(1e-3, 1e-1, 5)
+        for tau, e in zip(np.linspace(0.2 * best, 2.0 * best, 5), rng.standard_normal(5))
+    ]
+    least = min(o.params["tau_epoch"] for o in obs)
+    with pytest.warns(ts.TransferSearchWarning, match=r"\['tau_epoch'\] at or below 0.*log"):
+        res = extrapolate(
+            obs, target=Scale(width=4096), params=["lr", "tau_epoch"], log_params=["lr"]
+        )
+    assert res.params["tau_epoch"] == pytest.approx(least)
+    assert res.law_params["tau_epoch"] == pytest.approx(least)
+    assert min(res.interval(0.9)["tau_epoch"]) >= least
+    assert float(res.samples[:, list(res.laws).index("tau_epoch")].min()) > 0.0
+    assert all(c.params["tau_epoch"] > 0.0 for c in res.candidates(3))
+    assert res.params["lr"] == pytest.approx(1e-2, rel=0.05)
+
+
 def test_no_candidate_run_puts_a_momentum_past_the_largest_value_tried() -> None:
     """candidates(k) searches the decision's region: with the region ending at 1, runs came back
     at beta2 = 1.0 exactly (19 of 240 fuzzed Marin sub-problems); a momentum's region ends at the

@@ -26,6 +26,7 @@ from transfersearch.fitting.findings import (
     held_findings,
     interaction_findings,
     momentum_findings,
+    positive_findings,
     scatter_findings,
     unsettled_findings,
     wide_findings,
@@ -362,6 +363,7 @@ def _extrapolate(
             *_scatter(ladder, fit, options),
             *held_findings([names[j] for j in fit.active], list(fit.law_held)),
             *momentum_findings([names[j] for j in fit.active], list(fit.domain_held)),
+            *positive_findings([names[j] for j in fit.active], list(fit.positive_held)),
             *found,
         ),
     )
@@ -411,6 +413,9 @@ def _samples(ladder: Ladder, fit: LadderFit) -> tuple[FloatArray, FloatArray]:
         log = ladder.names[j] in ladder.logs
         if not log and fit.target_loss.lower[i] >= 0.0:
             samples[:, j] = np.maximum(samples[:, j], 0.0)
+        if len(fit.positive) and fit.positive[i]:  # a rate or timescale: above 0
+            least = min(float(t.coords[np.isfinite(t.values), j].min()) for t in ladder.trials)
+            samples[:, j] = np.where(samples[:, j] <= 0.0, least, samples[:, j])
         if len(fit.below_one) and fit.below_one[i]:  # a momentum: at most 1 (log 1 = 0)
             samples[:, j] = np.minimum(samples[:, j], 0.0 if log else 1.0)
     stderr = np.zeros(len(ladder.names))

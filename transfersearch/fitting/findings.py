@@ -364,6 +364,21 @@ def momentum_findings(names: Sequence[str], held: Sequence[bool]) -> list[Diagno
     )
 
 
+def positive_findings(names: Sequence[str], held: Sequence[bool]) -> list[Diagnostic]:
+    """Learning rates, weight decays and timescales fitted linearly (every trial > 0) whose
+    law point or decision at the target came out at or below 0, which they cannot take (issue
+    49 item 11): held at the smallest value any trial ran, with the fix."""
+    return _held(
+        names,
+        held,
+        "the linear fit put {} at or below 0 at the target, which a learning rate, weight decay "
+        "or timescale cannot take: held at the smallest value any trial ran (draws at or below 0 "
+        "likewise, so the interval's lower end is that value). A rate's or timescale's law is a "
+        "power law, positive at every scale: declare it log (`Float(low, high, log=True)` in the "
+        "space, or `log_params=[...]`).",
+    )
+
+
 def _held(names: Sequence[str], held: Sequence[bool], message: str) -> list[Diagnostic]:
     """One ``held`` warning naming the parameters ``held`` marks (``{}`` in ``message``)."""
     marked = [name for name, h in zip(names, held, strict=True) if h]

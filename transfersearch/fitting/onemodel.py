@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from transfersearch._coordinates import POSITIVE_COORDS
 from transfersearch.errors import TransferSearchError
 from transfersearch.fitting.coords import (
     FloatArray,
@@ -123,6 +124,10 @@ class LadderFit:
             (:func:`_below_one`): their draws are held ≤ 1.
         domain_held: (d,) which momenta the law's point or the decision put at or past 1, held
             at the largest value any trial ran (:func:`_in_domain`).
+        positive: (d,) which parameters are linear rates or timescales, valid above 0 only
+            (:func:`_positive`): their draws at or below 0 are held at the smallest value tried.
+        positive_held: (d,) which of them the law's point or the decision put at or below 0,
+            held at the smallest value any trial ran (:func:`_in_domain`).
         folds: the walk-forward folds.
         divergence: the divergence model, or None (no trial diverged).
         target_loss: the decision's objective.
@@ -160,6 +165,8 @@ class LadderFit:
     law_held: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     below_one: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     domain_held: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    positive: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    positive_held: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 @dataclass(frozen=True)
@@ -451,13 +458,16 @@ def _bounds(
 ) -> tuple[FloatArray, FloatArray]:
     """The region a run may use: the finite trials' range per parameter, widened by the law's
     drift from the costliest rung to the target; a linear parameter whose trials are all ≥ 0
-    stays ≥ 0 (:func:`_nonnegative`); a momentum coefficient (:func:`_below_one`) goes no
-    higher than the largest value any trial ran."""
+    stays ≥ 0 (:func:`_nonnegative`), a linear rate or timescale (:func:`_positive`) whose
+    region would reach 0 starts at the smallest value tried; a momentum coefficient
+    (:func:`_below_one`) goes no higher than the largest value any trial ran."""
     finite = trials.coords[np.isfinite(trials.values)][:, list(active)]
     drift = np.abs(law_point - top_point)
     lower = finite.min(axis=0) - drift
     upper = finite.max(axis=0) + drift
     lower = np.where(_nonnegative(ladder, trials, active), np.maximum(lower, 0.0), lower)
+    # a rate or timescale whose straight law reaches 0: no run below the smallest value tried
+    lower = np.where(_positive(ladder, trials, active) & (lower <= 0.0), finite.min(axis=0), lower)
     # a momentum's law in log β runs into its edge at 1: no run past the largest value tried
     upper = np.where(_below_one(ladder, trials, active), finite.max(axis=0), upper)
     return lower, upper
@@ -477,6 +487,19 @@ def _natural(ladder: Ladder, active: Sequence[int], coords: FloatArray) -> Float
     return np.asarray(np.where(logs, np.exp(coords), coords))
 
 
+def _positive(ladder: Ladder, trials: _Trials, active: Sequence[int]) -> np.ndarray:
+    """Which active parameters are linear, a rate or a timescale by name (a learning rate, weight
+    decay, ηλ, τ: :data:`~transfersearch._coordinates.POSITIVE_COORDS`), with every finite trial
+    > 0: valid above 0 only, so a law point, decision or draw at or below 0 is held at the
+    smallest value any trial ran (issue 49 item 11). A grid holding 0 is :func:`_nonnegative`."""
+    finite = trials.coords[np.isfinite(trials.values)][:, list(active)]
+    named = np.array(
+        [ladder.names[j] in POSITIVE_COORDS and ladder.names[j] not in ladder.logs for j in active],
+        dtype=bool,
+    )
+    return np.asarray(named & (finite > 0.0).all(axis=0))
+
+
 def _below_one(ladder: Ladder, trials: _Trials, active: Sequence[int]) -> np.ndarray:
     """Which active parameters are momentum coefficients: named so (:data:`MOMENTUM_NAME`) with
     every finite trial in (0, 1). Valid below 1 only (torch's AdamW refuses a beta of 1)."""
@@ -487,14 +510,18 @@ def _below_one(ladder: Ladder, trials: _Trials, active: Sequence[int]) -> np.nda
 
 def _in_domain(
     ladder: Ladder, trials: _Trials, active: Sequence[int], point: FloatArray
-) -> tuple[FloatArray, np.ndarray]:
+) -> tuple[FloatArray, np.ndarray, np.ndarray]:
     """``point`` (fitted units) inside each parameter's domain (issue 25 item 5): a linear one
-    whose trials are all ≥ 0 held ≥ 0; a momentum coefficient (:func:`_below_one`) at or past 1
-    held at the largest value any trial ran. Returns the point and which momenta were held."""
+    whose trials are all ≥ 0 held ≥ 0; a linear rate or timescale (:func:`_positive`) at or
+    below 0 held at the smallest value any trial ran; a momentum coefficient
+    (:func:`_below_one`) at or past 1 held at the largest. Returns the point and which
+    momenta and which rates or timescales were held (each at a trial's value)."""
     point = np.where(_nonnegative(ladder, trials, active), np.maximum(point, 0.0), point)
     finite = trials.coords[np.isfinite(trials.values)][:, list(active)]
+    low = _positive(ladder, trials, active) & (point <= 0.0)
+    point = np.where(low, finite.min(axis=0), point)
     held = _below_one(ladder, trials, active) & (_natural(ladder, active, point) >= 1.0)
-    return np.asarray(np.where(held, finite.max(axis=0), point)), np.asarray(held)
+    return np.asarray(np.where(held, finite.max(axis=0), point)), np.asarray(held), np.asarray(low)
 
 
 def worst_excess(trials: _Trials) -> float:
@@ -550,11 +577,13 @@ def fit_ladder(
     top_point = frame.to_x(valley.law_centre_u(ladder.log_scales[-1]))
     bounds = _bounds(ladder, trials, active, law_point, top_point)
     # a parameter kept ≥ 0 (a momentum < 1) has its law point there, as its interval and runs do
-    law_point, law_over = _in_domain(ladder, trials, active, law_point)
+    law_point, law_over, law_under = _in_domain(ladder, trials, active, law_point)
     shape = (frame.hessian_x(hess_u), skew_u / frame.spread**3)
     risk = (None if divergence is None else divergence.draws(N_DRAWS, rng), cost)
     loss = _target_loss(ladder, active, fixed_values, draws, shape, bounds, risk)
-    decision, over = _in_domain(ladder, trials, active, loss.best_runs(law_point[None, :])[0])
+    decision, over, under = _in_domain(
+        ladder, trials, active, loss.best_runs(law_point[None, :])[0]
+    )
     loss = replace(loss, decision=decision)
     return LadderFit(
         active=active,
@@ -576,6 +605,8 @@ def fit_ladder(
         law_held=valley.law_centre_held(target_logs),
         below_one=_below_one(ladder, trials, active),
         domain_held=law_over | over,
+        positive=_positive(ladder, trials, active),
+        positive_held=law_under | under,
     )
 
 
