@@ -207,6 +207,52 @@ def score_family(family: Family, data: Path = DATA) -> list[Record]:
     return records
 
 
+#: The shared tables' hold-outs that join the corpus (each extrapolates in model size, the
+#: direction the held-out checks found hardest): (family, loader module, protocol, options).
+TABLES = (
+    ("steplaw_dense 215M+268M->537M", "steplaw", "dense 215M+268M -> 537M", None),
+    ("steplaw_moe largest Na", "steplaw", "MoE largest Na", None),
+    ("marin_lion 130M+300M->520M", "marin", "130M+300M -> 520M", "lion"),
+    ("marin_mars 130M+300M->520M", "marin", "130M+300M -> 520M", "mars"),
+)
+
+
+def score_tables(data_dir: Path) -> list[Record]:
+    """The four shared tables, by their hold-out protocols (``steplaw_holdouts.py``,
+    ``marin_holdouts.py``): regret in each table's own units (Step Law: relative loss excess;
+    Marin: the summed score), the mean over the protocol's targets; no space, so no ``rules``."""
+    import marin_holdouts as mh
+    import steplaw_holdouts as sh
+    from marin_sweeps import load
+
+    names = {"ours": ("transfersearch", "ours"), "null": (sh.NEAREST, mh.NEAREST)}
+    names |= {"band": (sh.BAND, mh.BAND), "argmin": (sh.ARGMIN, mh.ARGMIN)}
+    records = []
+    for family, source, protocol, optimizer in TABLES:
+        if source == "steplaw":
+            filename, variables, split = sh.PROTOCOLS[protocol]
+            frame = pd.read_csv(data_dir / filename)
+            rows = sh.run_protocol(frame[np.isfinite(frame[sh.LOSS])], variables, split)
+            column = 0
+        else:
+            rows = mh.run_protocol({optimizer: load(data_dir, optimizer, every_row=True)}, protocol)
+            column = 1
+        for method in METHODS:
+            if method not in names:
+                records.append(Record(family, "table", method, None, None, None, False, False))
+                continue
+            values = [r[names[method][column]] for r in rows]
+            finite = [v for v in values if math.isfinite(v)]
+            covered = None
+            if method == "ours" and source == "steplaw":
+                covered = float(np.mean([(r["lr own"] + r["bs own"]) / 2 for r in rows]))
+            records.append(Record(family, "table", method,
+                                  float(np.mean(finite)) if finite else None, None, covered,
+                                  False, len(finite) < len(values)))  # fmt: skip
+        print(f"{family}: " + ", ".join(f"{r.method} {_fmt(r.regret)}" for r in records[-5:]))
+    return records
+
+
 def _fmt(value: float | None, digits: int = 4) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
@@ -230,7 +276,7 @@ def render(records: list[Record], argv: list[str] | None, seconds: float) -> str
     for name in families:
         rows = {r.method: r for r in records if r.family == name}
         cells = []
-        for m in METHODS:
+        for m in METHODS:  # one cell per method
             r = rows[m]
             cell = "refused" if r.refused else _fmt(r.regret) + (" (div)" if r.diverged else "")
             cells.append(cell)
@@ -255,6 +301,26 @@ def render(records: list[Record], argv: list[str] | None, seconds: float) -> str
             p = rows[m].pick
             cells.append("–" if p is None else f"{p['base_lr']:.3g}, {p['tau_epoch']:.3g}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    tables = list(dict.fromkeys(r.family for r in records if r.kind == "table"))
+    if tables:
+        lines += [
+            "",
+            "The shared tables (`../shared/data`), by their hold-out protocols: regret in each "
+            "table's own units",
+            "(Step Law: relative loss excess of the smooth loss; Marin: the summed score of "
+            "`marin_sweeps.py`), mean over",
+            "the protocol's targets; no noise floor (Step Law's loss is already smoothed), no "
+            "space (no `rules`).",
+            "",
+            "| table | ours | null | band | argmin | ours cov (lr, bs own optimum) |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name in tables:
+            rows = {r.method: r for r in records if r.family == name}
+            cells = [_fmt(rows[m].regret, 5) for m in ("ours", "null", "band", "argmin")]
+            lines.append(
+                f"| {name} | " + " | ".join(cells) + f" | {_fmt(rows['ours'].covered90, 2)} |"
+            )
     lines += ["", f"Wall time {seconds:.0f} s."]
     return "\n".join(lines) + "\n"
 
@@ -264,12 +330,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--family", action="append", help="only these families")
     parser.add_argument("--out", type=Path, default=RESULTS / "corpus", help="output stem")
     parser.add_argument("--data", type=Path, default=DATA, help="the families' CSV folder")
+    parser.add_argument(
+        "--tables",
+        type=Path,
+        default=HERE.parent.parent / "shared" / "data",
+        help="the shared tables' folder (default ../shared/data beside the repository)",
+    )
+    parser.add_argument("--no-tables", action="store_true", help="score the training families only")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     names = args.family or [n for n in FAMILIES if (args.data / f"{n}.csv").exists()]
     records: list[Record] = []
     for name in names:
         records += score_family(FAMILIES[name], args.data)
+    if not args.no_tables:
+        records += score_tables(args.tables)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".md").write_text(render(records, argv, time.perf_counter() - started))
     kept = [
