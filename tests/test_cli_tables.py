@@ -285,3 +285,29 @@ def test_rows_read_as_copies_that_differ_in_a_settings_column_are_warned_of(
         ts.read_sweep(write_csv(tmp_path / "twice.csv", rows[:48] * 2), params=params)
         renumbered = [{**r, "number": i} for i, r in enumerate(rows[:48] * 2)]
         ts.read_sweep(write_csv(tmp_path / "numbered.csv", renumbered), params=params)
+
+
+def _strict_json(text: str) -> Any:
+    """JSON as RFC 8259 has it (as `jq` and other languages' parsers read it): no NaN, no
+    Infinity."""
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize("command", ["extrapolate", "validate"])
+def test_json_output_is_valid_json_with_null_for_no_value(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49, item 10: `--json` printed `"r_squared": NaN`, which `jq` and `json.loads` in
+    other languages refuse; a value that is not a number is null."""
+    path = write_csv(tmp_path / "sweep.csv", sweep_rows())
+    argv = [command, "--csv", str(path), "--json"]
+    if command == "extrapolate":
+        argv[3:3] = ["--target", TARGET]
+    assert main(argv) == 0
+    data = _strict_json(capsys.readouterr().out)
+    laws = data["laws"] if command == "extrapolate" else data["fit"]["laws"]
+    assert [law["r_squared"] for law in laws.values()] == [None] * len(laws)

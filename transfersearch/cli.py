@@ -51,7 +51,7 @@ from transfersearch.redact import redact_url
 from transfersearch.report import format_table
 from transfersearch.scale import Scale
 from transfersearch.space import Hyperparameters
-from transfersearch.summary import extrapolation_to_dict, validation_to_dict
+from transfersearch.summary import extrapolation_to_dict, json_ready, validation_to_dict
 from transfersearch.sweep import Sweep
 
 __all__ = ["COMMANDS_GROUP", "build_parser", "load_observations", "main", "parse_scale"]
@@ -304,8 +304,8 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
     if args.as_json:
         data = extrapolation_to_dict(result, args.level, hp)
         if portfolio is not None:
-            data["candidates"] = portfolio.to_dict()
-        print(json.dumps(data, indent=2, allow_nan=True))
+            data["candidates"] = json_ready(portfolio.to_dict())
+        print(json.dumps(data, indent=2, allow_nan=False))
         return 0
     print(_prediction_table(result, args.level))
     print(f"\n{result.summary()}")
@@ -372,7 +372,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     held = parse_scale(args.held_out, option="--held-out") if args.held_out else None
     result: Validation = validate(source, held_out=held, options=options, direction=args.direction)
     if args.as_json:
-        print(json.dumps(validation_to_dict(result), indent=2, allow_nan=True))
+        print(json.dumps(validation_to_dict(result), indent=2, allow_nan=False))
         return 0
     print(f"held out: {result.held_out!r}")
     rows = [

@@ -9,6 +9,7 @@ unstable parameters and collinear scale variables, the stability boundaries and 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,7 +19,26 @@ if TYPE_CHECKING:
     from transfersearch.fitting.result import Collinearity, Extrapolation, Validation
     from transfersearch.space import Hyperparameters
 
-__all__ = ["extrapolation_to_dict", "validation_to_dict"]
+__all__ = ["extrapolation_to_dict", "json_ready", "validation_to_dict"]
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` as strict JSON takes it (RFC 8259, ``json.loads`` in any language, ``jq``):
+    mappings (a ``mappingproxy`` too) as dicts, tuples as lists, numpy numbers as Python's, and a
+    float that is not finite as null: NaN means no value (an R² of a law fitted through its
+    points), and ±inf has no JSON spelling (``json.dumps`` would write the invalid ``NaN`` and
+    ``Infinity``)."""
+    if isinstance(value, Mapping):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    if hasattr(value, "item") and not hasattr(value, "__len__"):  # a numpy scalar
+        return json_ready(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
 
 
 def _number(value: float) -> float | None:
@@ -37,7 +57,7 @@ def extrapolation_to_dict(
     """
     interval = result.interval(level)
     collinear = result.collinearity
-    return {
+    data = {
         "target": result.target.to_dict(),
         "target_from_ladder": dict(result.target_from_ladder),
         "params": dict(result.params),
@@ -65,6 +85,7 @@ def extrapolation_to_dict(
         "diagnostics": [_diagnostic(note) for note in result.diagnostics],
         "hyperparameters": None if hyperparameters is None else hyperparameters.to_dict(),
     }
+    return dict(json_ready(data))
 
 
 def _collinearity(found: Collinearity) -> dict[str, Any]:
@@ -108,7 +129,7 @@ def _diagnostic(note: Diagnostic) -> dict[str, Any]:
 def validation_to_dict(result: Validation) -> dict[str, Any]:
     """``result`` as a JSON-ready dict: the held-out rung, prediction against observation, the
     regret, and the fit without that rung (:func:`extrapolation_to_dict`) under ``"fit"``."""
-    return {
+    data = {
         "held_out": result.held_out.to_dict(),
         "predicted": result.predicted,
         "observed": result.observed,
@@ -118,3 +139,4 @@ def validation_to_dict(result: Validation) -> dict[str, Any]:
         "relative_regret": result.relative_regret,
         "fit": extrapolation_to_dict(result.extrapolation),
     }
+    return dict(json_ready(data))
