@@ -180,8 +180,23 @@ def predictions(
     return picks, res
 
 
+def on_grid(family: Family, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the family's grid at its declared sizes (a CSV may hold runs of an earlier,
+    wider grid or another target: real runs, kept in the file, not scored)."""
+    grid = np.log(np.array(family.grid()))
+    logs = np.log(frame[list(COORDS)].to_numpy(float))
+    near = (np.abs(logs[:, None, :] - grid[None, :, :]).max(axis=2) < 1e-3).any(axis=1)
+    sizes = {str(i): s for i, s in enumerate(family.rungs)} | {"target": family.target}
+    fields = ("width", "depth", "dataset_size", "batch_size")
+    sized = [
+        all(float(row[f]) == float(getattr(sizes[row["rung"]], f)) for f in fields)
+        for _, row in frame.iterrows()
+    ]
+    return frame[near & np.array(sized, dtype=bool)]
+
+
 def score_family(family: Family, data: Path = DATA) -> list[Record]:
-    frame = pd.read_csv(data / f"{family.name}.csv", dtype={"rung": str})
+    frame = on_grid(family, pd.read_csv(data / f"{family.name}.csv", dtype={"rung": str}))
     proxies, target = frame[frame["role"] == "proxy"], frame[frame["role"] == "target"]
     surface = Surface(target)
     picks, res = predictions(family, proxies)

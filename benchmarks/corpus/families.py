@@ -88,23 +88,23 @@ def _geom(first: float, ratio: float, n: int) -> tuple[float, ...]:
     return tuple(float(f"{first * ratio**k:.4g}") for k in range(n))
 
 
-ADAM_LR = _geom(2.5e-3, 2.0, 5)  # 0.0025 … 0.04
-SGD_LR = _geom(0.025, 2.0, 5)  # 0.025 … 0.4
-TAU = tuple(float(f"{t:.3g}") for t in np.geomspace(0.1, 10.0, 5))  # 0.1 … 10
+ADAM_LR = _geom(0.01, 2.0, 4)  # 0.01 … 0.08
+SGD_LR = _geom(0.05, 2.0, 4)  # 0.05 … 0.4
+TAU = tuple(float(f"{t:.3g}") for t in np.geomspace(0.316, 10.0, 4))  # 0.316 … 10
 
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
         Family(
             name="mlp_width",
-            description="character MLP on stdlib text, 4 epochs; width 16→32→64, target 128 at 2× data",
+            description="character MLP on stdlib text, 4 epochs; width 16→32→64, target 128 at 1.25× data",
             model="mlp",
             context=8,
             optimizer="adamw",
             regime="multi-epoch",
             moves="width",
             rungs=tuple(Size(w, 1, 4096, 64, 4.0) for w in (16, 32, 64)),
-            target=Size(128, 1, 8192, 64, 4.0),
+            target=Size(128, 1, 5120, 64, 4.0),
             lr_grid=ADAM_LR,
             tau_grid=TAU,
         ),
@@ -153,7 +153,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             name="gpt_width_onepass",
             description="character transformer (2 blocks), one pass; width 32→48→64 with data ∝ "
-            "params, target width 128 at 2× the top rung's data",
+            "params, target width 96 at 2× the top rung's data",
             model="gpt",
             context=32,
             optimizer="adamw",
@@ -164,7 +164,7 @@ FAMILIES: dict[str, Family] = {
                 Size(48, 2, 3072, 32, 1.0),
                 Size(64, 2, 4096, 32, 1.0),
             ),
-            target=Size(128, 2, 8192, 32, 1.0),
+            target=Size(96, 2, 8192, 32, 1.0),
             lr_grid=ADAM_LR,
             tau_grid=TAU,
             rule=ts.rules.MuP(dataset="power_lines"),
