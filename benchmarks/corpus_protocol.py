@@ -64,6 +64,10 @@ BANDWIDTH_STEPS = 1.0
 LEVEL = 0.9
 
 
+#: CPU seconds per training family (the runs' ``seconds`` summed, every row in the CSV).
+COST: dict[str, float] = {}
+
+
 @dataclass(frozen=True)
 class Record:
     family: str
@@ -196,7 +200,9 @@ def on_grid(family: Family, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def score_family(family: Family, data: Path = DATA) -> list[Record]:
-    frame = on_grid(family, pd.read_csv(data / f"{family.name}.csv", dtype={"rung": str}))
+    raw = pd.read_csv(data / f"{family.name}.csv", dtype={"rung": str})
+    COST[family.name] = float(raw["seconds"].sum())
+    frame = on_grid(family, raw)
     proxies, target = frame[frame["role"] == "proxy"], frame[frame["role"] == "target"]
     surface = Surface(target)
     picks, res = predictions(family, proxies)
@@ -306,6 +312,10 @@ def render(records: list[Record], argv: list[str] | None, seconds: float) -> str
         vals = [r.regret for r in records if r.method == m and r.kind == "training"]
         means.append(_fmt(float(np.mean([v for v in vals if v is not None])) if vals else None))
     lines.append("| **mean** | | " + " | ".join(means) + " | | |")
+    cost = {name: COST.get(name, math.nan) for name in families}
+    lines += ["", "Training cost (the runs' seconds on one thread, every row of the CSV): "
+              + ", ".join(f"{n} {c / 3600:.2f} h" for n, c in cost.items())
+              + f"; the corpus {sum(cost.values()) / 3600:.2f} CPU-hours."]  # fmt: skip
     lines += ["", "Picks (base_lr, tau_epoch) and the target's smoothed optimum:", ""]
     lines += ["| family | " + " | ".join((*METHODS, "target optimum")) + " |"]
     lines += ["|---|" + "---|" * (len(METHODS) + 1)]
