@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -844,3 +845,31 @@ def test_the_sampler_passes_diverged_beyond_to_the_law_and_refuses_a_bad_one() -
     )
     with pytest.raises(ts.TransferSearchError, match=r"diverged_beyond.*e\.g\. diverged_beyond=6"):
         TransferSampler(SPACE, LADDER, diverged_beyond=math.nan)
+
+
+def test_budgets_under_min_trials_warn_at_construction_naming_it() -> None:
+    """Issue 49, item 3: `trials_per_rung=4` with the default `min_trials=6` never transferred
+    (every trial `"base"`) and nothing said so. The sampler warns when it is built, naming
+    `min_trials` and the value that would let the law in; with it, the law takes over."""
+    from transfersearch import TransferSearchWarning
+
+    def run(sampler: TransferSampler) -> list[str]:
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(
+            lambda t: 2.0 + synthetic.regret(*_suggested(sampler, t)), n_trials=len(LADDER) * 4
+        )
+        return [t.user_attrs["transfer"] for t in study.trials]
+
+    with pytest.warns(TransferSearchWarning, match=r"min_trials=6 .*Pass min_trials=4 or fewer"):
+        silent = TransferSampler(SPACE, LADDER, trials_per_rung=4, seed=0)
+    assert set(run(silent)) == {"base"}  # what the warning says
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TransferSearchWarning)
+        fixed = TransferSampler(SPACE, LADDER, trials_per_rung=4, min_trials=4, seed=0)
+        TransferSampler(SPACE, LADDER, trials_per_rung=4, transfer=False, seed=0)
+    assert any(kind.startswith("law") for kind in run(fixed))
+
+
+def _suggested(sampler: TransferSampler, trial: Any) -> tuple[Any, Any]:
+    scale, hp = sampler.suggest(trial)
+    return scale, hp.coordinates

@@ -38,6 +38,7 @@ from transfersearch.errors import (
     Interval,
     Options,
     TransferSearchError,
+    TransferSearchWarning,
     check_int,
     check_table,
     options_from,
@@ -229,6 +230,27 @@ def _check_budgets(trials_per_rung: object) -> int | tuple[int, ...] | None:
     )
 
 
+def _warn_if_never_transfers(budgets: Sequence[int], options: PlannerOptions) -> None:
+    """Warn, naming ``min_trials``, when no rung's law can ever be fitted: a rung's law needs
+    two other rungs with ``min_trials`` complete trials each, and the budgets give too few
+    (``trials_per_rung=4`` with the default ``min_trials=6``: every trial stays ``"base"``)."""
+    if not options.transfer or len(budgets) < 3:
+        return  # fewer than three rungs: no rung has two others, whatever min_trials is
+    enough = [budget >= options.min_trials for budget in budgets]
+    if any(sum(enough) - ok >= 2 for ok in enough):
+        return
+    warnings.warn(
+        f"no rung can ever transfer: a rung's law needs two other rungs with min_trials="
+        f"{options.min_trials} complete trials each, but the budgets per rung are "
+        f"{list(budgets)}, so every trial samples the base box (transfer == 'base'). Pass "
+        f"min_trials={sorted(budgets)[-2]} or fewer, give two rungs at least "
+        f"{options.min_trials} trials each (trials_per_rung=), or transfer=False to say that "
+        "each rung is searched on its own.",
+        TransferSearchWarning,
+        stacklevel=4,
+    )
+
+
 class TransferPlanner:
     """Rung assignment and law-guided proposals over a ladder of proxy scales.
 
@@ -264,6 +286,7 @@ class TransferPlanner:
         self._schedule = RungSchedule.build(ladder, self.options)
         self._laws = LawCache(space, self._schedule.ladder, self.options)
         self._rng = np.random.default_rng(self.options.seed)
+        _warn_if_never_transfers(self._schedule.budgets, self.options)
 
     @property
     def ladder(self) -> tuple[Scale, ...]:
