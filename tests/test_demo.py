@@ -122,6 +122,12 @@ def test_quick_demo_end_to_end_and_resume(tmp_path: Path) -> None:
     out = tmp_path / "demo"
     first = run_cli(out, "--trials", "20")
     assert first.returncode == 0, first.stderr[-3000:]
+    # output to a pipe, as to a log: progress in a few plain lines, no bar redrawn in place, and
+    # the next step last (issue 49 item 14)
+    assert "\r" not in first.stderr
+    progress = [line for line in first.stdout.splitlines() if line.startswith("proxy sweep: ")]
+    assert 2 <= len(progress) <= demo.LOG_LINES + 1
+    assert first.stdout.rstrip().endswith(demo.NEXT_STEP)
     summary = json.loads((out / "summary.json").read_text(), parse_constant=_refuse_constant)
     config = demo.MODES["quick"]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -50,7 +51,7 @@ __all__ = [
 
 PARAMS = ("base_lr", "tau_epoch")
 METHODS = ("transfersearch", "copy_best_proxy", "mup_fixed_wd")
-#: What each method's row means, printed under the table (the README's words, so that the
+#: What each method's row means, printed under the table (docs/demo.md's words, so that the
 #: output reads without it).
 METHOD_NOTES = {
     "transfersearch": "the hyperparameters extrapolate() predicts at the target",
@@ -126,8 +127,8 @@ MODES: dict[str, DemoConfig] = {
         grid_tau=(0.3, 2.0),
     ),
     # Widths 32 and 64 only, 40 trials per rung on average: width 16's runs vary across training
-    # seeds by as much as a factor-2 step in base_lr or tau_epoch changes them, or more (README,
-    # "The demo"; benchmarks/results/demo_ladder_noise.md). Three dataset sizes give walk-forward
+    # seeds by as much as a factor-2 step in base_lr or tau_epoch changes them, or more (docs/demo.md,
+    # "Why this ladder"; benchmarks/results/demo_ladder_noise.md). Three dataset sizes give walk-forward
     # three folds and the data drift a midpoint.
     "default": DemoConfig(
         name="default",
@@ -185,6 +186,47 @@ def rung_budgets(rungs: int, trials: int) -> list[int]:
 
 
 # ----------------------------------------------------------------------------------------------
+# Progress: a bar on a terminal, a few plain lines in a log
+# ----------------------------------------------------------------------------------------------
+#: Progress lines a sweep prints when its output is not a terminal (one per tenth of the trials):
+#: a bar redrawn with carriage returns becomes hundreds of lines in a log file or a CI page.
+LOG_LINES = 10
+
+#: The next step, printed last: the common case this demo does not cover.
+NEXT_STEP = (
+    "next: a GPT trained one pass with its depth growing (CompleteP, Power Lines), the common "
+    "case for a language model: python examples/gpt_depth_one_pass.py (a few minutes on CPU; "
+    "docs/getting-started.md explains it)"
+)
+
+
+def interactive() -> bool:
+    """Whether progress goes to a terminal (tqdm and Optuna's bar write to stderr)."""
+    return sys.stderr.isatty()
+
+
+class SweepLog:
+    """An Optuna callback that prints a progress line every tenth of the sweep (and at its end),
+    the log-friendly stand-in for Optuna's progress bar."""
+
+    def __init__(self, total: int, already: int) -> None:
+        self.total, self.already, self.seen = total, already, 0
+        self.every = max(1, math.ceil(total / LOG_LINES))
+        self.started = time.perf_counter()
+
+    def __call__(self, study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        self.seen += 1
+        if self.seen % self.every and self.seen != self.total:
+            return
+        done = self.already + self.seen
+        print(
+            f"proxy sweep: {self.seen}/{self.total} trials ({done} in the study), "
+            f"{time.perf_counter() - self.started:.0f} s",
+            flush=True,
+        )
+
+
+# ----------------------------------------------------------------------------------------------
 # The proxy sweep
 # ----------------------------------------------------------------------------------------------
 def sweep(
@@ -239,8 +281,13 @@ def sweep(
             f"proxy sweep: {remaining} trials over {len(config.ladder)} rungs "
             f"({done} already in {storage})"
         )
+        bar = progress and interactive()
         study.optimize(
-            objective, n_trials=remaining, show_progress_bar=progress, catch=(RuntimeError,)
+            objective,
+            n_trials=remaining,
+            show_progress_bar=bar,
+            callbacks=[] if bar or not progress else [SweepLog(remaining, done)],
+            catch=(RuntimeError,),
         )
     else:
         print(f"proxy sweep: {done} trials already in {storage}; resuming from them")
@@ -407,6 +454,7 @@ def run(
         f"wrote {folder / 'summary.json'}, {folder / 'report.png'} (the sweep and the laws) and "
         f"{folder / 'target_runs.png'} (the target runs) in {summary['seconds']['total']:.0f} s"
     )
+    print(NEXT_STEP)
     return summary
 
 
@@ -423,42 +471,79 @@ def plot_target_runs(
         ``path``, written.
     """
     figure = new_figure(figsize=(7.0, 5.6))
-    ax = figure.subplots()
+    draw_target_runs(figure.subplots(), summary, config, interval)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    return path
+
+
+#: Drawing order of the target-runs picture: the interval box, then the markers, then every loss
+#: label on top, on a pale box, so that no marker (the method's star is the largest) hides a label.
+MARKER_ZORDER, LABEL_ZORDER = 3, 4
+
+
+def draw_target_runs(
+    ax: Any,
+    summary: Mapping[str, Any],
+    config: DemoConfig,
+    interval: Mapping[str, tuple[float, float]],
+) -> Any:
+    """Draw :func:`plot_target_runs`'s picture on the matplotlib axes ``ax`` and return it.
+
+    Every run is labelled with its loss, beside its marker and above every marker; the best run's
+    label is bold and says "best".
+    """
+    best = summary["best_at_target"]
     grid = [
-        (lr, tau, summary["target_grid"][f"grid base_lr={lr:g} tau_epoch={tau:g}"])
-        for lr in config.grid_lr
+        (f"grid base_lr={lr:g} tau_epoch={tau:g}", lr, tau) for lr in config.grid_lr
         for tau in config.grid_tau
-    ]
-    ax.scatter([g[0] for g in grid], [g[1] for g in grid], s=30, color="grey", label="grid run")
-    for lr, tau, loss in grid:
-        ax.annotate(_loss_text(loss), (lr, tau), textcoords="offset points", xytext=(5, -10),
-                    fontsize=7, color="grey")  # fmt: skip
-    for method, marker in zip(METHODS, ("*", "s", "D"), strict=True):
+    ]  # fmt: skip
+    ax.scatter([g[1] for g in grid], [g[2] for g in grid], s=30, color="grey", label="grid run",
+               zorder=MARKER_ZORDER)  # fmt: skip
+    labelled = [(label, lr, tau, summary["target_grid"][label], "grey") for label, lr, tau in grid]
+    for i, (method, marker) in enumerate(zip(METHODS, ("*", "s", "D"), strict=True)):
         values = summary["methods"][method]
         coords = values["coordinates"]
-        ax.scatter(coords["base_lr"], coords["tau_epoch"], marker=marker, s=90,
-                   label=f"{method}: {_loss_text(values['val_loss'])}")  # fmt: skip
+        colour = f"C{i}"
+        ax.scatter(coords["base_lr"], coords["tau_epoch"], marker=marker, s=90, color=colour,
+                   label=f"{method}: {_loss_text(values['val_loss'])}", zorder=MARKER_ZORDER,
+                   alpha=0.85)  # fmt: skip
+        labelled.append(
+            (method, coords["base_lr"], coords["tau_epoch"], values["val_loss"], colour)
+        )
+    for label, lr, tau, loss, colour in labelled:
+        is_best = label == best["label"]
+        methods_label = label in METHODS
+        ax.annotate(
+            f"best {_loss_text(loss)}" if is_best else _loss_text(loss),
+            (lr, tau),
+            textcoords="offset points",
+            # grid labels below right of their dot, methods' above right of their (larger) marker
+            xytext=(8, 8) if methods_label else (8, -14),
+            fontsize=8 if is_best else 7,
+            fontweight="bold" if is_best else "normal",
+            color="black" if is_best else colour,
+            zorder=LABEL_ZORDER,
+            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+        )
     (lr_low, lr_high), (tau_low, tau_high) = interval["base_lr"], interval["tau_epoch"]
     ax.add_patch(
         importlib.import_module("matplotlib.patches").Rectangle(
             (lr_low, tau_low), lr_high - lr_low, tau_high - tau_low, fill=False,
-            ls="--", color="tab:blue", label="transfersearch's 90% interval",
+            ls="--", color="tab:blue", label="transfersearch's 90% interval", zorder=2,
         )
     )  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("base_lr (the ladder's coordinates)")
     ax.set_ylabel("tau_epoch")
-    best = summary["best_at_target"]
     ax.set_title(
         f"the {len(grid) + len(METHODS)} target runs at {_scale_text(summary['target'])}\n"
         f"validation loss, nats/char (best {_loss_text(best['val_loss'])}: {best['label']})",
         fontsize=9,
     )
     ax.legend(fontsize=7, loc="best")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    return path
+    return ax
 
 
 def _loss_text(loss: float | None) -> str:
@@ -506,11 +591,16 @@ def _target_losses(
                 )
             )
     losses: dict[str, float] = {}
-    bar = tqdm(runs, desc="target runs", unit="run")
-    for label, hp in bar:
-        bar.set_postfix_str(label)
+    if interactive():
+        bar = tqdm(runs, desc="target runs", unit="run")
+        for label, hp in bar:
+            bar.set_postfix_str(label)
+            losses[label] = target_runs.loss(label, hp)
+        bar.close()
+        return losses
+    for i, (label, hp) in enumerate(runs, start=1):  # a log: one line a run
         losses[label] = target_runs.loss(label, hp)
-    bar.close()
+        print(f"target run {i}/{len(runs)}: {label}: {_loss_text(losses[label])}", flush=True)
     return losses
 
 
