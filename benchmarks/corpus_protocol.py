@@ -32,6 +32,7 @@ the smoothed surface's optimum.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -58,6 +59,11 @@ DATA = HERE / "corpus" / "data"
 RESULTS = HERE / "results"
 COORDS = ("base_lr", "tau_epoch")
 METHODS = ("ours", "null", "rules", "band", "argmin")
+#: Variants of ours scored beside the defaults: ``model="constant"`` (no drift in the swept
+#: coordinates: the rules' promise, fitted to every rung at once), and the choice between the two
+#: made leave one family out (each family gets the variant with the lower mean regret on the
+#: other training families: a choice from data across sweeps, scored out of sample).
+VARIANTS = ("ours constant", "ours LOFO")
 #: The smoother's Gaussian width, in grid steps: one step keeps a valley's shape that the grid
 #: resolves and averages the seed noise of the neighbouring configurations.
 BANDWIDTH_STEPS = 1.0
@@ -173,14 +179,17 @@ def predictions(
         "argmin": argmin_loglinear(obs, target, list(COORDS), list(COORDS)),
     }
     res = None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            res = ts.extrapolate(obs, target=target, params=list(COORDS), cost=_ladder_cost(family))
-        picks["ours"] = dict(res.params)
-    except ts.TransferSearchError as err:
-        print(f"  ours refused: {err}", flush=True)
-        picks["ours"] = None
+    for name, model in (("ours constant", "constant"), ("ours", "auto")):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = ts.extrapolate(
+                    obs, target=target, params=list(COORDS), cost=_ladder_cost(family), model=model
+                )
+            picks[name] = dict(res.params)
+        except ts.TransferSearchError as err:
+            print(f"  {name} refused: {err}", flush=True)
+            picks[name], res = None, None
     return picks, res
 
 
@@ -207,7 +216,7 @@ def score_family(family: Family, data: Path = DATA) -> list[Record]:
     surface = Surface(target)
     picks, res = predictions(family, proxies)
     records = []
-    for method in METHODS:
+    for method in (*METHODS, "ours constant"):
         pick = picks[method]
         if pick is None:
             records.append(Record(family.name, "training", method, None, surface.noise, None,
@@ -225,7 +234,31 @@ def score_family(family: Family, data: Path = DATA) -> list[Record]:
     print(f"{family.name}: noise {surface.noise:.4f}; {shown}", flush=True)
     records.append(Record(family.name, "training", "target optimum", 0.0, surface.noise, None,
                           False, False, dict(surface.optimum)))  # fmt: skip
+    for rung, rows in proxies.groupby("rung"):
+        optimum = Surface(rows).optimum
+        records.append(Record(family.name, "training", f"rung {rung} optimum", None, None, None,
+                              False, False, dict(optimum)))  # fmt: skip
     return records
+
+
+def leave_one_family_out(records: list[Record]) -> list[Record]:
+    """``ours LOFO``: each training family scored with the variant (defaults or constant) whose
+    mean regret over the *other* training families is lower."""
+    names = list(dict.fromkeys(r.family for r in records if r.kind == "training"))
+    by = {(r.family, r.method): r for r in records}
+    out = []
+    for name in names:
+        others = [n for n in names if n != name]
+
+        def mean(method: str, others: list[str] = others) -> float:
+            values = [by[(n, method)].regret for n in others]
+            return float(np.mean([v if v is not None else math.inf for v in values]))
+
+        chosen = min(("ours", "ours constant"), key=mean)
+        picked = by[(name, chosen)]
+        out.append(dataclasses.replace(picked, method="ours LOFO", covered90=None))
+        print(f"{name}: LOFO chose {chosen!r} ({picked.regret})", flush=True)
+    return out
 
 
 #: The shared tables' hold-outs that join the corpus (each extrapolates in model size, the
@@ -289,15 +322,15 @@ def render(records: list[Record], argv: list[str] | None, seconds: float) -> str
         "families: `benchmarks/corpus/README.md`.",
         "",
         "| family | noise | "
-        + " | ".join(m for m in METHODS)
+        + " | ".join(m for m in (*METHODS, *VARIANTS))
         + " | ours cov | ours ≤ min(null, band) + noise |",
-        "|---|---|" + "---|" * len(METHODS) + "---|---|",
+        "|---|---|" + "---|" * (len(METHODS) + len(VARIANTS)) + "---|---|",
     ]
     families = list(dict.fromkeys(r.family for r in records if r.kind == "training"))
     for name in families:
         rows = {r.method: r for r in records if r.family == name}
         cells = []
-        for m in METHODS:  # one cell per method
+        for m in (*METHODS, *VARIANTS):  # one cell per method
             r = rows[m]
             cell = "refused" if r.refused else _fmt(r.regret) + (" (div)" if r.diverged else "")
             cells.append(cell)
@@ -308,7 +341,7 @@ def render(records: list[Record], argv: list[str] | None, seconds: float) -> str
         lines.append(f"| {name} | {_fmt(ours.noise)} | " + " | ".join(cells)
                      + f" | {_fmt(ours.covered90, 2)} | {'yes' if ok else 'no'} |")  # fmt: skip
     means = []
-    for m in METHODS:
+    for m in (*METHODS, *VARIANTS):
         vals = [r.regret for r in records if r.method == m and r.kind == "training"]
         means.append(_fmt(float(np.mean([v for v in vals if v is not None])) if vals else None))
     lines.append("| **mean** | | " + " | ".join(means) + " | | |")
@@ -316,13 +349,35 @@ def render(records: list[Record], argv: list[str] | None, seconds: float) -> str
     lines += ["", "Training cost (the runs' seconds on one thread, every row of the CSV): "
               + ", ".join(f"{n} {c / 3600:.2f} h" for n, c in cost.items())
               + f"; the corpus {sum(cost.values()) / 3600:.2f} CPU-hours."]  # fmt: skip
+    rungs = ("rung 0 optimum", "rung 1 optimum", "rung 2 optimum", "target optimum")
+    lines += [
+        "",
+        "Where the optimum lies in the swept coordinates (base_lr, tau_epoch), each rung's "
+        "and the target's own smoothed surface: the rules promise it stays put.",
+        "",
+    ]
+    lines += ["| family | " + " | ".join(rungs) + " |", "|---|" + "---|" * len(rungs)]
+    for name in families:
+        rows = {r.method: r for r in records if r.family == name}
+        cells = [f"{rows[m].pick['base_lr']:.3g}, {rows[m].pick['tau_epoch']:.3g}"
+                 for m in rungs if rows.get(m) and rows[m].pick]  # fmt: skip
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    wins = sum(
+        1
+        for name in families
+        if ({r.method: r for r in records if r.family == name}["rules"].regret or 0.0)
+        < ({r.method: r for r in records if r.family == name}["null"].regret or 0.0)
+    )
+    lines += ["", f"The rules alone beat the null (copying the raw lr and weight decay) on {wins} "
+              f"of {len(families)} training families."]  # fmt: skip
     lines += ["", "Picks (base_lr, tau_epoch) and the target's smoothed optimum:", ""]
-    lines += ["| family | " + " | ".join((*METHODS, "target optimum")) + " |"]
-    lines += ["|---|" + "---|" * (len(METHODS) + 1)]
+    shown = (*METHODS, "ours constant", "target optimum")
+    lines += ["| family | " + " | ".join(shown) + " |"]
+    lines += ["|---|" + "---|" * len(shown)]
     for name in families:
         rows = {r.method: r for r in records if r.family == name}
         cells = []
-        for m in (*METHODS, "target optimum"):
+        for m in shown:
             p = rows[m].pick
             cells.append("–" if p is None else f"{p['base_lr']:.3g}, {p['tau_epoch']:.3g}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -368,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     records: list[Record] = []
     for name in names:
         records += score_family(FAMILIES[name], args.data)
+    records += leave_one_family_out(records)
     if not args.no_tables:
         records += score_tables(args.tables)
     args.out.parent.mkdir(parents=True, exist_ok=True)
