@@ -9,6 +9,7 @@ only while they do not exist yet.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -68,6 +69,24 @@ def test_steplaw_csv_extrapolate_scores_a_small_regret(tmp_path: Path) -> None:
     match = re.search(r"mean regret at the held-out scales: ([\d.]+)%", out)
     assert match, out
     assert float(match.group(1)) < 0.5
+
+
+def test_gpt_depth_one_pass_example_carries_a_shallow_sweep_to_a_deeper_model() -> None:
+    """The one-pass GPT with depth growing (issue 49 item 13), --quick: CompleteP's residual
+    multiplier at the depth-8 target (base depth 2), the blocks' norms in their own group, a 90%
+    interval read in plain words, and a deep run that learned (below the uniform guess)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("optuna")
+    out = run_example("gpt_depth_one_pass.py", "--quick", timeout=300)
+    assert "24 proxy trials on 4 rungs" in out
+    assert "residual_multiplier=0.25 " in out  # (8 / 2)^-1: every residual branch
+    groups = dict(re.findall(r"^(\w+)\s+lr=([\d.e+-]+) weight_decay=", out, re.M))
+    assert set(groups) == {"input", "hidden", "output", "vector", "block_vector"}
+    match = re.search(r"best base_lr between ([\d.e+-]+) and ([\d.e+-]+) with 90% probability", out)
+    assert match and float(match.group(1)) < float(match.group(2)), out
+    loss = re.search(r"^target loss=([\d.]+) nats/byte", out, re.M)
+    assert loss and float(loss.group(1)) < math.log(256) - 1.0, out
+    assert "Next: swap GPT for your model" in out
 
 
 def test_torch_param_groups_example_runs() -> None:
