@@ -873,3 +873,51 @@ def test_budgets_under_min_trials_warn_at_construction_naming_it() -> None:
 def _suggested(sampler: TransferSampler, trial: Any) -> tuple[Any, Any]:
     scale, hp = sampler.suggest(trial)
     return scale, hp.coordinates
+
+
+@pytest.mark.parametrize(
+    "weight_decay", [ts.Choice([0.0, 0.01, 0.1]), ts.Float(0.0, 0.3)], ids=["choice", "linear"]
+)
+def test_a_weight_decay_of_zero_is_swept_fitted_and_transferred(weight_decay: Any) -> None:
+    """Issue 49, item 7: `Float(0.0, 0.3)` and `Choice([0.0, 0.01, 0.1])` were refused (low > 0,
+    "must be a positive finite number"), while a table with 0 rows was fitted. A weight decay of
+    0 (no decay) is swept, fitted and carried to the target's groups."""
+    space = ts.TransferSpace(
+        base=BASE, coords={"base_lr": ts.Float(1e-4, 0.3, log=True), "weight_decay": weight_decay}
+    )
+    sampler = TransferSampler(space, LADDER, trials_per_rung=8, seed=0)
+    study = optuna.create_study(sampler=sampler)
+    study.enqueue_trial({"base_lr": 3e-3, "weight_decay": 0.0})
+
+    def objective(trial: optuna.Trial) -> float:
+        _, hp = sampler.suggest(trial)
+        coords = hp.coordinates
+        return 2.0 + math.log(coords["base_lr"] / 3e-3) ** 2 + 3.0 * coords["weight_decay"]
+
+    study.optimize(objective, n_trials=32)
+    assert 0.0 in {t.params["weight_decay"] for t in study.trials}
+    best = study.best_trial.params  # no decay is best: the enqueued trial's, or one like it
+    assert best["weight_decay"] == 0.0
+    target = TOP.replace(width=1024)
+    hp = space.concretize(best, target)
+    assert {group["weight_decay"] for group in hp.groups.values()} == {0.0}
+    assert space.coordinates(hp, target) == pytest.approx(best)
+    res = extrapolate(study, target=target)  # the study's 0 rows are read and fitted
+    assert math.isfinite(res.params["weight_decay"])
+
+
+def test_a_choice_a_coordinate_cannot_take_is_named_with_the_declaration_that_works() -> None:
+    """The refusal names the Choice and the option, not only `coords.weight_decay`."""
+    with pytest.raises(ts.TransferSearchError, match=r"declared Choice\(choices=\(-0.1, 0.1\)\)"):
+        ts.TransferSpace(
+            base=BASE,
+            coords={
+                "base_lr": ts.Float(1e-4, 0.3, log=True),
+                "weight_decay": ts.Choice([-0.1, 0.1]),
+            },
+        )
+    with pytest.raises(ts.TransferSearchError, match=r"weight_decay=ts.Float\(0.0, 0.3\)"):
+        ts.TransferSpace(
+            base=BASE,
+            coords={"base_lr": ts.Float(1e-4, 0.3, log=True), "weight_decay": ts.Float(-0.1, 0.3)},
+        )

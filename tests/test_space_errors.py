@@ -57,9 +57,11 @@ CASES: list[tuple[str, Callable[[], object], tuple[str, ...]]] = [
         ("'base_lr'", "low=-0.1", "low > 0"),
     ),
     (
-        "weight_decay Float(0, 0.1)",
-        lambda: ts.TransferSpace(BASE, {"lr": 1e-3, "weight_decay": ts.Float(0.0, 0.1)}),
-        ("'weight_decay'", "low > 0"),
+        # 0 is a weight decay (no decay, issue 49 item 7): a negative one is refused, naming the
+        # linear sweep from 0 that works
+        "weight_decay Float(-0.1, 0.1)",
+        lambda: ts.TransferSpace(BASE, {"lr": 1e-3, "weight_decay": ts.Float(-0.1, 0.1)}),
+        ("'weight_decay'", "low > 0", "weight_decay=ts.Float(0.0, 0.1)"),
     ),
     (
         "tau_epoch Int(0, 10)",

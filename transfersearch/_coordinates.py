@@ -28,6 +28,7 @@ __all__ = [
     "check_distribution",
     "check_sufficient",
     "check_value",
+    "check_weight_decay",
     "close_coordinates",
     "coordinate_from_base_point",
     "eta_lambda_from_tau_epoch",
@@ -39,8 +40,15 @@ LR_COORDS = ("lr", "base_lr")
 WD_COORDS = ("weight_decay",)
 PRODUCT_COORDS = ("eta_lambda", "independent_wd", "tau_iter", "tau_epoch")
 OPTIMIZER_COORDS = ("beta1", "beta2", "eps", "ema_momentum")
-#: Coordinates that are sizes or rates: finite and > 0 (their distributions too).
+#: Coordinates that are sizes or rates: finite and > 0 (their distributions too)...
 POSITIVE_COORDS = (*LR_COORDS, *WD_COORDS, *PRODUCT_COORDS, "eps")
+#: ... but for a weight decay, which may be 0 (no decay: a value a sweep over it often holds),
+#: swept linearly (``Float(0.0, 0.3)``) or in a grid (``Choice([0.0, 0.01, 0.1])``).
+ZERO_ALLOWED = WD_COORDS
+_NON_NEGATIVE = Allowed(
+    Interval(Real, 0),
+    fix="A weight decay is >= 0 (0: no decay), e.g. weight_decay=0.1.",
+)
 #: Coordinates that are EMA weights: in [0, 1) (their distributions too).
 UNIT_COORDS = ("beta1", "beta2", "ema_momentum")
 #: Every coordinate name with a built-in meaning.
@@ -166,7 +174,7 @@ def base_point(coords: Mapping[str, float], base: Scale) -> tuple[float, float]:
     """
     check_sufficient(coords)
     found = _classes(coords)
-    values = {n: check_positive(f"coords.{n}", coords[n]) for cls in found.values() for n in cls}
+    values = {n: _checked(n, coords[n]) for cls in found.values() for n in cls}
     lr = values[found["lr"][0]] if found["lr"] else None
     wd = values[found["wd"][0]] if found["wd"] else None
     product = (
@@ -179,6 +187,13 @@ def base_point(coords: Mapping[str, float], base: Scale) -> tuple[float, float]:
     if lr is not None and product is not None:
         return lr, product / lr
     if wd is not None and product is not None:
+        if wd == 0.0:
+            raise TransferSearchError(
+                f"weight_decay=0 with {found['product'][0]} leaves the learning rate undefined "
+                "(lr = ηλ/λ). Sweep weight_decay = 0 beside a learning rate instead: "
+                "coords={'base_lr': ts.Float(1e-4, 1e-1, log=True), "
+                "'weight_decay': ts.Choice([0.0, 0.01, 0.1])}."
+            )
         return product / wd, wd
     raise TransferSearchError(_NEEDED)  # pragma: no cover - check_sufficient covers this
 
@@ -190,6 +205,23 @@ EMA_WEIGHT = Allowed(
 )
 
 
+def check_weight_decay(label: str, value: object) -> float:
+    """``value`` as a float after checking that it is a weight decay: finite and >= 0.
+
+    Raises:
+        TransferSearchError: naming ``label`` and the value.
+    """
+    number: float = errors.check_value(label, value, _NON_NEGATIVE)
+    return number
+
+
+def _checked(name: str, value: object) -> float:
+    """``value`` as a float: > 0, or >= 0 for a weight decay (:data:`ZERO_ALLOWED`)."""
+    if name in ZERO_ALLOWED:
+        return check_weight_decay(f"coords.{name}", value)
+    return check_positive(f"coords.{name}", value)
+
+
 def check_value(name: str, value: object) -> None:
     """Refuse a value a built-in coordinate cannot take (other names pass through unchecked).
 
@@ -197,7 +229,9 @@ def check_value(name: str, value: object) -> None:
         TransferSearchError: a learning rate, weight decay, timescale or eps that is not a finite
             number > 0; a beta or EMA momentum outside [0, 1).
     """
-    if name in POSITIVE_COORDS:
+    if name in ZERO_ALLOWED:
+        _checked(name, value)
+    elif name in POSITIVE_COORDS:
         check_positive(
             f"coords.{name}",
             value,
@@ -216,13 +250,26 @@ def check_distribution(name: str, dist: Distribution) -> None:
     """
     if isinstance(dist, Choice):
         for choice in dist.choices:
-            check_value(name, choice)
+            try:
+                check_value(name, choice)
+            except TransferSearchError as exc:
+                raise TransferSearchError(
+                    f"coordinate {name!r} is declared {dist!r}, whose option {choice!r} it cannot "
+                    f"take: {exc}"
+                ) from None
         return
+    if name in ZERO_ALLOWED and dist.low == 0 and not dist.log:
+        return  # a linear sweep from no decay up
     if name in POSITIVE_COORDS and dist.low <= 0:
         raise TransferSearchError(
             f"coordinate {name!r} is positive (a learning rate, weight decay, timescale or eps), "
             f"so its distribution must have low > 0, but got {dist!r}. Sweep it on a log scale, "
-            f"e.g. {name}=ts.Float({_log_example(dist.high)}, log=True)."
+            f"e.g. {name}=ts.Float({_log_example(dist.high)}, log=True)"
+            + (
+                f", or linearly from no decay, {name}=ts.Float(0.0, {float(dist.high):g})."
+                if name in ZERO_ALLOWED and dist.high > 0
+                else "."
+            )
         )
     if name in UNIT_COORDS and not (dist.low >= 0 and dist.high < 1):
         raise TransferSearchError(

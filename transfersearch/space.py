@@ -39,6 +39,7 @@ from transfersearch._coordinates import (
     check_distribution,
     check_sufficient,
     check_value,
+    check_weight_decay,
     close_coordinates,
     coordinate_from_base_point,
     eta_lambda_from_tau_epoch,
@@ -655,7 +656,7 @@ class TransferSpace:
         from ``hp``.
 
         Raises:
-            TransferSearchError: the hidden group has no positive lr or weight decay.
+            TransferSearchError: the hidden group has no positive lr, or a negative weight decay.
         """
         if not isinstance(hp, Hyperparameters):
             raise TransferSearchError(
@@ -667,7 +668,7 @@ class TransferSpace:
         reference = self._adamw_reference()
         values = hp.groups[reference]
         lr_hat = check_positive(f"hp.groups.{reference}.lr", values["lr"])
-        wd_hat = check_positive(f"hp.groups.{reference}.weight_decay", values["weight_decay"])
+        wd_hat = check_weight_decay(f"hp.groups.{reference}.weight_decay", values["weight_decay"])
         rule = self.rule
         kappa = rule.kappa(self.base, target)
         lr_w, product = lr_hat, lr_hat * wd_hat
