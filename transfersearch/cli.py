@@ -356,8 +356,12 @@ def _prediction_table(result: Extrapolation, level: float) -> str:
 
 
 def _hp_table(hp: Hyperparameters) -> str:
-    groups = [[g, v["lr"], v["weight_decay"]] for g, v in hp.groups.items()]
-    lines = [format_table(["group", "lr", "weight_decay"], groups)]
+    if hp.optimizers:  # a group runs Muon or Lion: say which optimizer runs each group
+        rows = [[g, hp.optimizer(g), v["lr"], v["weight_decay"]] for g, v in hp.groups.items()]
+        lines = [format_table(["group", "optimizer", "lr", "weight_decay"], rows)]
+    else:
+        groups = [[g, v["lr"], v["weight_decay"]] for g, v in hp.groups.items()]
+        lines = [format_table(["group", "lr", "weight_decay"], groups)]
     lines.append(
         f"betas={tuple(hp.betas)} eps={hp.eps:g} ema_momentum={hp.ema_momentum} "
         f"batch_size={hp.batch_size} total_steps={hp.total_steps}"

@@ -33,7 +33,7 @@ from transfersearch.errors import (
     TransferSearchError,
     check_table,
 )
-from transfersearch.rules import ALL_GROUPS, Rule, check_betas, match_decay
+from transfersearch.rules import Rule, check_betas, match_decay
 from transfersearch.scale import Scale
 
 __all__ = [
@@ -159,7 +159,9 @@ class Lion:
     batch_lr_exponent: float = 0.0
     family: ClassVar[str] = "lion"
     prefix: ClassVar[str] = "lion_"
-    groups: ClassVar[tuple[str, ...]] = ALL_GROUPS
+    #: Only the hidden matrices: the coordinate check (docs/science.md §11.5) established Lion's
+    #: rule there; the other groups are refused until a check establishes theirs.
+    groups: ClassVar[tuple[str, ...]] = ("hidden",)
     settings: ClassVar[tuple[str, ...]] = ("beta1", "beta2")
 
     def __post_init__(self) -> None:
