@@ -427,11 +427,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS / "muon_width.md")
     parser.add_argument("--storage", default="sqlite:///" + str(RESULTS / "muon_width.db"))
     parser.add_argument("--skip-path", action="store_true", help="only the lr × τ sweep")
+    parser.add_argument(
+        "--report-only", action="store_true", help="write the table from the results so far"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     data = load_text()
-    sweep(args.results, data)
-    if not args.skip_path:
+    if not args.report_only:
+        sweep(args.results, data)
+    if not args.skip_path and not args.report_only:
         ladder(args.results, data, args.storage)
     write(summarise(args.results), args.out, "python " + " ".join(sys.argv))
     return 0
