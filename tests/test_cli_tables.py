@@ -311,3 +311,33 @@ def test_json_output_is_valid_json_with_null_for_no_value(
     data = _strict_json(capsys.readouterr().out)
     laws = data["laws"] if command == "extrapolate" else data["fit"]["laws"]
     assert [law["r_squared"] for law in laws.values()] == [None] * len(laws)
+
+
+def test_fail_rows_of_an_optuna_style_csv_count_as_crashes_and_the_summary_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49, item 5: a table with TransferSampler's rung column but no told-fail or
+    fail-kind column dropped its FAIL rows (read as a dead worker's), and rows written `failed`
+    or `crashed`, with only an INFO log. They are crashes: counted, and the summary says so."""
+    rows = [{**r, "state": "COMPLETE", "system_attrs_transfersearch:rung": 0} for r in sweep_rows()]
+    for i, state in ((3, "FAIL"), (5, "failed"), (7, "crashed")):
+        rows[i] = {**rows[i], "state": state, "value": ""}
+    data = _extrapolate(write_csv(tmp_path / "fails.csv", rows), capsys)
+    assert data["n_crashed"] == 3
+    assert "crashed: 3 trial(s) raised" in data["summary"]
+
+
+def test_the_summary_names_the_trials_the_gap_rule_read_as_diverged_and_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49, item 4: a finite value far past its rung's rest is read as a run that blew up
+    (the 10x-gap rule); only a warning said so. The summary, what people paste into their
+    notes, names the trials (their values and rung) and `diverged_beyond`, which stops it."""
+    rows = sweep_rows()
+    rows[3]["value"] = 1e4
+    data = _extrapolate(write_csv(tmp_path / "far.csv", rows), capsys)
+    lines = [line for line in data["summary"].splitlines() if "reclassified as diverged" in line]
+    assert lines and "1 trial(s) at 1e+04" in lines[0], data["summary"]
+    assert "diverged_beyond=math.inf" in lines[0]
+    kept = _extrapolate(write_csv(tmp_path / "far.csv", rows), capsys, "--diverged-beyond", "inf")
+    assert "reclassified as diverged" not in kept["summary"]

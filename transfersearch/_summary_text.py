@@ -64,6 +64,8 @@ class Summarised(Protocol):
     @property
     def divergence_cost(self) -> float: ...
     @property
+    def n_crashed(self) -> int: ...
+    @property
     def diagnostics(self) -> Sequence[Diagnostic]: ...
     def interval(self, level: float) -> Mapping[str, tuple[float, float]]: ...
 
@@ -73,6 +75,8 @@ def summary_text(result: Summarised) -> str:
     90% interval, the divergence risk and cost, crashed trials, then the diagnostics that ask
     nothing of the user, in order (the ``act=True`` ones are the warnings the boundary raised)."""
     lines = [_headline(result), *_ladder(result), *_decision(result), *_divergence(result)]
+    lines.extend(_crashes(result))
+    lines.extend(_reclassified(result.diagnostics))
     lines.extend(_notes(result.diagnostics))
     return "\n".join(lines)
 
@@ -144,6 +148,32 @@ def _divergence(result: Summarised) -> list[str]:
             "(divergence_cost: the sweep's worst excess unless you set it)."
         ]
     return []
+
+
+def _crashes(result: Summarised) -> list[str]:
+    """How many trials crashed: a table's FAIL / failed / crashed rows, a study's raised trials."""
+    if not result.n_crashed:
+        return []
+    return [
+        f"crashed: {result.n_crashed} trial(s) raised (state FAIL, failed or crashed, or the "
+        "crashed column) and are counted, left out of the fit: a crash is never read as a "
+        "divergence."
+    ]
+
+
+#: The kind of the record that reads finite values far past their rung's rest as runs that blew
+#: up (the 10x-gap rule); the summary shows it although it is a warning too, as people paste
+#: the summary, not the warnings, into their notes.
+RECLASSIFIED_KIND = "far"
+
+
+def _reclassified(diagnostics: Sequence[Diagnostic]) -> list[str]:
+    """The trials the gap rule read as diverged, and the option that sets or stops it."""
+    return [
+        f"reclassified as diverged: {note.message} (docs/concepts.md: when to set diverged_beyond)"
+        for note in diagnostics
+        if note.kind == RECLASSIFIED_KIND and note.act
+    ]
 
 
 def _notes(diagnostics: Sequence[Diagnostic]) -> list[str]:

@@ -421,10 +421,12 @@ def observations_from_records(
         _state(row.get(state_column), i) if has_state else "complete"
         for i, row in enumerate(records)
     ]
+    told_recorded = _TOLD_COLUMN in columns
     kept = [
         i
         for i, state in enumerate(states)
-        if state in (*STATES, _DIVERGED) and not _died(records[i], state)
+        if state in (*STATES, _DIVERGED)
+        and not _died(records[i], records[i].get(state_column), told_recorded)
     ]
     if len(kept) < len(records):
         logger.info(
@@ -436,6 +438,14 @@ def observations_from_records(
         )
     _check_scales_filled(scale_map, records, kept)
     finished = {i: _crash_or_divergence(records[i], states[i]) for i in kept}
+    crashes = [i for i, state in finished.items() if state == "failed"]
+    if crashes:
+        logger.info(
+            "read %d rows as crashes (state FAIL / failed / crashed, or the crashed column; "
+            "rows %s): counted, left out of the fit, never divergences",
+            len(crashes),
+            shown_positions(crashes),
+        )
     _check_values(records, [i for i, state in finished.items() if state != "failed"], value_column)
     result = [
         _observation(records[i], state, value_column, scale_map, {**param_map, **others}, others)
@@ -736,9 +746,15 @@ def _state(cell: Any, row: int) -> str:
     return _STATE_NAMES[name] or "unfinished"
 
 
-def _died(row: Mapping[str, Any], state: str) -> bool:
-    """A FAIL that TransferSampler's heartbeat, not the objective, decided (see ``_RUNG_COLUMN``)."""
-    if state != "failed" or _is_missing(row.get(_RUNG_COLUMN)):
+def _died(row: Mapping[str, Any], cell: Any, told_recorded: bool) -> bool:
+    """A FAIL that the storage's heartbeat, not the objective, decided (its worker died; the
+    retry stands for it): Optuna's own spelling ``FAIL`` of a TransferSampler trial (a rung,
+    ``_RUNG_COLUMN``) in a table that records the objective's fails (the told-fail column), on a
+    row the objective did not tell. Nothing else is: a table without that column cannot say a
+    FAIL was not the objective's, and ``failed`` / ``crashed`` are a person's spelling, never the
+    heartbeat's; those rows are crashes (issue 49, item 5)."""
+    spelled = str(cell).strip().upper().removeprefix("TRIALSTATE.")
+    if not told_recorded or spelled != "FAIL" or _is_missing(row.get(_RUNG_COLUMN)):
         return False
     told = row.get(_TOLD_COLUMN)
     return not (told is True or (isinstance(told, str) and told.strip().lower() == "true"))
