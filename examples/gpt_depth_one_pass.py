@@ -181,8 +181,8 @@ def main(argv: list[str] | None = None) -> None:
     space = ts.TransferSpace(
         base=base,
         coords={
-            "base_lr": ts.Float(1e-3, 1e-1, log=True),  # the blocks' AdamW lr at the base
-            "tau_epoch": ts.Float(0.05, 5.0, log=True),  # AdamW's EMA timescale, in epochs
+            "base_lr": ts.Float(2e-3, 6e-2, log=True),  # the blocks' AdamW lr at the base
+            "tau_epoch": ts.Float(0.1, 5.0, log=True),  # AdamW's EMA timescale, in epochs
         },
         rule=ts.rules.MuP(depth="completep", dataset="power_lines"),
     )
