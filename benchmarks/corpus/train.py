@@ -4,7 +4,7 @@
     python benchmarks/corpus/train.py --list                      # families and their cost
 
 Each finished run is appended to ``benchmarks/corpus/data/<family>.csv`` at once; a rerun skips
-(rung, base_lr, tau_epoch, seed) already there, so a killed job resumes where it stopped. One
+(rung, its sizes, base_lr, tau_epoch, seed) already there, so a killed job resumes where it stopped. One
 CPU thread per process (run two families side by side on two cores). A diverged run is written
 with an empty loss (NaN).
 """
@@ -31,14 +31,23 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def _done(path: Path) -> set[tuple[str, float, float, int]]:
+Key = tuple[str, int, int, int, int, float, float, int]
+
+
+def _key(rung: str, size: Size, lr: float, tau: float, seed: int) -> Key:
+    """A run's identity: where (rung and size: a family's sizes may change), what, which seed."""
+    return (rung, size.width, size.depth, size.dataset_size, size.batch_size, lr, tau, seed)
+
+
+def _done(path: Path) -> set[Key]:
     if not path.exists():
         return set()
     with path.open() as f:
         return {
-            (r["rung"], float(r["base_lr"]), float(r["tau_epoch"]), int(r["seed"]))
+            (r["rung"], int(r["width"]), int(r["depth"]), int(r["dataset_size"]),
+             int(r["batch_size"]), float(r["base_lr"]), float(r["tau_epoch"]), int(r["seed"]))
             for r in csv.DictReader(f)
-        }
+        }  # fmt: skip
 
 
 def run_family(family: Family) -> None:
@@ -53,7 +62,7 @@ def run_family(family: Family) -> None:
         for seed in SEEDS
         for role, rung, size in sizes
         for lr, tau in family.grid()
-        if (rung, lr, tau, seed) not in done
+        if _key(rung, size, lr, tau, seed) not in done
     ]
     print(f"{family.name}: {len(todo)} runs to go ({len(done)} done)", flush=True)
     new = not path.exists()
