@@ -50,7 +50,9 @@ def _done(path: Path) -> set[Key]:
         }  # fmt: skip
 
 
-def run_family(family: Family) -> None:
+def run_family(
+    family: Family, seeds: tuple[int, ...] = SEEDS, part: tuple[int, int] = (0, 1)
+) -> None:
     DATA.mkdir(parents=True, exist_ok=True)
     path = DATA / f"{family.name}.csv"
     done = _done(path)
@@ -59,11 +61,12 @@ def run_family(family: Family) -> None:
     sizes.append(("target", "target", family.target))
     todo = [
         (role, rung, size, lr, tau, seed)
-        for seed in SEEDS
+        for seed in seeds
         for role, rung, size in sizes
         for lr, tau in family.grid()
         if _key(rung, size, lr, tau, seed) not in done
     ]
+    todo = todo[part[0] :: part[1]]
     print(f"{family.name}: {len(todo)} runs to go ({len(done)} done)", flush=True)
     new = not path.exists()
     started = time.perf_counter()
@@ -107,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--family", action="append", help="a family name, or 'all'")
     parser.add_argument("--list", action="store_true", help="list the families and stop")
+    parser.add_argument("--seed", type=int, action="append", help="only this seed")
+    parser.add_argument(
+        "--part", default="0/1", help="K/N: every N-th run to go from the K-th (N processes)"
+    )
     args = parser.parse_args(argv)
     if args.list or not args.family:
         for fam in FAMILIES.values():
@@ -122,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown family {unknown}; known: {', '.join(FAMILIES)}", file=sys.stderr)
         return 2
     for name in names:
-        run_family(FAMILIES[name])
+        k, n = (int(v) for v in args.part.split("/"))
+        run_family(FAMILIES[name], tuple(args.seed) if args.seed else SEEDS, (k, n))
     return 0
 
 
