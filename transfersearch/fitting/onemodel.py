@@ -40,6 +40,7 @@ from transfersearch.fitting.valley import (
     fit_valley,
     law_gradient,
     own_optimum,
+    robust_sd,
     solve_centre,
     span_basis,
 )
@@ -405,13 +406,14 @@ def _fold(
     fit: tuple[bool, Shape],
 ) -> Fold | None:
     """Predict rung ``k`` from the cheaper rungs, with the weights and the skew's centres held
-    at the full fit's, as the held-out rung's own optimum holds them (``fit`` = (drift, the full
-    fit's :class:`~.valley.Shape`); docs/science.md §7.5). Charge each point its excess on rung
+    at the full fit's, as the target's prediction holds them (``fit`` = (drift, the full fit's
+    :class:`~.valley.Shape`); docs/science.md §7.5). Charge each point its excess on rung
     ``k``'s valley read off the full fit (``held_out[0]``), and check the law's point against
-    the rung's optimum from its own trials (``held_out[1]``: mean and covariance). The law's
-    point is named for the model (``"drift"`` or ``"constant"``), the null's ``"copy"``."""
+    the rung's optimum from a fit of its trials alone (``held_out[1]``: mean and variance per
+    coordinate, NaN where the rung alone cannot place it). The law's point is named for the
+    model (``"drift"`` or ``"constant"``), the null's ``"copy"``."""
     drift, shape = fit
-    surface, (own, own_cov) = held_out
+    surface, (own, own_var) = held_out
     model = "drift" if drift else "constant"
     train = list(range(k))
     trials = _trials(ladder, train)
@@ -434,7 +436,7 @@ def _fold(
     copied = trials.coords[finite][int(np.argmin(trials.values[finite]))]
     gap = ladder.log_scales[:k] - target
     decades = float(np.sqrt((gap**2).sum(axis=1)).min()) / math.log(10.0)
-    check = np.vstack([own - predicted[list(active)], spread**2, np.diag(own_cov) + off_span**2])
+    check = np.vstack([own - predicted[list(active)], spread**2, own_var + off_span**2])
     return Fold(
         scale=ladder.scales[k],
         n_train=k,
@@ -724,23 +726,18 @@ def _folds(
 ) -> list[Fold]:
     """Walk-forward: each rung with :data:`MIN_TRAIN_RUNGS` cheaper ones predicted from them,
     the full fit's shape held (``fit`` = (drift, the full fit of ``data``)); each prediction is
-    checked against the rung's optimum from its own trials (:func:`.valley.own_optimum`)."""
+    checked against the rung's optimum from a fit of its trials alone
+    (:func:`.valley.own_optimum`: its own shape, so a bias the shared shape gives every rung's
+    reading does not cancel)."""
     drift, valley = fit
     held = (drift, valley.shape())
     folds = []
     for k in range(MIN_TRAIN_RUNGS, len(ladder.scales)):
-        own = own_optimum(valley, data, k)
+        own = own_optimum(data, k, rng, N_DRAWS // 4)
         fold = _fold(ladder, active, k, (optima[k], own), fixed_values, rng, held)
         if fold is not None:
             folds.append(fold)
     return folds
-
-
-def robust_sd(draws: FloatArray) -> FloatArray:
-    """Half the central 68.27% range of each column: the sd for a normal posterior, and not
-    ruled by the few draws whose near-flat curvature puts their optimum far away."""
-    low, high = np.quantile(draws, [0.158655, 0.841345], axis=0)
-    return np.asarray(0.5 * (high - low))
 
 
 def _calibration_nll(folds: Sequence[Fold], dims: int) -> Callable[[float], float] | None:

@@ -35,6 +35,7 @@ so one prior scale fits every parameter; :class:`Frame` converts back.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -44,6 +45,8 @@ import numpy as np
 from scipy.linalg.lapack import dtrtri
 
 from transfersearch.fitting.coords import FloatArray, covariance_factor, gaussian_draws
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "DRIFT_SCALE_MAX",
@@ -56,6 +59,7 @@ __all__ = [
     "cubic_slope",
     "fit_valley",
     "own_optimum",
+    "robust_sd",
     "span_basis",
 ]
 
@@ -1205,14 +1209,17 @@ def _settled(
     return max(moved) < 1.0 / math.sqrt(2.0 * n)
 
 
-def _grid(drift: bool, bend: bool = False) -> list[tuple[float, float, float]]:
+def _grid(drift: bool, bend: bool = False, n_rungs: int = 2) -> list[tuple[float, float, float]]:
     """The hyperpriors' quadrature points: (drift scale, scatter, bend); the bend's two points
     (none, or the drift's own scale: docs/science.md §7.6) only where the data carry a bend
-    feature, with equal prior odds."""
+    feature, with equal prior odds. One rung has no scatter about a law to weigh (its optimum
+    about a flat-prior law is the same at every τ): one point, the grid's middle."""
     drift_grid = (
         np.geomspace(DRIFT_SCALE_MIN, DRIFT_SCALE_MAX, DRIFT_GRID_POINTS) if drift else [FIXED_SD]
     )
     scatter_grid = np.geomspace(SCATTER_MIN, SCATTER_MAX, SCATTER_GRID_POINTS)
+    if n_rungs < 2:
+        scatter_grid = scatter_grid[SCATTER_GRID_POINTS // 2 : SCATTER_GRID_POINTS // 2 + 1]
     bend_grid = (BEND_NONE, 1.0) if bend else (1.0,)
     return [
         (float(s), float(t), float(b)) for b in bend_grid for s in drift_grid for t in scatter_grid
@@ -1246,50 +1253,59 @@ def _posterior(
     return components, weights, theta
 
 
-def own_optimum(valley: Valley, data: ValleyInput, rung: int) -> tuple[FloatArray, FloatArray]:
-    """One rung's optimum from its own trials alone, given the valley's shape (docs/science.md
-    §7.5): its mean and covariance, fitted units.
+def own_optimum(
+    data: ValleyInput, rung: int, rng: np.random.Generator, draws: int
+) -> tuple[FloatArray, FloatArray]:
+    """One rung's optimum from a fit that sees its trials alone (docs/science.md §7.5): the
+    one model on that rung — its own curvature, skews, noise and misfit, no law, no other
+    rung — so a walk-forward prediction from the cheaper rungs is checked against what the
+    rung's own trials say, and a bias the shared shape gives every rung's reading shows.
 
-    The rung's trials are fitted by ``y_i = c + ½u_iᵀHu_i − u_iᵀg + Σ_j κ_j c(u_ij − m_j)`` with
-    the curvature ``H``, the skews ``κ`` and their centre ``m`` (the rung's read-out) held at
-    the fit's, the fit's weights ``1/(σ² + ρ²E_i²)``, ``c`` flat and the box prior on
-    ``μ = H⁻¹g`` (:data:`BOX_PRIOR_SD`): neither the law nor any other rung's centre informs it,
-    so a walk-forward prediction from the cheaper rungs can be checked against it. The shape is
-    shared by every rung (the model's assumption), so a rung of two trials, or one whose
-    valley's far side holds blown-up losses, is read as well as the whole fit allows.
+    Returns its posterior-mean optimum and variance per coordinate (:func:`robust_sd` of
+    ``draws`` posterior draws, squared), fitted units; NaN along a coordinate the rung runs at
+    fewer than :data:`BRACKET_VALUES` distinct values (its trials alone cannot place an
+    optimum there: that coordinate is not checked), and everywhere if none is bracketed or the
+    fit fails (logged).
 
     Args:
-        valley: the fit of every rung.
-        data: the trials that fit was given.
+        data: the trials of every rung.
         rung: the rung's index in ``data``.
+        rng: the draws' random numbers.
+        draws: how many posterior draws give the variance.
     """
-    frame = valley.frame
-    u = frame.to_u(data.coords)
-    whole = np.ptp(u, axis=0)
     mine = data.rung == rung
-    box_centre, box_sd = _box(u[mine], np.where(whole > 0, whole, 1.0))
-    u, y = u[mine], data.values[mine] - valley.level  # centred as the fit's (§7.2)
-    hess, skew = valley.hessian_u, valley.skew_u
-    centre = valley.rung_centre_u(rung)
-    known = 0.5 * np.einsum("ni,ij,nj->n", u, hess, u)
-    known += cubic(u - centre, turns(hess, skew)) @ skew
-    excess = np.maximum(y - (valley.rung_depth(rung) - valley.level), 0.0)
-    w = _weights(valley.noise_sd, valley.relative_misfit, excess)
-    phi = np.hstack([np.ones((len(y), 1)), -u])  # (c, g)
-    precision = phi.T @ (phi * w[:, None])
-    linear = phi.T @ (w * (y - known))
-    precision[0, 0] += _flat_precision(data.values - valley.level)
-    inv_h = np.linalg.inv(hess)
-    box = inv_h @ np.diag(1.0 / box_sd**2) @ inv_h  # on g = Hμ
-    precision[1:, 1:] += box
-    linear[1:] += box @ (hess @ box_centre)
-    precision, _ = _factor(precision)  # a jitter where round-off leaves it singular
-    full = np.linalg.inv(precision)
-    cov_g, g = full[1:, 1:], (full @ linear)[1:]
-    cov = inv_h @ cov_g @ inv_h
-    return frame.to_x(np.asarray(inv_h @ g, dtype=float)), cov * np.outer(
-        frame.spread, frame.spread
+    d = data.coords.shape[1]
+    coords, whole = data.coords[mine], np.ptp(data.coords, axis=0)
+    brackets = np.array(
+        [_distinct(coords[:, j], SAME_VALUE * whole[j]) >= BRACKET_VALUES for j in range(d)]
     )
+    mean, var = np.full(d, math.nan), np.full(d, math.nan)
+    if not brackets.any():
+        return mean, var
+    k = int(brackets.sum())
+    alone = ValleyInput(
+        coords=coords[:, brackets],
+        values=data.values[mine],
+        rung=np.zeros(int(mine.sum()), dtype=int),
+        log_scales=np.zeros((1, 0)),
+        prior_drift=np.zeros((k, 0)),
+        fixed_drift=np.zeros((k, 0), dtype=bool),
+    )
+    try:
+        valley = fit_valley(alone, drift=False)
+    except np.linalg.LinAlgError:
+        logger.info("rung %d alone could not be fitted: its walk-forward fold is not checked", rung)
+        return mean, var
+    mean[brackets] = valley.frame.to_x(valley.rung_centre_u(0))
+    var[brackets] = robust_sd(valley.frame.to_x(valley.rung_draws_u(0, draws, rng))) ** 2
+    return mean, var
+
+
+def robust_sd(draws: FloatArray) -> FloatArray:
+    """Half the central 68.27% range of each column: the sd for a normal posterior, and not
+    ruled by the few draws whose near-flat curvature puts their optimum far away."""
+    low, high = np.quantile(draws, [0.158655, 0.841345], axis=0)
+    return np.asarray(0.5 * (high - low))
 
 
 @dataclass(frozen=True)
@@ -1446,7 +1462,7 @@ def _problem(data: ValleyInput, drift: bool = True) -> _Problem:
         lay=lay,
         boxes=_boxes(u, data.rung, lay.n_rungs),
         typical=_typical_curvature(u, data.values, data.rung, lay.n_rungs),
-        grid=_grid(drift, data.bend is not None and bool(np.any(data.bend))),
+        grid=_grid(drift, data.bend is not None and bool(np.any(data.bend)), lay.n_rungs),
         level=level,
         rounding=rounding,
     )
