@@ -43,6 +43,19 @@ def test_readme_starts_with_the_demo_and_the_test_command() -> None:
     assert "pip install --no-deps hydra-optuna-sweeper==" in tests
 
 
+#: The further CI step that runs the end-to-end tests the README's command skips.
+SLOW_STEP = "python -m pytest -q -m slow"
+
+
+def test_the_test_command_skips_the_slow_tests_and_ci_runs_them_after() -> None:
+    """pyproject's pytest options deselect ``slow`` (the README's command stays under ~8 minutes);
+    ``-m slow`` given later on the command line selects only them (pytest keeps the last -m)."""
+    pyproject = (README.parent / "pyproject.toml").read_text()
+    assert 'addopts = ["-m", "not slow"]' in pyproject
+    section = README.read_text().split("## Slow end-to-end tests", 1)[1]
+    assert SLOW_STEP in section and "further step" in " ".join(section.split())
+
+
 def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_venv() -> None:
     """A green CI means the README works: .ci/run creates a fresh virtual environment, runs the
     README's test command exactly as written, and installs no Python package besides it (it may add
@@ -54,7 +67,11 @@ def test_ci_runs_the_readme_test_command_verbatim_in_a_fresh_venv() -> None:
         if line.strip() and not line.lstrip().startswith("#")
     ]
     assert tests in ci, "the README's test command is not a line of .ci/run"
-    assert ci[-1] == tests, "the README's test command must be .ci/run's last command (its status)"
+    # The README's command skips the end-to-end tests (pyproject's addopts: -m "not slow"); CI
+    # runs them as the further step the README shows, its last command (its status).
+    assert ci[ci.index(tests) + 1 :] == [SLOW_STEP], (
+        f"after the README's test command .ci/run must run only {SLOW_STEP!r}"
+    )
     assert any(re.fullmatch(r"python3 -m venv \S+", line) for line in ci[: ci.index(tests)])
     assert any(line.startswith("source ") and "/bin/activate" in line for line in ci)
     installs = [line for line in ci if re.search(r"\bpip\b|\buv\b|\bconda\b", line)]
