@@ -341,3 +341,30 @@ def test_the_summary_names_the_trials_the_gap_rule_read_as_diverged_and_the_opti
     assert "diverged_beyond=math.inf" in lines[0]
     kept = _extrapolate(write_csv(tmp_path / "far.csv", rows), capsys, "--diverged-beyond", "inf")
     assert "reclassified as diverged" not in kept["summary"]
+
+
+def test_a_csv_says_why_it_has_no_hyperparameters_and_takes_the_space_from_space(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49, item 8: the CSV path printed `"hyperparameters": null` and no per-group table,
+    without saying why (a CSV stores no space). It says so and how to pass it; with `--space`
+    (the space as space_to_json writes it) the per-group table is there."""
+    from transfersearch.stored_space import space_to_json
+
+    path = write_csv(tmp_path / "sweep.csv", sweep_rows())
+    bare = _extrapolate(path, capsys)
+    assert bare["hyperparameters"] is None and "--space" in bare["hyperparameters_missing"]
+    assert main(["extrapolate", "--csv", str(path), "--target", TARGET]) == 0
+    assert "no hyperparameters at the target: the source stores no search space" in (
+        capsys.readouterr().out
+    )
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps(space_to_json(synthetic.make_space())))
+    given = _extrapolate(path, capsys, "--space", str(space))
+    assert set(given["hyperparameters"]["groups"]) >= {"hidden"}
+    assert "hyperparameters_missing" not in given
+    assert given["params"] == bare["params"]
+    assert (
+        main(["extrapolate", "--csv", str(path), "--target", TARGET, "--space", "nope.json"]) == 2
+    )
+    assert "--space nope.json: no such file" in capsys.readouterr().err

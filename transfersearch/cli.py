@@ -28,6 +28,7 @@ output says so). ``report`` only reads; ``--publish`` writes the report to the s
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import importlib.metadata
 import json
@@ -50,7 +51,8 @@ from transfersearch.readers import not_utf8_message, read_csv, read_sweep
 from transfersearch.redact import redact_url
 from transfersearch.report import format_table
 from transfersearch.scale import Scale
-from transfersearch.space import Hyperparameters
+from transfersearch.space import Hyperparameters, TransferSpace
+from transfersearch.stored_space import space_from_json
 from transfersearch.summary import extrapolation_to_dict, json_ready, validation_to_dict
 from transfersearch.sweep import Sweep
 
@@ -289,6 +291,9 @@ def _fit(args: argparse.Namespace) -> tuple[Any, Sweep, Extrapolation]:
     source = load_observations(args)
     target = parse_scale(args.target)
     sweep = read_sweep(source, params=options.params)
+    space = getattr(args, "space", None)
+    if space:
+        sweep = dataclasses.replace(sweep, space=_read_space(Path(space)))
     return (
         source,
         sweep,
@@ -296,13 +301,36 @@ def _fit(args: argparse.Namespace) -> tuple[Any, Sweep, Extrapolation]:
     )
 
 
+def _read_space(path: Path) -> TransferSpace:
+    """``--space FILE``: the space :func:`~transfersearch.stored_space.space_to_json` wrote."""
+    if not path.is_file():
+        raise TransferSearchError(f"--space {path}: no such file. Check the path.")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise TransferSearchError(_not_text("--space", path, exc, "a JSON file")) from None
+    return space_from_json(text)
+
+
+#: Why a fit has no per-group hyperparameters, and how to give it the space.
+NO_SPACE = (
+    "no hyperparameters at the target: the source stores no search space (a CSV or a JSON list "
+    "never does; an Optuna study does when TransferSampler ran it), so the per-group lr and "
+    "weight decay cannot be computed from the coordinates. Pass --space space.json, written in "
+    "Python by json.dump(transfersearch.stored_space.space_to_json(space), file), or in Python "
+    "call res.hyperparameters(space)."
+)
+
+
 def _cmd_extrapolate(args: argparse.Namespace) -> int:
     _, _, result = _fit(args)
-    # the space the sampler stored with the study, if any
+    # the space the sampler stored with the study, or --space; if none, say why none is shown
     hp = None if result.space is None else result.hyperparameters()
     portfolio = None if args.candidates is None else result.candidates(args.candidates)
     if args.as_json:
         data = extrapolation_to_dict(result, args.level, hp)
+        if hp is None:
+            data["hyperparameters_missing"] = NO_SPACE
         if portfolio is not None:
             data["candidates"] = json_ready(portfolio.to_dict())
         print(json.dumps(data, indent=2, allow_nan=False))
@@ -311,6 +339,8 @@ def _cmd_extrapolate(args: argparse.Namespace) -> int:
     print(f"\n{result.summary()}")
     if hp is not None:
         print(f"\nhyperparameters at the target (PyTorch's coupled weight decay):\n{_hp_table(hp)}")
+    else:
+        print(f"\n{NO_SPACE}")
     if portfolio is not None:
         print(f"\n{_candidates_text(portfolio)}")
     return 0
@@ -478,6 +508,12 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
         default=VALUE_COLUMN,
         metavar="NAME",
         help="CSV: the metric column (default: value)",
+    )
+    group.add_argument(
+        "--space",
+        metavar="FILE",
+        help="the search space as JSON (transfersearch.stored_space.space_to_json(space)): "
+        "gives a CSV or JSON list the per-group hyperparameters a study stores its space for",
     )
     parser.add_argument(
         "--json", dest="as_json", action="store_true", help="print the result as JSON"
