@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from transfersearch import Observation, Scale, TransferSearchWarning, extrapolate, synthetic
+from transfersearch import (
+    Extrapolation,
+    Observation,
+    Scale,
+    TransferSearchWarning,
+    extrapolate,
+    synthetic,
+)
 from transfersearch.fitting.divergence import fit_divergence
 from transfersearch.fitting.onemodel import (
     CALIBRATION_PRIOR_FOLDS,
@@ -939,3 +946,34 @@ def test_the_summary_says_when_the_calibration_covers_only_the_ladder_s_span() -
     assert "span only" not in along.summary()
     assert "along the ladder's span only: the target lies 1.2 decades off it" in off.summary()
     assert "its scale from the hyperprior" in off.summary()
+
+
+def test_the_decision_s_expected_loss_says_what_more_trials_could_save() -> None:
+    """Issue 48 item 5: ``res.expected_loss`` is the decision's mean loss over the posterior's
+    draws of the target's valley (each draw's own optimum loses 0: the expected value of perfect
+    information, the most further trials could save), and ``summary()`` states it. The same
+    truth swept with 32 trials a rung instead of 8 (noise 0.003) leaves less to save."""
+
+    def fit(trials: int) -> Extrapolation:
+        rng = np.random.default_rng(7)
+        ladder = synthetic.TWO_VARIABLE_LADDER
+        surface = synthetic.Surface(
+            base=ladder[0],
+            lr0=3e-3,
+            tau0=1.0,
+            lr_exponents={"width": -0.5},
+            tau_exponents={"width": 0.0},
+            noise_sd=0.003,
+        )
+        obs = synthetic._boxed_trials(surface, ladder, (trials,) * 4, rng)
+        target = Scale(width=4096, dataset_size=6.4e7)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TransferSearchWarning)
+            return extrapolate(obs, target=target, params=["lr", "tau"], seed=0)
+
+    sparse, dense = fit(8), fit(32)
+    loss = sparse.target_loss
+    assert loss is not None
+    assert sparse.expected_loss == pytest.approx(loss.expected_loss(loss.decision))
+    assert sparse.expected_loss > dense.expected_loss > 0.0
+    assert f"expected loss at the decision: {sparse.expected_loss:.3g}" in sparse.summary()

@@ -7,6 +7,7 @@ boundary").
 
 from __future__ import annotations
 
+import math
 from collections.abc import Container, Mapping, Sequence, Sized
 from typing import TYPE_CHECKING, Protocol
 
@@ -64,6 +65,8 @@ class Summarised(Protocol):
     @property
     def divergence_cost(self) -> float: ...
     @property
+    def expected_loss(self) -> float: ...
+    @property
     def n_crashed(self) -> int: ...
     @property
     def diagnostics(self) -> Sequence[Diagnostic]: ...
@@ -74,7 +77,8 @@ def summary_text(result: Summarised) -> str:
     """A few lines: the decision, the model and why, each parameter's decision, law point and
     90% interval, the divergence risk and cost, crashed trials, then the diagnostics that ask
     nothing of the user, in order (the ``act=True`` ones are the warnings the boundary raised)."""
-    lines = [_headline(result), *_ladder(result), *_decision(result), *_divergence(result)]
+    lines = [_headline(result), *_ladder(result), *_decision(result), *_worth(result)]
+    lines.extend(_divergence(result))
     lines.extend(_crashes(result))
     lines.extend(_reclassified(result.diagnostics))
     lines.extend(_notes(result.diagnostics))
@@ -138,6 +142,17 @@ def _decision(result: Summarised) -> list[str]:
             + (f" (moved {shift:+.3g} {unit} from {why})" if moved else "")
         )
     return lines
+
+
+def _worth(result: Summarised) -> list[str]:
+    """The decision's expected loss over the posterior (docs/science.md §9): the most that more
+    trials could save at the target."""
+    if not math.isfinite(result.expected_loss):
+        return []
+    return [
+        f"expected loss at the decision: {result.expected_loss:.3g} above the target's own "
+        "optimum, over the posterior: the most that more trials could save there."
+    ]
 
 
 def _divergence(result: Summarised) -> list[str]:

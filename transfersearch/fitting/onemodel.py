@@ -579,13 +579,11 @@ def fit_ladder(
     top_point = frame.to_x(valley.law_centre_u(ladder.log_scales[-1]))
     bounds = _bounds(ladder, trials, active, law_point, top_point)
     # a parameter kept ≥ 0 (a momentum < 1) has its law point there, as its interval and runs do
-    law_point, law_over, law_under = _in_domain(ladder, trials, active, law_point)
+    law_point, *law_over = _in_domain(ladder, trials, active, law_point)
     shape = (frame.hessian_x(hess_u), skew_u / frame.spread**3)
     risk = (None if divergence is None else divergence.draws(N_DRAWS, rng), cost)
     loss = _target_loss(ladder, active, fixed_values, draws, shape, bounds, risk)
-    decision, over, under = _in_domain(
-        ladder, trials, active, loss.best_runs(law_point[None, :])[0]
-    )
+    decision, *over = _in_domain(ladder, trials, active, loss.best_runs(law_point[None, :])[0])
     loss = replace(loss, decision=decision)
     return LadderFit(
         active=active,
@@ -605,11 +603,23 @@ def fit_ladder(
         **_law_fields(ladder, first, valley, rng),
         target_is_rung=held is not None,
         law_held=valley.law_centre_held(target_logs),
-        below_one=_below_one(ladder, trials, active),
-        domain_held=law_over | over,
-        positive=_positive(ladder, trials, active),
-        positive_held=law_under | under,
+        **_domain_fields(ladder, trials, active, (law_over, over)),
     )
+
+
+def _domain_fields(
+    ladder: Ladder, trials: _Trials, active: Sequence[int], held: tuple[Sequence[Any], ...]
+) -> dict[str, Any]:
+    """:class:`LadderFit`'s domain masks: the momenta and the linear rates or timescales, and
+    which of them the law's point or the decision held (``held``: :func:`_in_domain`'s masks
+    for each, momenta first)."""
+    (law_high, law_low), (high, low) = held
+    return {
+        "below_one": _below_one(ladder, trials, active),
+        "domain_held": law_high | high,
+        "positive": _positive(ladder, trials, active),
+        "positive_held": law_low | low,
+    }
 
 
 def _divergence(

@@ -152,6 +152,17 @@ class Extrapolation:
                 result[name] = (low, high)
         return result
 
+    @property
+    def expected_loss(self) -> float:
+        """The decision's expected loss above the target's own optimum, over the posterior
+        (metric units, positive = worse; docs/science.md §9): ``mean_s L_s(params)``. Each
+        draw's own optimum loses 0, so this is the expected value of perfect information about
+        the target's optimum — the most that more trials of any kind could save there. NaN
+        without a target loss model."""
+        if self.target_loss is None:
+            return math.nan
+        return self.target_loss.expected_loss(self.target_loss.decision)
+
     def varied_exponents(self, name: str) -> dict[str, float]:
         """``name``'s law exponents over the scale variables the ladder varied (one it held
         constant has only its prior's exponent, which the target may still move along)."""
