@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from transfersearch.errors import TransferSearchError
+from transfersearch.errors import TransferSearchError, check_positive
 from transfersearch.experimental import experimental
 from transfersearch.report import new_figure
 from transfersearch.space import Hyperparameters
@@ -124,6 +124,14 @@ class Diagnostics:
                 "rms/sigma expectations do not apply. To make weight decay set the timescale, "
                 "raise lr*weight_decay (a shorter tau_epoch) or train longer."
             )
+        if self.total_steps is None and any(math.isfinite(m.tau_iter) for m in self.matrices):
+            tau = max(m.tau_iter for m in self.matrices if math.isfinite(m.tau_iter))
+            lines.append(
+                f"the run's length is unknown (hp.total_steps is None: the scale gives neither "
+                f"steps nor epochs with dataset_size and batch_size), so tau_iter (up to "
+                f"{tau:.3g} steps) is not checked against it: pass diagnostics(..., "
+                "total_steps=T), or give the target scale steps=T."
+            )
         settled = [m for m in self.matrices if m.equilibrium_ratio is not None]
         off = [
             m
@@ -230,6 +238,7 @@ def diagnostics(
     overrides: Mapping[Pattern, str] | None = None,
     plot: bool = False,
     blocks: Pattern | None = None,
+    total_steps: float | None = None,
 ) -> Diagnostics:
     """Measured vs expected weight scales for every matrix of ``model`` (≥ 2 dimensions).
 
@@ -238,11 +247,15 @@ def diagnostics(
     expected relative update √(2ηλ) (Kosson et al.) and τ_iter = 1/(ηλ) (Wang & Aitchison).
     Groups come from :func:`classify` with the same ``base_model``/``overrides``/``blocks`` as
     :func:`param_groups`. Expectations hold in equilibrium, after several τ_iter: a matrix whose
-    τ_iter exceeds a third of ``hp.total_steps`` is flagged (``tau_exceeds_run``), and
+    τ_iter exceeds a third of the run's length is flagged (``tau_exceeds_run``), and
     :meth:`Diagnostics.verdict` (printed under the table with a legend of its columns) says so.
+    The run's length is ``total_steps``, else ``hp.total_steps`` (the target scale's ``steps``,
+    or its ``epochs`` × N / B); when neither is known, the verdict asks for it.
 
     Args:
         plot: also draw σ_max/expectation per matrix (matplotlib, imported only then).
+        total_steps: the run's length in optimizer steps, where ``hp`` does not know it (a scale
+            given in tokens: T = tokens / (batch_size × sequence length)).
 
     Raises:
         TransferSearchError: see :func:`classify` (its messages name this function's
@@ -252,7 +265,9 @@ def diagnostics(
     check_base_width(roles, hp, "diagnostics")
     check_width(roles, hp, "diagnostics")
     width = hp.scale.get("width")
-    total = hp.total_steps
+    if total_steps is not None:
+        check_positive("total_steps", total_steps, fix="The run's length in steps, e.g. 10000.")
+    total = total_steps if total_steps is not None else hp.total_steps
     split = "block_vector" in hp.groups
     rows: list[MatrixDiagnostics] = []
     for name, param in named_parameters(model):

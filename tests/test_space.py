@@ -557,3 +557,24 @@ def test_an_extrapolated_int_coordinate_lands_on_its_grid() -> None:
     hp = res.hyperparameters(space)
     assert hp.extra["warmup_steps"] % 10 == 0
     assert abs(hp.extra["warmup_steps"] - res.params["warmup_steps"]) <= 5
+
+
+def test_every_documented_mapping_of_the_hyperparameters_serialises() -> None:
+    """Issue 49, item 9: `json.dumps(hp.groups)` raised (a `mappingproxy`). The mappings are
+    read-only dicts: JSON, pickle and copies take them; a change is refused."""
+    import copy
+    import json
+    import pickle
+
+    from transfersearch import synthetic
+
+    hp = synthetic.make_space().concretize({"base_lr": 3e-3, "tau_epoch": 1.0}, synthetic.TOP)
+    for mapping in (hp.groups, hp.coordinates, hp.extra, hp.width_lr_multipliers):
+        assert json.loads(json.dumps(mapping)) == mapping
+    data = json.loads(json.dumps(hp.to_dict(), allow_nan=False))
+    assert ts.Hyperparameters.from_dict(data) == hp
+    assert pickle.loads(pickle.dumps(hp)) == hp == copy.deepcopy(hp)
+    with pytest.raises(TypeError, match="read-only"):
+        hp.groups["hidden"]["lr"] = 1.0  # type: ignore[index]
+    with pytest.raises(TypeError, match="read-only"):
+        hp.groups.pop("hidden")  # type: ignore[attr-defined]

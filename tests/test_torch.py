@@ -722,3 +722,20 @@ def test_missing_torch_says_how_to_install() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install 'transfersearch[torch]'" in out.stdout
+
+
+def test_diagnostics_asks_for_the_run_length_or_takes_it() -> None:
+    """Issue 49, item 9: with `hp.total_steps` None (a scale without steps or epochs), τ_iter
+    longer than the run could not be flagged, silently. The verdict asks for the length, and
+    `total_steps=` gives it."""
+    hp = make_hp()
+    assert hp.total_steps is None
+    model, reference = MLP(WIDTH), meta(MLP, BASE_WIDTH)
+    unknown = diagnostics(model, hp, base_model=reference)
+    assert not any(m.tau_exceeds_run for m in unknown)
+    assert "pass diagnostics(..., total_steps=T)" in unknown.verdict()
+    short = diagnostics(model, hp, base_model=reference, total_steps=100)
+    assert short.total_steps == 100 and all(m.tau_exceeds_run for m in short)  # τ_iter ≈ 390
+    assert "tau_iter exceeds the run" in short.verdict()
+    with pytest.raises(ts.TransferSearchError, match="total_steps"):
+        diagnostics(model, hp, base_model=reference, total_steps=0)

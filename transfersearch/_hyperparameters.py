@@ -9,11 +9,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from numbers import Real
-from types import MappingProxyType
 from typing import Any
 
 from transfersearch import errors
 from transfersearch._coordinates import check_value, tau_epoch_from_eta_lambda
+from transfersearch._frozen import FrozenDict
 from transfersearch.errors import Allowed, Interval, TransferSearchError, check_positive
 from transfersearch.optimizers import (
     Lion,
@@ -76,11 +76,12 @@ def checked_optimizers(optimizers: object) -> Mapping[str, Optimizer]:
                 f"group not named runs AdamW), but got {value!r}."
             )
         checked[group] = value
-    return MappingProxyType(checked)
+    return FrozenDict(checked)
 
 
 def _frozen_groups(groups: Mapping[str, Mapping[str, float]]) -> Mapping[str, Mapping[str, float]]:
-    return MappingProxyType({g: MappingProxyType(dict(groups[g])) for g in groups})
+    # FrozenDict, not a mappingproxy: read-only, and json.dumps(hp.groups) works (issue 49)
+    return FrozenDict({g: FrozenDict(dict(groups[g])) for g in groups})
 
 
 @dataclass(frozen=True)
@@ -153,8 +154,8 @@ class Hyperparameters:
         for values in groups.values():
             values.setdefault("eps", self.eps)
         object.__setattr__(self, "groups", _frozen_groups(groups))
-        object.__setattr__(self, "coordinates", MappingProxyType(dict(self.coordinates)))
-        object.__setattr__(self, "extra", MappingProxyType(dict(self.extra)))
+        object.__setattr__(self, "coordinates", FrozenDict(dict(self.coordinates)))
+        object.__setattr__(self, "extra", FrozenDict(dict(self.extra)))
         object.__setattr__(self, "betas", check_betas(self.betas))
         object.__setattr__(
             self,
@@ -178,7 +179,7 @@ class Hyperparameters:
         object.__setattr__(
             self,
             "width_lr_multipliers",
-            MappingProxyType({g: float(v) for g, v in self.width_lr_multipliers.items()}),
+            FrozenDict({g: float(v) for g, v in self.width_lr_multipliers.items()}),
         )
 
     def group(self, name: str) -> Mapping[str, float]:
