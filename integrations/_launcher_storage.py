@@ -48,9 +48,10 @@ def make_storage(
       ``RDBStorage`` whose trials name the process that runs them (host, pid) and heartbeat every
       ``heartbeat_interval`` seconds from the moment they are created or claimed. A RUNNING
       trial whose process on this host is gone is failed by the next trial any worker starts;
-      one whose process lives is never failed, however late its heartbeat on a loaded machine;
-      a trial of another host is failed once its heartbeat is older than ``grace_period``
-      (default 2 × interval). A failed trial is re-enqueued with the same parameters and rung
+      one whose process lives and is a launcher worker is never failed, however late its
+      heartbeat on a loaded machine; any other (another host's, or a notebook's ``study.ask()``
+      never told: only a worker heartbeats a trial before its objective runs) is failed once its
+      heartbeat, or its start, is older than ``grace_period`` (default 2 × interval). A failed trial is re-enqueued with the same parameters and rung
       up to ``max_retry`` times (``RetryHeartbeatStaleTrialCallback``), by one process only.
       Each enqueued trial (a retry, ``enqueue_trial``, a Ctrl-C rerun) is run by exactly one
       process: a SQLite file gets a trigger that makes Optuna's claim atomic (PostgreSQL and

@@ -33,8 +33,10 @@ it when left out.
 Dead workers: every trial names the worker process that runs it (host, pid) from the moment it
 is created or claimed. A trial whose worker on this host is gone is failed and retried (by
 exactly one worker) at the next trial any worker starts; a live worker's trial is never failed,
-however late its heartbeat on a loaded machine; a trial of a worker on another host is failed
-once its heartbeat (sent from its creation on) is older than the grace period. A worker that loses a race on the storage (another worker failed its trial meanwhile) logs it
+however late its heartbeat on a loaded machine; any other trial (another host's worker's, or a
+live process's that is no worker, e.g. a notebook's ``study.ask()`` never told) is failed once its
+heartbeat, or its start when it sent none, is older than the grace period; a trial that names no
+owner (Optuna's plain storage) is left alone, and the progress line says which and why. A worker that loses a race on the storage (another worker failed its trial meanwhile) logs it
 and goes on with the next trial. Ctrl-C (SIGINT to the process group, or to the launcher, which
 passes it on) interrupts the running objectives: each trial is recorded as interrupted and
 re-enqueued (:class:`TransferSampler` ``after_trial``), so the next start runs it first.
