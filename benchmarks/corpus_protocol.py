@@ -53,6 +53,7 @@ sys.path.insert(0, str(HERE / "corpus"))
 from baselines import argmin_loglinear, band_loglinear  # noqa: E402
 from families import FAMILIES, Family, Size  # noqa: E402
 from provenance import header  # noqa: E402
+from tasks import TEACHER_CLASSES, VOCAB  # noqa: E402
 
 import transfersearch as ts  # noqa: E402
 
@@ -95,11 +96,14 @@ class Surface:
     seeds agree within 0.002): that valley is a narrow diagonal a quadratic cannot follow.
     Linear interpolation, tried next, charges a pick between grid points as if the valley were a
     plane there (twice PCHIP's regret for a pick inside that diagonal valley), which favours
-    methods that copy grid points. A diverged configuration enters the interpolant at the worst
-    finite mean.
+    methods that copy grid points. A configuration is diverged where a seed's loss is NaN or above
+    ``chance`` (the untrained model's loss, ln of the number of classes: every readout starts at
+    zero, so a run that ends above it has blown up — SGD reaches 6e16 without a NaN); it enters
+    the interpolant at the worst of the others.
     """
 
-    def __init__(self, target: pd.DataFrame) -> None:
+    def __init__(self, target: pd.DataFrame, chance: float = math.inf) -> None:
+        target = target.assign(loss=target["loss"].where(target["loss"] <= chance))
         table = target.pivot_table(index="base_lr", columns="tau_epoch", values="loss",
                                    aggfunc="mean", dropna=False)  # fmt: skip
         failed = target.assign(nan=target["loss"].isna()).pivot_table(
@@ -136,6 +140,11 @@ class Surface:
         if self.bad[near]:
             return self.worst, True
         return max(0.0, float(self._interp(np.array([logs]))[0]) - self.least), False
+
+
+def chance_loss(family: Family) -> float:
+    """The untrained model's loss (zero readout: uniform over the classes), ln(classes)."""
+    return math.log(TEACHER_CLASSES if family.model == "teacher" else VOCAB)
 
 
 def _ladder_cost(family: Family) -> Any:
@@ -215,7 +224,8 @@ def score_family(family: Family, data: Path = DATA) -> list[Record]:
     COST[family.name] = float(raw["seconds"].sum())
     frame = on_grid(family, raw)
     proxies, target = frame[frame["role"] == "proxy"], frame[frame["role"] == "target"]
-    surface = Surface(target)
+    chance = chance_loss(family)
+    surface = Surface(target, chance)
     picks, res = predictions(family, proxies)
     records = []
     for method in (*METHODS, "ours constant"):
@@ -237,7 +247,7 @@ def score_family(family: Family, data: Path = DATA) -> list[Record]:
     records.append(Record(family.name, "training", "target optimum", 0.0, surface.noise, None,
                           False, False, dict(surface.optimum)))  # fmt: skip
     for rung, rows in proxies.groupby("rung"):
-        optimum = Surface(rows).optimum
+        optimum = Surface(rows, chance).optimum
         records.append(Record(family.name, "training", f"rung {rung} optimum", None, None, None,
                               False, False, dict(optimum)))  # fmt: skip
     return records
