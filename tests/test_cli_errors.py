@@ -9,6 +9,7 @@ a malformed stored space, and a PostgreSQL password that must never be printed.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -288,3 +289,15 @@ def test_report_publish_on_postgresql_prints_no_password(
     assert status == 0, captured.err
     assert "optuna-dashboard postgresql://postgres:***@" in captured.out
     assert password not in captured.out + captured.err
+
+
+def test_report_without_matplotlib_names_the_extra_to_install(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by .ci/run-oldest (no matplotlib there): `report --out` said only "No module named
+    'matplotlib'"; it names the extra to install."""
+    path = write_csv(tmp_path / "sweep.csv", sweep_rows())
+    monkeypatch.setitem(sys.modules, "matplotlib.backend_bases", None)  # import fails
+    argv = ["report", "--csv", str(path), "--target", TARGET, "--out", str(tmp_path / "r.png")]
+    assert main(argv) == 2
+    assert "pip install 'transfersearch[plot]'" in capsys.readouterr().err

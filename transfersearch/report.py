@@ -123,7 +123,12 @@ def _output_path(path: str | Path) -> Path:
         out = out / "report.png"
     elif not out.suffix:
         out = out.with_name(f"{out.name}.png")
-    backend_bases = importlib.import_module("matplotlib.backend_bases")
+    try:
+        backend_bases = importlib.import_module("matplotlib.backend_bases")
+    except ImportError as exc:
+        raise ImportError(
+            f"plotting needs matplotlib: pip install 'transfersearch[plot]' ({exc})."
+        ) from exc
     formats = sorted(backend_bases.FigureCanvasBase.get_supported_filetypes())
     if out.suffix[1:].lower() not in formats:
         raise TransferSearchError(
