@@ -283,6 +283,23 @@ SPACE_ARGUMENTS: Mapping[str, Allowed] = {
 }
 
 
+def _space_arguments(
+    rule: Rule | None, eps: float, custom_scale_names: Iterable[str]
+) -> dict[str, Any]:
+    """The space's ``rule`` (default ``rules.MuP()``), ``eps`` and ``custom_scale_names`` (a
+    single name or any iterable of names, as a tuple), checked against :data:`SPACE_ARGUMENTS`."""
+    if isinstance(custom_scale_names, str):
+        custom_scale_names = (custom_scale_names,)
+    if isinstance(custom_scale_names, Iterable):
+        custom_scale_names = tuple(custom_scale_names)
+    given = {
+        "rule": MuP() if rule is None else rule,
+        "eps": eps,
+        "custom_scale_names": custom_scale_names,
+    }
+    return check_table(SPACE_ARGUMENTS, given)
+
+
 class TransferSpace:
     """Sweep invariant coordinates at a base scale; get concrete hyperparameters at any scale.
 
@@ -329,17 +346,38 @@ class TransferSpace:
             for o in self.optimizers.values()
             for name in family_coordinate_names(o)
         }
-        if isinstance(custom_scale_names, str):
-            custom_scale_names = (custom_scale_names,)
-        if isinstance(custom_scale_names, Iterable):
-            custom_scale_names = tuple(custom_scale_names)
-        given = {
-            "rule": MuP() if rule is None else rule,
-            "eps": eps,
-            "custom_scale_names": custom_scale_names,
-        }
-        checked = check_table(SPACE_ARGUMENTS, given)
+        checked = _space_arguments(rule, eps, custom_scale_names)
         self.rule: Rule = checked["rule"]
+        self._check_coords(coords)
+        _warn_stray_prefixes(coords, self.optimizers)
+        typos = close_coordinates(
+            [n for n in coords if n not in self._family_names], cutoff=TYPO_SIMILARITY
+        )
+        if typos:
+            warnings.warn(
+                f"coordinates {[n for n in coords if n not in COORDINATES]} are no built-in "
+                f"coordinate and pass through unchanged into hp.extra{typos}. Fix the name if it "
+                "was meant to set an optimizer coordinate.",
+                TransferSearchWarning,
+                stacklevel=2,
+            )
+        self.distributions, self.fixed = self._swept_and_fixed(coords)
+        self._validate_values(self.fixed)
+        self.betas = check_betas(betas)
+        self.eps: float = checked["eps"]
+        if ema_momentum is not None:
+            scale_ema_momentum(ema_momentum, 1.0)
+        self.ema_momentum = ema_momentum
+        self.custom_scale_names: tuple[str, ...] = checked["custom_scale_names"]
+
+    def _check_coords(self, coords: Mapping[str, Any]) -> None:
+        """Refuse a ``coords`` that is not a non-empty mapping of named coordinates holding a
+        sufficient lr/weight-decay pair, for the AdamW groups and for each family's.
+
+        Raises:
+            TransferSearchError: an empty or non-mapping ``coords``, a name that is not a
+                non-empty string, or an insufficient or conflicting coordinate set.
+        """
         if not isinstance(coords, Mapping) or not coords:
             raise TransferSearchError(
                 "`coords` must be a non-empty dict of name -> distribution or fixed value, e.g. "
@@ -353,33 +391,21 @@ class TransferSpace:
         check_sufficient(coords)
         for optimizer in self.optimizers.values():
             family_base_point(dict.fromkeys(coords, 1.0), self.base, optimizer)
-        _warn_stray_prefixes(coords, self.optimizers)
-        typos = close_coordinates(
-            [n for n in coords if n not in self._family_names], cutoff=TYPO_SIMILARITY
-        )
-        if typos:
-            warnings.warn(
-                f"coordinates {[n for n in coords if n not in COORDINATES]} are no built-in "
-                f"coordinate and pass through unchanged into hp.extra{typos}. Fix the name if it "
-                "was meant to set an optimizer coordinate.",
-                TransferSearchWarning,
-                stacklevel=2,
-            )
-        self.distributions: dict[str, Distribution] = {}
-        self.fixed: dict[str, Any] = {}
+
+    def _swept_and_fixed(
+        self, coords: Mapping[str, Any]
+    ) -> tuple[dict[str, Distribution], dict[str, Any]]:
+        """``coords`` split into the swept distributions (each checked against the coordinate it
+        means) and the fixed values, both in declaration order."""
+        distributions: dict[str, Distribution] = {}
+        fixed: dict[str, Any] = {}
         for name, value in coords.items():
             if isinstance(value, (Float, Int, Choice)):
                 check_distribution(self._meaning(name), value)
-                self.distributions[name] = value
+                distributions[name] = value
             else:
-                self.fixed[name] = value
-        self._validate_values(self.fixed)
-        self.betas = check_betas(betas)
-        self.eps: float = checked["eps"]
-        if ema_momentum is not None:
-            scale_ema_momentum(ema_momentum, 1.0)
-        self.ema_momentum = ema_momentum
-        self.custom_scale_names: tuple[str, ...] = checked["custom_scale_names"]
+                fixed[name] = value
+        return distributions, fixed
 
     def __repr__(self) -> str:
         optimizers = f", optimizers={dict(self.optimizers)!r}" if self.optimizers else ""
@@ -598,27 +624,17 @@ class TransferSpace:
                 warnings.warn(note, TransferSearchWarning, stacklevel=2)
         notes.extend(_depth_notes(rule, self.base, target))
         kappa = rule.kappa(self.base, target)
-        betas = (
-            float(merged.get("beta1", self.betas[0])),
-            float(merged.get("beta2", self.betas[1])),
-        )
-        eps = float(merged.get("eps", self.eps))
-        ema = merged.get("ema_momentum", self.ema_momentum)
+        betas, eps, ema = self._base_settings(merged)
         width_mult = target.ratio(self.base, "width")
         lr_multipliers = {g: m for g, (m, _) in rule.group_multipliers(width_mult).items()}
         groups, moved = _moved_groups(
             rule, self.base, target, (lr0, wd0 * dataset_factor), betas, eps, kappa
         )
-        for group, optimizer in self.optimizers.items():
-            if group not in groups:  # block_vector when the rule does not split it
-                continue
-            family_lr0, family_wd0 = family_base_point(merged, self.base, optimizer)
-            point = (family_lr0, family_wd0 * dataset_factor)
-            values = family_group(optimizer, group, rule, self.base, target, point, kappa)
-            values["eps"] = getattr(optimizer, "eps", groups[group]["eps"])
-            groups[group] = {**values, **optimizer.group_values(merged)}
-            if isinstance(optimizer, Muon):
-                lr_multipliers[group] = muon_width_lr_factor(optimizer.adjust_lr_fn, width_mult)
+        family_groups, family_lr_multipliers = self._family_groups(
+            merged, target, groups, dataset_factor, kappa
+        )
+        groups = {**groups, **family_groups}
+        lr_multipliers = {**lr_multipliers, **family_lr_multipliers}
         notes.extend(_family_batch_notes(self.optimizers, kappa, rule.batch_rule is not None))
         new_betas, new_eps, beta_forms = moved.betas, moved.eps, moved.beta_forms
         notes.extend(_beta_notes(betas, beta_forms, kappa))
@@ -644,6 +660,49 @@ class TransferSpace:
             residual_multiplier=rule.residual_multiplier(self.base, target),
             optimizers=self.optimizers,
         )
+
+    def _base_settings(
+        self, merged: Mapping[str, Any]
+    ) -> tuple[tuple[float, float], float, float | None]:
+        """Adam's (betas, eps) and the EMA momentum at the base batch size: the coordinates'
+        ``beta1``, ``beta2``, ``eps`` and ``ema_momentum`` where given, else the space's defaults."""
+        betas = (
+            float(merged.get("beta1", self.betas[0])),
+            float(merged.get("beta2", self.betas[1])),
+        )
+        eps = float(merged.get("eps", self.eps))
+        ema = merged.get("ema_momentum", self.ema_momentum)
+        return betas, eps, ema
+
+    def _family_groups(
+        self,
+        merged: Mapping[str, Any],
+        target: Scale,
+        groups: Mapping[str, Mapping[str, float]],
+        dataset_factor: float,
+        kappa: float,
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, float]]:
+        """The values at ``target`` of each group another family runs (docs/science.md §11), from
+        that family's base point, and the width lr factor of each Muon group.
+
+        ``groups`` are the groups the rule gives (AdamW's values): a family group the rule does not
+        give (``block_vector`` when it is not split) is left out, and a family without its own eps
+        keeps the group's.
+        """
+        family_groups: dict[str, dict[str, Any]] = {}
+        lr_multipliers: dict[str, float] = {}
+        width_mult = target.ratio(self.base, "width")
+        for group, optimizer in self.optimizers.items():
+            if group not in groups:  # block_vector when the rule does not split it
+                continue
+            family_lr0, family_wd0 = family_base_point(merged, self.base, optimizer)
+            point = (family_lr0, family_wd0 * dataset_factor)
+            values = family_group(optimizer, group, self.rule, self.base, target, point, kappa)
+            values["eps"] = getattr(optimizer, "eps", groups[group]["eps"])
+            family_groups[group] = {**values, **optimizer.group_values(merged)}
+            if isinstance(optimizer, Muon):
+                lr_multipliers[group] = muon_width_lr_factor(optimizer.adjust_lr_fn, width_mult)
+        return family_groups, lr_multipliers
 
     def coordinates(
         self, hp: Hyperparameters, scale: Scale | Mapping[str, float] | None = None
@@ -688,21 +747,9 @@ class TransferSpace:
         lr0 = lr_w / lr_mult
         wd0 = product / lr_w / wd_mult
         out: dict[str, Any] = {}
-        families = {o.prefix: (g, o) for g, o in self.optimizers.items()}
         for name in self.distributions:
             if name in self._family_names:
-                group, optimizer = next(v for p, v in families.items() if name.startswith(p))
-                out[name] = family_coordinate(
-                    name,
-                    optimizer,
-                    group,
-                    hp.group(group),
-                    rule,
-                    self.base,
-                    target,
-                    dataset_factor,
-                    kappa,
-                )
+                out[name] = self._family_coordinate(name, hp, target, dataset_factor, kappa)
             elif name in LR_COORDS + WD_COORDS + PRODUCT_COORDS:
                 out[name] = coordinate_from_base_point(name, lr0, wd0, self.base)
             elif name == "beta1":
@@ -716,3 +763,22 @@ class TransferSpace:
             else:
                 out[name] = hp.extra.get(name, hp.coordinates.get(name))
         return out
+
+    def _family_coordinate(
+        self, name: str, hp: Hyperparameters, target: Scale, dataset_factor: float, kappa: float
+    ) -> float:
+        """A family coordinate (``muon_base_lr``) read back from the values of the group that
+        family runs (the last such group when it runs several: they share one base point)."""
+        families = {o.prefix: (g, o) for g, o in self.optimizers.items()}
+        group, optimizer = next(v for p, v in families.items() if name.startswith(p))
+        return family_coordinate(
+            name,
+            optimizer,
+            group,
+            hp.group(group),
+            self.rule,
+            self.base,
+            target,
+            dataset_factor,
+            kappa,
+        )
