@@ -13,11 +13,13 @@ one teacher example); ``epochs`` passes over them (one-pass families: 1).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from tasks import count_params
 
 import transfersearch as ts
+from transfersearch.optimizers import Muon
 
 SEEDS = (0, 1)
 #: Training samples the text tasks draw from (the largest dataset_size any family uses).
@@ -47,6 +49,8 @@ class Family:
     lr_grid: tuple[float, ...]
     tau_grid: tuple[float, ...]
     rule: ts.rules.Rule = field(default_factory=ts.rules.MuP)
+    #: Optimizer families per group beside AdamW (``TransferSpace(optimizers=...)``).
+    optimizers: dict[str, Any] | None = None
 
     def params(self, size: Size) -> int:
         return count_params(self.model, size.width, size.depth, self.context)
@@ -74,6 +78,7 @@ class Family:
                 "tau_epoch": ts.Float(tlo / 4, thi * 4, log=True),
             },
             rule=self.rule,
+            optimizers=self.optimizers,
         )
 
     def compute(self, size: Size) -> float:
@@ -184,6 +189,27 @@ FAMILIES: dict[str, Family] = {
             lr_grid=ADAM_LR,
             tau_grid=TAU,
             rule=ts.rules.MuP(dataset="power_lines", depth="completep"),
+        ),
+        Family(
+            name="gpt_width_muon",
+            description="character transformer (2 blocks), one pass, Muon (match_rms_adamw) on "
+            "the hidden matrices and AdamW on the rest sharing base lr and tau_epoch; width "
+            "16→24→32 with data ∝ params, target width 48 at 2× the top rung's data",
+            model="gpt",
+            context=32,
+            optimizer="muon",
+            regime="one-pass",
+            moves="width, dataset_size",
+            rungs=(
+                Size(16, 2, 1024, 16, 1.0),
+                Size(24, 2, 1536, 16, 1.0),
+                Size(32, 2, 2048, 16, 1.0),
+            ),
+            target=Size(48, 2, 4096, 16, 1.0),
+            lr_grid=ADAM_LR,
+            tau_grid=TAU,
+            rule=ts.rules.MuP(dataset="power_lines"),
+            optimizers={"hidden": Muon(adjust_lr_fn="match_rms_adamw")},
         ),
     )
 }

@@ -22,7 +22,8 @@ comparing shapes with the same model at half the width):
 
 Every model's readout starts at zero (µP; Everett et al.). The schedule is 5% linear warmup then
 cosine decay to 10% of the peak (the demo's). The optimizer is AdamW (per-group betas/eps from
-``hp``) or SGD with momentum 0.9 (per-group lr and coupled weight decay from ``hp``).
+``hp``), SGD with momentum 0.9 (per-group lr and coupled weight decay from ``hp``), or Muon on the
+hidden matrices with AdamW on the rest (``make_optimizer``: every value from ``hp``).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import torch
 from torch import nn
 
 from transfersearch import Hyperparameters
-from transfersearch.integrations.torch import param_groups, schedule
+from transfersearch.integrations.torch import make_optimizer, param_groups, schedule
 
 ALPHABET = string.printable
 VOCAB = len(ALPHABET) + 1
@@ -291,13 +292,14 @@ def train(
     started = time.perf_counter()
     torch.set_num_threads(1)
     data = data_for(model, context, max_samples)
-    xs, ys = data.first(dataset_size)
-    steps_per_epoch = max(1, dataset_size // batch_size)
-    total = max(1, round(epochs * steps_per_epoch))
     torch.manual_seed(seed)
     multiplier = float(hp.residual_multiplier or 1.0)
     net = build(model, width, depth, context, multiplier)
     reference = build(model, max(8, width // 2), depth, context, multiplier)
+    if optimizer == "muon":  # Muon on the hidden matrices, AdamW on the rest, every value from hp
+        grouped = make_optimizer(net, hp, base_model=reference, overrides=OVERRIDES.get(model))
+        return _loop(net, list(grouped), grouped, data, dataset_size, batch_size, epochs, hp,
+                     seed, started)  # fmt: skip
     groups: list[dict[str, Any]] = list(
         param_groups(net, hp, base_model=reference, overrides=OVERRIDES.get(model))
     )
@@ -311,9 +313,27 @@ def train(
         opt = torch.optim.SGD(groups, momentum=0.9)
     else:
         raise ValueError(f"unknown optimizer {optimizer!r}")
+    return _loop(net, [opt], opt, data, dataset_size, batch_size, epochs, hp, seed, started)
+
+
+def _loop(
+    net: nn.Module,
+    optimizers: list[torch.optim.Optimizer],
+    opt: Any,
+    data: Data,
+    dataset_size: int,
+    batch_size: int,
+    epochs: float,
+    hp: Hyperparameters,
+    seed: int,
+    started: float,
+) -> Run:
+    xs, ys = data.first(dataset_size)
+    steps_per_epoch = max(1, dataset_size // batch_size)
+    total = max(1, round(epochs * steps_per_epoch))
     warmup = max(1, int(total * 0.05))
     factor = schedule(hp, total, "cosine", warmup="linear", warmup_steps=warmup, final_fraction=0.1)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    scheds = [torch.optim.lr_scheduler.LambdaLR(o, factor) for o in optimizers]
     gen = torch.Generator().manual_seed(seed)
     lossf = nn.functional.cross_entropy
     step = 0
@@ -328,7 +348,8 @@ def train(
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-            sched.step()
+            for sched in scheds:
+                sched.step()
             step += 1
             if step % 25 == 0 and not math.isfinite(float(loss.detach())):
                 return Run(math.nan, step, time.perf_counter() - started)
