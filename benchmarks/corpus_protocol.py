@@ -164,15 +164,14 @@ def observations(family: Family, proxies: pd.DataFrame) -> list[ts.Observation]:
 
 
 def _null_coordinates(family: Family, best: pd.Series, target: Size) -> dict[str, float]:
-    """The coordinates at the target of a run that copies ``best``'s raw hidden lr and decay."""
-    scale = family.scale(target)
-    raw = ts.TransferSpace(
-        base=scale,
-        coords={"lr": ts.Float(1e-9, 1e3, log=True), "weight_decay": ts.Float(1e-9, 1e9, log=True)},
-        rule=family.rule,
-    )
-    hp = raw.concretize({"lr": float(best["lr"]), "weight_decay": float(best["weight_decay"])})
-    back = family.space().coordinates(hp, scale)
+    """The coordinates at the target of a run that copies ``best``'s raw lr and weight decay: its
+    hyperparameters at the top rung, read back into coordinates at the target (the space inverts
+    its rule from the groups' raw values)."""
+    space = family.space()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ts.TransferSearchWarning)
+        raw = space.concretize({c: float(best[c]) for c in COORDS}, family.scale(family.rungs[-1]))
+        back = space.coordinates(raw, family.scale(target))
     return {c: float(back[c]) for c in COORDS}
 
 
