@@ -178,7 +178,42 @@ for _w in (64, 128, 256):
                                                 value=2.0 + synthetic.regret(_scale, _params)))
 """
 
+#: docs/muon.md's loop: a model with hidden 2-D matrices at the page's width, a two-batch loader
+#: and a schedule factor (the page's first block gives ``hp`` at width 1024).
+MUON_LOOP = """
+import torch
+
+
+class _Out:
+    def __init__(self, loss: torch.Tensor) -> None:
+        self.loss = loss
+
+
+class _Net(torch.nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.inp = torch.nn.Linear(4, width)
+        self.mid = torch.nn.Linear(width, width)
+        self.out = torch.nn.Linear(width, 1)
+
+    def forward(self, batch: torch.Tensor) -> _Out:
+        return _Out(self.out(torch.relu(self.mid(torch.relu(self.inp(batch))))).square().mean())
+
+
+def make_model(width: int) -> _Net:
+    return _Net(width)
+
+
+model = make_model(width=int(hp.scale["width"]))
+loader = [torch.randn(8, 4) for _ in range(2)]
+
+
+def fn(step: int) -> float:
+    return 1.0
+"""
+
 PRELUDES: dict[tuple[str, str], str] = {
+    ("docs/muon.md", "The training loop"): MUON_LOOP,
     ("README.md", ""): TRAIN,
     ("docs/getting-started.md", ""): TRAIN,
     ("docs/cli.md", ""): TRAIN + SPACE_AND_LADDER + STUDY,
