@@ -40,6 +40,7 @@ def run_example(name: str, *args: str, timeout: float = 300) -> str:
     return run.stdout
 
 
+@pytest.mark.slow  # an example run end to end (9-29 s idle): CI's further step
 def test_optuna_width_data_transfer_recovers_the_target_optimum() -> None:
     pytest.importorskip("optuna")
     out = run_example("optuna_width_data_transfer.py")
@@ -71,6 +72,7 @@ def test_steplaw_csv_extrapolate_scores_a_small_regret(tmp_path: Path) -> None:
     assert float(match.group(1)) < 0.5
 
 
+@pytest.mark.slow  # an example run end to end (9-29 s idle): CI's further step
 def test_gpt_depth_one_pass_example_carries_a_shallow_sweep_to_a_deeper_model() -> None:
     """The one-pass GPT with depth growing (issue 49 item 13), --quick: CompleteP's residual
     multiplier at the depth-8 target (base depth 2), the blocks' norms in their own group, a 90%
@@ -94,6 +96,7 @@ def test_torch_param_groups_example_runs() -> None:
     run_example("torch_param_groups.py")
 
 
+@pytest.mark.slow  # an example run end to end (9-29 s idle): CI's further step
 def test_ray_tune_gpu_example_runs() -> None:
     pytest.importorskip("ray")
     run_example("ray_tune_gpu.py", timeout=600)
@@ -126,6 +129,7 @@ def test_hydra_sweep_example_climbs_the_ladder_and_gives_the_big_run(tmp_path: P
     assert hp["groups"]["hidden"]["lr"] > 0 and hp["scale"]["width"] == 1024
 
 
+@pytest.mark.slow  # an example run end to end (9-29 s idle): CI's further step
 def test_lightning_example_uses_the_groups_schedule_and_ema() -> None:
     """configure_optimizers gets µP groups (width 32 → 128: hidden lr ÷ 4, weight decay × 4), the
     callback's EMA momentum is ρ^κ (batch 64 → 128: 0.99² = 0.9801) and updates every step."""

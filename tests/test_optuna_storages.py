@@ -238,6 +238,7 @@ def test_a_killed_worker_loses_no_trial_and_its_trial_is_retried(tmp_path: Path)
     assert len(observations_from_study(study)) == len(numbers)
 
 
+@pytest.mark.slow  # worker processes end to end (9-24 s idle): CI's further step
 # ----------------------------------------------------------------------------------------------
 # GPU slots
 # ----------------------------------------------------------------------------------------------
@@ -401,6 +402,7 @@ def test_a_trial_created_but_never_heartbeating_is_failed_and_retried(tmp_path: 
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
 
 
+@pytest.mark.slow  # worker processes end to end (9-24 s idle): CI's further step
 def test_a_live_workers_trial_is_never_failed_however_late_its_heartbeat(tmp_path: Path) -> None:
     # A loaded machine at its worst: a worker on this host that sends no heartbeat at all
     # (SIGSTOP) for many grace periods. Its pid lives, so its trial is not failed, not retried,
@@ -654,6 +656,7 @@ def test_a_missing_objective_module_is_one_error_line(tmp_path: Path) -> None:
     assert out.returncode == 2 and "TRANSFERSEARCH_STORAGE" in out.stderr, out.stderr
 
 
+@pytest.mark.slow  # worker processes end to end (9-24 s idle): CI's further step
 def test_a_launcher_killed_with_sigkill_leaves_no_gpu_locks_behind(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'locks.db'}"
     hang = tmp_path / "hang"
@@ -728,6 +731,7 @@ study.optimize(objective, n_trials=int(sys.argv[2]))
 """
 
 
+@pytest.mark.slow  # worker processes end to end (9-24 s idle): CI's further step
 def test_the_readme_plain_sqlite_url_runs_each_enqueued_trial_once(tmp_path: Path) -> None:
     # Issue 28: the claim fix held only for make_storage's storages. With the README's plain
     # URL, six processes start together on a study holding 40 enqueued trials (Optuna's claim
@@ -763,6 +767,7 @@ def test_the_readme_plain_sqlite_url_runs_each_enqueued_trial_once(tmp_path: Pat
     assert ran == pytest.approx(sorted(enqueued)), "an enqueued trial ran twice or never"
 
 
+@pytest.mark.slow  # worker processes end to end (9-24 s idle): CI's further step
 # ----------------------------------------------------------------------------------------------
 # Extra trials on the rungs a user names (issue 27 item 5)
 # ----------------------------------------------------------------------------------------------
