@@ -117,6 +117,13 @@ class DatasetRule:
         default would silently be wrong. The default accepts every target.
         """
 
+    def tau_epoch_optimum(self, base: Scale) -> float | None:
+        """Where the rule says the optimal τ_epoch lies at ``base``, in absolute terms, or None
+        where it says only how τ_epoch moves (the default: a rule carries a swept coordinate, it
+        does not place it). The fit centres its prior on each rung's optimum there
+        (docs/science.md §7.3)."""
+        return None
+
 
 def _one_pass(scale: Scale) -> bool:
     """Whether ``scale`` says it is one pass over its data: ``epochs`` <= 1, or ``tokens`` seen
@@ -248,6 +255,19 @@ class PowerLinesTau(DatasetRule):
         name = data_name or ("tokens" if "tokens" in scale else "dataset_size")
         scale.require(name, "params", purpose="use the Power Lines τ prior (tokens per parameter)")
         return scale[name] / scale["params"]
+
+    def tau_epoch_optimum(self, base: Scale) -> float | None:
+        """τ_opt = coefficient · TPP^exponent at ``base`` (Bergsma et al. 2025, Eq. 3) when the base
+        gives ``tokens`` and ``params``; None otherwise (a ``dataset_size`` in sequences would
+        make TPP wrong by the sequence length: only the ratio is used then).
+
+        In the swept coordinates this rule carries τ_epoch relative to τ_opt, so the law's
+        optimum is this one value at every rung (docs/science.md §7.3). E.g. 65,536 tokens and
+        16,384 params (TPP 4): 1.084 · 4^−0.527 ≈ 0.522.
+        """
+        if "tokens" not in base or "params" not in base:
+            return None
+        return self.tau_opt(self.tokens_per_param(base, "tokens"))
 
     def eta_lambda_factor(self, base: Scale, scale: Scale) -> float:
         name = self.data_name(base, scale)

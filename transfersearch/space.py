@@ -440,6 +440,28 @@ class TransferSpace:
         """The swept coordinate names, in declaration order."""
         return tuple(self.distributions)
 
+    def optimum_prior(self) -> dict[str, float]:
+        """Where the rule places the swept coordinates' optimum, for those it places: the fit
+        centres its prior on each rung's optimum there (docs/science.md §7.3).
+
+        Only Power Lines places one (:meth:`transfersearch.rules.PowerLinesTau.tau_epoch_optimum`:
+        τ_opt at the base's tokens per parameter, when the base gives ``tokens`` and ``params``),
+        read as a swept ``tau_epoch`` or ``eta_lambda`` (ηλ = B/(τ_epoch·N) at the base); {} for
+        every other rule, coordinate or base.
+        """
+        dataset = self.rule.dataset_rule
+        tau = None if dataset is None else dataset.tau_epoch_optimum(self.base)
+        if tau is None:
+            return {}
+        out: dict[str, float] = {}
+        if isinstance(self.distributions.get("tau_epoch"), Float):
+            out["tau_epoch"] = tau
+        if isinstance(self.distributions.get("eta_lambda"), Float) and all(
+            n in self.base for n in ("batch_size", "dataset_size")
+        ):
+            out["eta_lambda"] = eta_lambda_from_tau_epoch(tau, self.base)
+        return out
+
     def sample(self, rng: np.random.Generator) -> dict[str, Any]:
         """One random point of the swept coordinates (uniform / log-uniform per distribution)."""
         return {name: dist.sample(rng) for name, dist in self.distributions.items()}

@@ -244,6 +244,7 @@ def _prepare(
         log_params=logs,
         target=target,
         cost=sweep.cost,
+        anchor=None if sweep.space is None else sweep.space.optimum_prior(),
     )
     return ladder, tuple(linear) + notes
 

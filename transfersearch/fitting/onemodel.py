@@ -26,6 +26,7 @@ from transfersearch.fitting.coords import (
     check_params,
     observation_arrays,
     resolve_log_params,
+    to_fitted,
 )
 from transfersearch.fitting.diagnostics import Diagnostic
 from transfersearch.fitting.divergence import DivergenceModel, fit_divergence
@@ -212,6 +213,20 @@ def _valley_input(
         prior_drift=prior.reshape(len(names), len(ladder.variables)),
         fixed_drift=fixed.reshape(len(names), len(ladder.variables)),
         bend=bend if bend.any() else None,
+        anchor=_anchor(ladder, names),
+    )
+
+
+def _anchor(ladder: Ladder, names: Sequence[str]) -> FloatArray | None:
+    """Where the space's rule places each fitted parameter's optimum, in fitted units (NaN
+    where it places none); None when it places none at all."""
+    if not any(n in ladder.anchor for n in names):
+        return None
+    return np.array(
+        [
+            to_fitted(ladder.anchor[n], n in ladder.logs) if n in ladder.anchor else math.nan
+            for n in names
+        ]
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -58,6 +58,8 @@ class Ladder:
         fixed: fixed exponents per parameter.
         prior: prior exponents per parameter (0 where not given).
         log_costs: (S,) log of each rung's cost, ascending (walk-forward trains on cheaper rungs).
+        anchor: where the space's rule places a parameter's optimum at every rung, natural units
+            (:meth:`~transfersearch.space.TransferSpace.optimum_prior`; docs/science.md §7.3).
     """
 
     names: tuple[str, ...]
@@ -70,6 +72,7 @@ class Ladder:
     fixed: dict[str, dict[str, float]]
     prior: dict[str, dict[str, float]]
     log_costs: FloatArray
+    anchor: Mapping[str, float] = field(default_factory=dict)
 
     def target_logs(self, target: Scale) -> FloatArray:
         """(K,) log of the target's scale variables."""
@@ -238,12 +241,14 @@ def prepare(
     log_params: Iterable[str] | None,
     target: Scale | None,
     cost: Callable[[Scale], float] | None = None,
+    anchor: Mapping[str, float] | None = None,
 ) -> tuple[Ladder, tuple[Diagnostic, ...]]:
     """Check and arrange the trials for the fits.
 
     ``options`` gives the scale variables and the exponent tables; the sweep gives ``direction``
     and ``cost``; ``log_params`` are those the engine resolved (the caller's, else the space's
-    declaration, else the all-positive ones).
+    declaration, else the all-positive ones); ``anchor`` where the space's rule places an
+    optimum (kept for the parameters fitted).
 
     Returns:
         The ladder, and what the checks found worth saying (scales left out, a target that moves
@@ -298,6 +303,7 @@ def prepare(
         fixed,
         prior,
         np.log([float(cost_function(cost)(s)) for s in scales]),
+        {k: float(v) for k, v in (anchor or {}).items() if k in names},
     )
     return ladder, tuple(notes)
 

@@ -192,6 +192,9 @@ class ValleyInput:
         bend: (m,) True for a column of ``log_scales`` that is a bend feature (the path's
             second-order term, docs/science.md §7.6), None for none: its coefficient's prior
             is the drift's times the bend's two-point hyperprior.
+        anchor: (d,) where the space's rule places each coordinate's optimum at every rung
+            (fitted units; NaN: nowhere), the box prior's centre there (:func:`_boxes`); None
+            for none.
     """
 
     coords: FloatArray
@@ -201,6 +204,7 @@ class ValleyInput:
     prior_drift: FloatArray
     fixed_drift: np.ndarray
     bend: np.ndarray | None = None
+    anchor: FloatArray | None = None
 
 
 @dataclass(frozen=True)
@@ -872,27 +876,42 @@ def _rung_factors(
     np.add.at(fixed.linear, own, np.einsum("rij,rj->ri", q_box, centres @ hess))
 
 
-def _boxes(u: FloatArray, rung: np.ndarray, n_rungs: int) -> tuple[FloatArray, FloatArray]:
+def _anchor_u(data: ValleyInput, frame: Frame) -> FloatArray:
+    """The rule's placement of each coordinate's optimum in standardised units (NaN: none)."""
+    if data.anchor is None:
+        return np.full(data.coords.shape[1], np.nan)
+    return frame.to_u(np.asarray(data.anchor, dtype=float))
+
+
+def _boxes(
+    u: FloatArray, rung: np.ndarray, n_rungs: int, anchor: FloatArray | None = None
+) -> tuple[FloatArray, FloatArray]:
     """Each rung's box centre and the box prior's sd per coordinate (standardised units): the
     middle of the rung's trials and :data:`BOX_PRIOR_SD` of their range. A coordinate the rung
     runs at fewer than :data:`BRACKET_VALUES` distinct values (values closer than
     :data:`SAME_VALUE` of the whole sweep's range are one: round-off, as in a value computed two
     ways) cannot bracket an optimum, and its range says nothing of where the author expected it:
-    it takes the range of every rung's trials (docs/science.md §7.3)."""
+    it takes the range of every rung's trials (docs/science.md §7.3). Where the space's rule
+    places the optimum (``anchor``, finite; Power Lines' τ_opt), the centre is that place, held
+    within the trials' range; the sd stays the design's."""
     whole = np.ptp(u, axis=0)
     whole = np.where(whole > 0, whole, 1.0)
-    boxes = [_box(u[rung == r], whole) for r in range(n_rungs)]
+    placed = np.full(u.shape[1], np.nan) if anchor is None else np.asarray(anchor, dtype=float)
+    boxes = [_box(u[rung == r], whole, placed) for r in range(n_rungs)]
     return np.array([c for c, _ in boxes]), np.array([sd for _, sd in boxes])
 
 
-def _box(own: FloatArray, whole: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """One rung's box centre and box prior sd (:func:`_boxes`), ``whole`` the sweep's range."""
+def _box(own: FloatArray, whole: FloatArray, anchor: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """One rung's box centre and box prior sd (:func:`_boxes`), ``whole`` the sweep's range,
+    ``anchor`` the rule's placement (NaN: none)."""
     low, high = own.min(axis=0), own.max(axis=0)
     brackets = np.array(
         [_distinct(own[:, j], SAME_VALUE * whole[j]) >= BRACKET_VALUES for j in range(own.shape[1])]
     )
     width = np.where(brackets, high - low, whole)
-    return 0.5 * (low + high), BOX_PRIOR_SD * width
+    middle = 0.5 * (low + high)
+    centre = np.where(np.isfinite(anchor), np.clip(np.nan_to_num(anchor), low, high), middle)
+    return centre, BOX_PRIOR_SD * width
 
 
 def _distinct(values: FloatArray, tol: float) -> int:
@@ -1460,7 +1479,7 @@ def _problem(data: ValleyInput, drift: bool = True) -> _Problem:
         frame=frame,
         u=u,
         lay=lay,
-        boxes=_boxes(u, data.rung, lay.n_rungs),
+        boxes=_boxes(u, data.rung, lay.n_rungs, _anchor_u(data, frame)),
         typical=_typical_curvature(u, data.values, data.rung, lay.n_rungs),
         grid=_grid(drift, data.bend is not None and bool(np.any(data.bend)), lay.n_rungs),
         level=level,
