@@ -2,6 +2,7 @@
 
     python benchmarks/corpus_protocol.py                     # training families + shared tables
     python benchmarks/corpus_protocol.py --no-tables         # the training families only
+    python benchmarks/corpus_protocol.py --no-sparse         # without the 8-runs-a-rung draws
 
 Writes ``benchmarks/results/corpus.md`` and ``benchmarks/results/corpus.json`` (one record per
 family × method: ``family``, ``kind``, ``method``, ``regret``, ``noise``, ``covered90``,
@@ -65,8 +66,13 @@ METHODS = ("ours", "null", "rules", "band", "argmin")
 #: coordinates: the rules' promise, fitted to every rung at once), and the choice between the two
 #: made leave one family out (each family gets the variant with the lower mean regret on the
 #: other training families: a choice from data across sweeps, scored out of sample).
-VARIANTS = ("ours constant", "ours LOFO")
+VARIANTS = ("ours constant", "ours unplaced", "ours LOFO")
 LEVEL = 0.9
+#: The sparse protocol: this many random runs kept per rung (one seed each: a noisy 8-trial
+#: sweep, issue 48's "normal case") ...
+SPARSE_TRIALS = 8
+#: ... in this many independent draws per family.
+SPARSE_DRAWS = 10
 
 
 #: CPU seconds per training family (the runs' ``seconds`` summed, every row in the CSV).
@@ -176,8 +182,11 @@ def _null_coordinates(family: Family, best: pd.Series, target: Size) -> dict[str
 
 
 def predictions(
-    family: Family, proxies: pd.DataFrame
+    family: Family, proxies: pd.DataFrame, seed: int = 0, quiet: bool = False
 ) -> tuple[dict[str, dict[str, float] | None], Any]:
+    """Every method's pick from the proxies' trials; ``ours`` is given the family's space as an
+    Optuna study stores it (its rule may place an optimum: Power Lines' τ_opt,
+    docs/science.md §7.3), ``ours unplaced`` the same trials without it."""
     obs = observations(family, proxies)
     target = family.scale(family.target)
     top = proxies[proxies["rung"] == str(len(family.rungs) - 1)].dropna(subset=["loss"])
@@ -189,16 +198,27 @@ def predictions(
         "argmin": argmin_loglinear(obs, target, list(COORDS), list(COORDS)),
     }
     res = None
-    for name, model in (("ours constant", "constant"), ("ours", "auto")):
+    space = family.space()
+    for name, model, stored in (
+        ("ours constant", "constant", space),
+        ("ours unplaced", "auto", None),
+        ("ours", "auto", space),
+    ):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 res = ts.extrapolate(
-                    obs, target=target, params=list(COORDS), cost=_ladder_cost(family), model=model
+                    ts.Sweep(tuple(obs), space=stored),
+                    target=target,
+                    params=list(COORDS),
+                    cost=_ladder_cost(family),
+                    model=model,
+                    seed=seed,
                 )
             picks[name] = dict(res.params)
         except ts.TransferSearchError as err:
-            print(f"  {name} refused: {err}", flush=True)
+            if not quiet:
+                print(f"  {name} refused: {err}", flush=True)
             picks[name], res = None, None
     return picks, res
 
@@ -227,7 +247,7 @@ def score_family(family: Family, data: Path = DATA) -> list[Record]:
     surface = Surface(target, chance)
     picks, res = predictions(family, proxies)
     records = []
-    for method in (*METHODS, "ours constant"):
+    for method in (*METHODS, "ours constant", "ours unplaced"):
         pick = picks[method]
         if pick is None:
             records.append(Record(family.name, "training", method, None, surface.noise, None,
@@ -252,11 +272,11 @@ def score_family(family: Family, data: Path = DATA) -> list[Record]:
     return records
 
 
-def leave_one_family_out(records: list[Record]) -> list[Record]:
-    """``ours LOFO``: each training family scored with the variant (defaults or constant) whose
-    mean regret over the *other* training families is lower."""
-    names = list(dict.fromkeys(r.family for r in records if r.kind == "training"))
-    by = {(r.family, r.method): r for r in records}
+def leave_one_family_out(records: list[Record], kind: str = "training") -> list[Record]:
+    """``ours LOFO``: each family scored with the variant (defaults, constant, unplaced) whose
+    mean regret over the *other* families of the same kind is lowest."""
+    names = list(dict.fromkeys(r.family for r in records if r.kind == kind))
+    by = {(r.family, r.method): r for r in records if r.kind == kind}
     out = []
     for name in names:
         others = [n for n in names if n != name]
@@ -265,11 +285,67 @@ def leave_one_family_out(records: list[Record]) -> list[Record]:
             values = [by[(n, method)].regret for n in others]
             return float(np.mean([v if v is not None else math.inf for v in values]))
 
-        chosen = min(("ours", "ours constant"), key=mean)
+        chosen = min(("ours", "ours constant", "ours unplaced"), key=mean)
         picked = by[(name, chosen)]
         out.append(dataclasses.replace(picked, method="ours LOFO", covered90=None))
-        print(f"{name}: LOFO chose {chosen!r} ({picked.regret})", flush=True)
+        print(f"{name} ({kind}): LOFO chose {chosen!r} ({picked.regret})", flush=True)
     return out
+
+
+def score_sparse(
+    family: Family, data: Path = DATA, draws: int = SPARSE_DRAWS, per_rung: int = SPARSE_TRIALS
+) -> list[Record]:
+    """The family as a noisy, sparse sweep: each draw keeps ``per_rung`` random runs of each
+    rung (configurations and seeds drawn together: one noisy trial per kept run, as a real
+    8-trial sweep has), every method predicts from them, scored on the same target surface.
+    One record per method: the mean regret over the draws (``covered90``: ours' mean coverage;
+    ``diverged``/``refused``: in any draw)."""
+    raw = pd.read_csv(data / f"{family.name}.csv", dtype={"rung": str})
+    frame = on_grid(family, raw)
+    proxies, target = frame[frame["role"] == "proxy"], frame[frame["role"] == "target"]
+    surface = Surface(target, chance_loss(family))
+    methods = (*METHODS, "ours constant", "ours unplaced")
+    regrets: dict[str, list[float]] = {m: [] for m in methods}
+    flags: dict[str, list[bool]] = {m: [False, False] for m in methods}
+    covered: list[float] = []
+    for draw in range(draws):
+        rng = np.random.default_rng(draw)
+        kept = pd.concat(
+            rows.iloc[rng.choice(len(rows), size=min(per_rung, len(rows)), replace=False)]
+            for _, rows in proxies.groupby("rung")
+        )
+        picks, res = predictions(family, kept, seed=draw, quiet=True)
+        for m in methods:
+            pick = picks.get(m)
+            if pick is None:
+                flags[m][1] = True
+                regrets[m].append(surface.worst)
+                continue
+            regret, diverged = surface.score(pick)
+            regrets[m].append(regret)
+            flags[m][0] = flags[m][0] or diverged
+        if res is not None:
+            bounds = res.interval(LEVEL)
+            covered.append(
+                float(np.mean([bounds[c][0] <= surface.optimum[c] <= bounds[c][1] for c in COORDS]))
+            )
+    cover = float(np.mean(covered)) if covered else None
+    records = [
+        Record(
+            family.name,
+            "sparse",
+            m,
+            float(np.mean(regrets[m])),
+            surface.noise,
+            cover if m == "ours" else None,
+            flags[m][0],
+            flags[m][1],
+        )
+        for m in methods
+    ]
+    shown = ", ".join(f"{r.method} {r.regret:.4f}" for r in records)
+    print(f"{family.name} sparse ({per_rung}/rung, {draws} draws): {shown}", flush=True)
+    return records
 
 
 #: The shared tables' hold-outs that join the corpus (each extrapolates in model size, the
@@ -322,25 +398,22 @@ def _fmt(value: float | None, digits: int = 4) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
 
 
-def render(records: list[Record], argv: list[str] | None, seconds: float) -> str:
-    lines = header("Corpus: hyperparameter transfer on real ladders", argv)
-    lines += [
-        "",
-        "Regret in the family's loss units (nats) on the target's seed-averaged grid (interpolated "
-        "by a monotone cubic in log coordinates); `noise` is the",
-        "standard error of one target configuration's seed mean. `cov` is the fraction of ours' "
-        "90% intervals",
-        "holding the target's best configuration. `div` a diverged pick, `ref` a refusal. Protocol and",
-        "families: `benchmarks/corpus/README.md`.",
-        "",
+def _dense(records: list[Record], name: str) -> dict[str, Record]:
+    """The family's (or table's) records of the full data, by method (not the sparse draws)."""
+    return {r.method: r for r in records if r.family == name and r.kind != "sparse"}
+
+
+def _regret_table(records: list[Record], kind: str) -> list[str]:
+    """The regret table of one kind of record (``training`` or ``sparse``)."""
+    lines = [
         "| family | noise | "
         + " | ".join(m for m in (*METHODS, *VARIANTS))
         + " | ours cov | ours ≤ min(null, band) + noise |",
         "|---|---|" + "---|" * (len(METHODS) + len(VARIANTS)) + "---|---|",
     ]
-    families = list(dict.fromkeys(r.family for r in records if r.kind == "training"))
+    families = list(dict.fromkeys(r.family for r in records if r.kind == kind))
     for name in families:
-        rows = {r.method: r for r in records if r.family == name}
+        rows = {r.method: r for r in records if r.family == name and r.kind == kind}
         cells = []
         for m in (*METHODS, *VARIANTS):  # one cell per method
             r = rows[m]
@@ -354,9 +427,26 @@ def render(records: list[Record], argv: list[str] | None, seconds: float) -> str
                      + f" | {_fmt(ours.covered90, 2)} | {'yes' if ok else 'no'} |")  # fmt: skip
     means = []
     for m in (*METHODS, *VARIANTS):
-        vals = [r.regret for r in records if r.method == m and r.kind == "training"]
+        vals = [r.regret for r in records if r.method == m and r.kind == kind]
         means.append(_fmt(float(np.mean([v for v in vals if v is not None])) if vals else None))
     lines.append("| **mean** | | " + " | ".join(means) + " | | |")
+    return lines
+
+
+def render(records: list[Record], argv: list[str] | None, seconds: float) -> str:
+    lines = header("Corpus: hyperparameter transfer on real ladders", argv)
+    lines += [
+        "",
+        "Regret in the family's loss units (nats) on the target's seed-averaged grid (interpolated "
+        "by a monotone cubic in log coordinates); `noise` is the",
+        "standard error of one target configuration's seed mean. `cov` is the fraction of ours' "
+        "90% intervals",
+        "holding the target's best configuration. `div` a diverged pick, `ref` a refusal. Protocol and",
+        "families: `benchmarks/corpus/README.md`.",
+        "",
+    ]
+    lines += _regret_table(records, "training")
+    families = list(dict.fromkeys(r.family for r in records if r.kind == "training"))
     cost = {name: COST.get(name, math.nan) for name in families}
     lines += ["", "Training cost (the runs' seconds on one thread, every row of the CSV): "
               + ", ".join(f"{n} {c / 3600:.2f} h" for n, c in cost.items())
@@ -370,15 +460,15 @@ def render(records: list[Record], argv: list[str] | None, seconds: float) -> str
     ]
     lines += ["| family | " + " | ".join(rungs) + " |", "|---|" + "---|" * len(rungs)]
     for name in families:
-        rows = {r.method: r for r in records if r.family == name}
+        rows = _dense(records, name)
         cells = [f"{rows[m].pick['base_lr']:.3g}, {rows[m].pick['tau_epoch']:.3g}"
                  for m in rungs if rows.get(m) and rows[m].pick]  # fmt: skip
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     wins = sum(
         1
         for name in families
-        if ({r.method: r for r in records if r.family == name}["rules"].regret or 0.0)
-        < ({r.method: r for r in records if r.family == name}["null"].regret or 0.0)
+        if (_dense(records, name)["rules"].regret or 0.0)
+        < (_dense(records, name)["null"].regret or 0.0)
     )
     lines += ["", f"The rules alone beat the null (copying the raw lr and weight decay) on {wins} "
               f"of {len(families)} training families."]  # fmt: skip
@@ -387,12 +477,22 @@ def render(records: list[Record], argv: list[str] | None, seconds: float) -> str
     lines += ["| family | " + " | ".join(shown) + " |"]
     lines += ["|---|" + "---|" * len(shown)]
     for name in families:
-        rows = {r.method: r for r in records if r.family == name}
+        rows = _dense(records, name)
         cells = []
         for m in shown:
             p = rows[m].pick
             cells.append("–" if p is None else f"{p['base_lr']:.3g}, {p['tau_epoch']:.3g}")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if any(r.kind == "sparse" for r in records):
+        lines += [
+            "",
+            f"**Sparse, noisy ladders** (issue 48's normal case): each rung cut to "
+            f"{SPARSE_TRIALS} random runs (one seed each), {SPARSE_DRAWS} independent draws per "
+            "family; mean regret over the draws on the same target surface (`div`/`ref`: in any "
+            "draw; `cov`: ours' mean coverage).",
+            "",
+        ]
+        lines += _regret_table(records, "sparse")
     tables = list(dict.fromkeys(r.family for r in records if r.kind == "table"))
     if tables:
         lines += [
@@ -408,7 +508,7 @@ def render(records: list[Record], argv: list[str] | None, seconds: float) -> str
             "|---|---|---|---|---|---|",
         ]
         for name in tables:
-            rows = {r.method: r for r in records if r.family == name}
+            rows = _dense(records, name)
             cells = [_fmt(rows[m].regret, 5) for m in ("ours", "null", "band", "argmin")]
             lines.append(
                 f"| {name} | " + " | ".join(cells) + f" | {_fmt(rows['ours'].covered90, 2)} |"
@@ -428,7 +528,10 @@ def main(argv: list[str] | None = None) -> int:
         default=HERE.parent.parent / "shared" / "data",
         help="the shared tables' folder (default ../shared/data beside the repository)",
     )
-    parser.add_argument("--no-tables", action="store_true", help="score the training families only")
+    parser.add_argument("--no-tables", action="store_true", help="leave the shared tables out")
+    parser.add_argument(
+        "--no-sparse", action="store_true", help="leave the sparse (8 runs per rung) draws out"
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     names = args.family or [n for n in FAMILIES if (args.data / f"{n}.csv").exists()]
@@ -436,6 +539,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         records += score_family(FAMILIES[name], args.data)
     records += leave_one_family_out(records)
+    if not args.no_sparse:
+        for name in names:
+            records += score_sparse(FAMILIES[name], args.data)
+        records += leave_one_family_out(records, "sparse")
     if not args.no_tables:
         records += score_tables(args.tables)
     args.out.parent.mkdir(parents=True, exist_ok=True)

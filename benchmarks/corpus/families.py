@@ -56,7 +56,8 @@ class Family:
         return count_params(self.model, size.width, size.depth, self.context)
 
     def scale(self, size: Size) -> ts.Scale:
-        """The scale the sweep records for a rung (params always; epochs for one pass)."""
+        """The scale the sweep records for a rung (params always; epochs and tokens for one
+        pass)."""
         values: dict[str, float] = {
             "width": size.width,
             "depth": size.depth,
@@ -66,6 +67,9 @@ class Family:
         }
         if self.regime == "one-pass":
             values["epochs"] = size.epochs
+            # Training tokens seen (each sample: ``context`` next-character predictions): the D of
+            # Power Lines' tokens per parameter, which places τ_epoch's optimum.
+            values["tokens"] = size.dataset_size * self.context * size.epochs
         return ts.Scale(**values)
 
     def space(self) -> ts.TransferSpace:
