@@ -15,13 +15,28 @@ if TYPE_CHECKING:
     from transfersearch.fitting.diagnostics import Diagnostic
     from transfersearch.scale import Scale
 
-__all__ = ["INDENTED_KINDS", "Summarised", "summary_text"]
+__all__ = ["INDENTED_KINDS", "RungWorth", "Summarised", "summary_text"]
 
 #: Kinds about one rung's or one parameter's optimum: the text indents them under the decision's
 #: lines.
 INDENTED_KINDS = frozenset({"unvaried", "edge"})
 #: The level of the interval the text shows.
 LEVEL = 0.9
+
+
+class RungWorth(Protocol):
+    """What the text reads of one rung's :meth:`trials_value` entry (docs/science.md §9.1)."""
+
+    @property
+    def scale(self) -> Scale: ...
+    @property
+    def n_trials(self) -> int: ...
+    @property
+    def extra(self) -> int: ...
+    @property
+    def share(self) -> float: ...
+    @property
+    def removed(self) -> float: ...
 
 
 class Summarised(Protocol):
@@ -71,6 +86,7 @@ class Summarised(Protocol):
     @property
     def diagnostics(self) -> Sequence[Diagnostic]: ...
     def interval(self, level: float) -> Mapping[str, tuple[float, float]]: ...
+    def trials_value(self) -> Sequence[RungWorth]: ...
 
 
 def summary_text(result: Summarised) -> str:
@@ -78,6 +94,7 @@ def summary_text(result: Summarised) -> str:
     90% interval, the divergence risk and cost, crashed trials, then the diagnostics that ask
     nothing of the user, in order (the ``act=True`` ones are the warnings the boundary raised)."""
     lines = [_headline(result), *_ladder(result), *_decision(result), *_worth(result)]
+    lines.extend(_buy(result))
     lines.extend(_divergence(result))
     lines.extend(_crashes(result))
     lines.extend(_reclassified(result.diagnostics))
@@ -153,6 +170,38 @@ def _worth(result: Summarised) -> list[str]:
         f"expected loss at the decision: {result.expected_loss:.3g} above the target's own "
         "optimum, over the posterior: the most that more trials could save there."
     ]
+
+
+#: Below this share of the target's variance, the rungs' trials are not what limits it: the text
+#: says a rung nearer the target would buy more (docs/science.md §9.1).
+RUNGS_SHARE_SMALL = 0.5
+
+
+def _buy(result: Summarised) -> list[str]:
+    """Which rung more trials would buy most, and whether a rung nearer the target would buy
+    more (docs/science.md §9.1); nothing where nothing finite can be said."""
+    values = [v for v in result.trials_value() if math.isfinite(v.removed)]
+    if not values:
+        return []
+    best = max(values, key=lambda v: v.removed)
+    held = sum(v.share for v in values if math.isfinite(v.share))
+    if best.removed >= 0.005:
+        text = (
+            f"more trials: {best.extra} more at {best.scale!r} (now {best.n_trials}) would cut "
+            f"the target's variance most (≈ {best.removed:.0%} of it, mean over parameters)"
+        )
+    else:
+        text = (
+            f"more trials: {best.extra} more at any rung would cut the target's variance by "
+            "under 1%"
+        )
+    if held < RUNGS_SHARE_SMALL and result.extrapolation_decades > 0:
+        text += (
+            f"; these rungs' trials account for ≈ {held:.0%} of it, and no trial on them "
+            "removes the rest (the law's prior and drift past the ladder): a rung nearer the "
+            "target would buy more"
+        )
+    return [text + "."]
 
 
 def _divergence(result: Summarised) -> list[str]:

@@ -25,7 +25,14 @@ from transfersearch.sweep import Direction
 if TYPE_CHECKING:
     from transfersearch.space import Hyperparameters, TransferSpace
 
-__all__ = ["Collinearity", "Extrapolation", "Validation"]
+__all__ = [
+    "Collinearity",
+    "Extrapolation",
+    "RungValue",
+    "Validation",
+    "leverage_shares",
+    "variance_removed",
+]
 
 
 def _exp(value: float) -> float:
@@ -40,6 +47,109 @@ def _check_level(level: float) -> float:
     if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
         raise TransferSearchError(f"`level` must be in (0, 1), e.g. 0.9, but got level={level!r}.")
     return NormalDist().inv_cdf(0.5 + level / 2.0)
+
+
+@dataclass(frozen=True)
+class RungValue:
+    """What more trials at one rung would buy at the target (:meth:`Extrapolation.trials_value`,
+    docs/science.md §9.1). Fractions are of the target's predictive variance (``stderr²``),
+    averaged over the parameters with a finite spread; the per-parameter ones are in ``by_param``.
+
+    Attributes:
+        scale: the rung.
+        n_trials: its complete finite trials now.
+        extra: the trials added at it in the what-if (the same number at every rung).
+        share: ``h_r² · var_r``: the part of the target's variance that this rung's optimum's
+            error accounts for (to first order).
+        removed: the part that ``extra`` more trials there would remove (``var_r`` shrunk by
+            ``n/(n + extra)``, the line refitted): more than ``share`` where the refitted line
+            leans on the rung more, at most the rungs' shares together.
+        by_param: per parameter, ``(share, removed)``.
+    """
+
+    scale: Scale
+    n_trials: int
+    extra: int
+    share: float
+    removed: float
+    by_param: dict[str, tuple[float, float]]
+
+
+def _design(log_scales: FloatArray, target: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``[1, ℓ − ℓ̄]`` per rung and at the target (ℓ̄ the rungs' mean; centring only conditions)."""
+    rows = np.asarray(log_scales, dtype=np.float64)
+    rows = rows[:, None] if rows.ndim == 1 else rows
+    centre = rows.mean(axis=0)
+    ones = np.ones((rows.shape[0], 1))
+    point = np.concatenate([[1.0], np.ravel(target) - centre])
+    return np.hstack([ones, rows - centre]), point
+
+
+def _prediction_variance(design: FloatArray, point: FloatArray, variances: FloatArray) -> float:
+    """``x_tᵀ (XᵀWX)⁺ x_t``, ``W = diag(1/var)`` (an infinite variance weighs nothing)."""
+    weights = np.where(np.isfinite(variances), 1.0 / variances, 0.0)
+    inverse = np.linalg.pinv(design.T @ (weights[:, None] * design), rcond=1e-10)
+    return float(point @ inverse @ point)
+
+
+def _clean(variances: FloatArray) -> FloatArray:
+    """Variances as the leverage reads them: NaN or negative → inf (no information), 0 floored
+    at a tiny fraction of the largest finite one (a rung known exactly would pin the line)."""
+    v = np.asarray(variances, dtype=np.float64).copy()
+    v[~(v >= 0)] = np.inf
+    finite = np.isfinite(v)
+    if finite.any():
+        floor = max(float(v[finite].max()) * 1e-12, 1e-300)
+        v[finite] = np.maximum(v[finite], floor)
+    return v
+
+
+def leverage_shares(
+    log_scales: FloatArray, variances: FloatArray, target: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Each rung's leverage on the line's prediction at ``target`` and its share of its variance.
+
+    The line is the weighted least-squares fit of the rungs' optima on ``x = [1, ℓ − ℓ̄]`` (ℓ the
+    log scale variables, one row per rung), ``W = diag(1/var_r)``; its prediction at ``x_t`` is
+    ``Σ_r h_r y_r`` with ``h_r = x_tᵀ (XᵀWX)⁺ x_r w_r`` (pseudo-inverse: collinear or unvaried
+    scale variables leave the direction they cannot identify out), so its variance is
+    ``Σ_r h_r² var_r = x_tᵀ (XᵀWX)⁺ x_t`` and ``h_r² var_r`` is rung ``r``'s share
+    (docs/science.md §9.1).
+
+    Args:
+        log_scales: (R, m) log scale variables per rung.
+        variances: (R,) variance of each rung's optimum (``inf``: the rung says nothing).
+        target: (m,) log scale variables of the target.
+
+    Returns:
+        ``(h, share)``, each (R,); a rung with infinite variance has ``h = share = 0``.
+    """
+    design, point = _design(log_scales, target)
+    v = _clean(variances)
+    weights = np.where(np.isfinite(v), 1.0 / v, 0.0)
+    inverse = np.linalg.pinv(design.T @ (weights[:, None] * design), rcond=1e-10)
+    leverage = (design @ (inverse @ point)) * weights
+    share = np.where(weights > 0, leverage**2 * np.where(np.isfinite(v), v, 0.0), 0.0)
+    return leverage, share
+
+
+def variance_removed(
+    log_scales: FloatArray, variances: FloatArray, target: FloatArray, shrink: FloatArray
+) -> FloatArray:
+    """Per rung ``r``, how much the line's variance at ``target`` falls when ``var_r`` alone is
+    multiplied by ``shrink[r]`` (``n_r / (n_r + k_r)`` for ``k_r`` more trials): ``V(var) −
+    V(var with var_r · shrink_r)``, ``V = x_tᵀ (XᵀWX)⁺ x_t`` (:func:`leverage_shares`)."""
+    design, point = _design(log_scales, target)
+    v = _clean(variances)
+    before = _prediction_variance(design, point, v)
+    removed = np.zeros(len(v))
+    for r in range(len(v)):
+        if not np.isfinite(v[r]) or not 0.0 <= shrink[r] < 1.0:
+            continue
+        after = v.copy()
+        after[r] = max(v[r] * shrink[r], 1e-300)
+        removed[r] = max(before - _prediction_variance(design, point, after), 0.0)
+    return removed
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,6 +273,87 @@ class Extrapolation:
             return math.nan
         return self.target_loss.expected_loss(self.target_loss.decision)
 
+    def trials_value(self, extra: int | None = None) -> tuple[RungValue, ...]:
+        """Which rung more trials would buy most at the target (docs/science.md §9.1).
+
+        To first order the target's optimum is a weighted least-squares line through the
+        rungs' optima in log scale (:func:`leverage_shares`): rung ``r`` accounts for
+        ``h_r² · var_r`` of its variance (``h_r`` its leverage on the prediction, ``var_r`` the
+        variance of its optimum, the diagonal of :attr:`ScaleOptimum.covariance`), and ``k``
+        more trials there shrink ``var_r`` by ``n_r / (n_r + k)``. Each rung's numbers are
+        fractions of the target's predictive variance (``stderr²``, the line's part scaled by
+        the :attr:`calibration`), averaged over the parameters with a finite spread; what the
+        rungs' shares leave is the law's extrapolation, prior and drift, which no trial on these
+        rungs removes. The same ``k`` shrinks a thin rung's variance by more (``n/(n + k)``);
+        where that pays depends on its leverage. Cost per trial is not weighed. A target that
+        is a rung reads that rung's own posterior (leverage 1).
+
+        Args:
+            extra: trials added at a rung in the what-if, the same at every rung (default: the
+                rungs' median count). The same budget at each rung is what compares them:
+                doubling each rung's own count would hand the densest rung the most trials.
+
+        Returns:
+            One :class:`RungValue` per rung, in :attr:`optima` order; empty where nothing can be
+            said (no rung, no finite spread, a scale that is not positive).
+
+        Raises:
+            TransferSearchError: ``extra`` is not a positive integer.
+        """
+        if extra is not None and (
+            isinstance(extra, bool) or not isinstance(extra, int) or extra < 1
+        ):
+            raise TransferSearchError(f"`extra` must be a positive integer, but got {extra!r}.")
+        logs, target = self._log_scales()
+        if logs is None or target is None:
+            return ()
+        own = np.all(np.isclose(logs, target, rtol=0.0, atol=1e-9), axis=1)
+        counts = np.array([o.n_trials for o in self.optima], dtype=np.float64)
+        typical = max(1.0, float(np.round(np.median(counts)))) if extra is None else extra
+        added = np.full(len(counts), float(typical))
+        shrink = np.where(counts > 0, counts / np.maximum(counts + added, 1.0), 1.0)
+        factor = 1.0 if own.any() or not self.calibration > 0 else float(self.calibration) ** 2
+        factor = factor if math.isfinite(factor) else 1.0
+        by_param: dict[str, tuple[FloatArray, FloatArray]] = {}
+        for name in self.laws:
+            spread = self.stderr.get(name, math.nan)
+            variances = np.array([_rung_variance(o, name) for o in self.optima])
+            if own.any():  # the target is a rung: its own posterior, the others do not enter
+                variances[~own] = np.inf
+            if not (math.isfinite(spread) and spread > 0) or not np.isfinite(variances).any():
+                continue
+            _, share = leverage_shares(logs, variances, target)
+            removed = variance_removed(logs, variances, target, shrink)
+            total = max(spread**2, factor * float(share.sum()))
+            by_param[name] = (factor * share / total, factor * removed / total)
+        if not by_param:
+            return ()
+        return tuple(
+            RungValue(
+                scale=o.scale,
+                n_trials=o.n_trials,
+                extra=int(added[r]),
+                share=float(np.mean([s[r] for s, _ in by_param.values()])),
+                removed=float(np.mean([m[r] for _, m in by_param.values()])),
+                by_param={n: (float(s[r]), float(m[r])) for n, (s, m) in by_param.items()},
+            )
+            for r, o in enumerate(self.optima)
+        )
+
+    def _log_scales(self) -> tuple[FloatArray | None, FloatArray | None]:
+        """The rungs' and the target's ln scale variables (None where one is missing or not
+        positive)."""
+        variables = self.scale_variables
+        points = [o.scale for o in self.optima]
+        try:
+            values = np.array([[float(p[v]) for v in variables] for p in [*points, self.target]])
+        except (KeyError, TypeError, ValueError, TransferSearchError):
+            return None, None
+        if not len(points) or not variables or not (np.isfinite(values) & (values > 0)).all():
+            return None, None
+        logs = np.log(values)
+        return logs[:-1], logs[-1]
+
     def varied_exponents(self, name: str) -> dict[str, float]:
         """``name``'s law exponents over the scale variables the ladder varied (one it held
         constant has only its prior's exponent, which the target may still move along)."""
@@ -236,6 +427,15 @@ class Extrapolation:
         90% interval, the divergence risk and cost, crashed trials, then the :attr:`diagnostics`
         that ask nothing of the user, in order (rendered by ``transfersearch._summary_text``)."""
         return summary_text(self)
+
+
+def _rung_variance(optimum: ScaleOptimum, name: str) -> float:
+    """The variance of ``name``'s optimum at a rung (``inf`` where the rung does not have it)."""
+    if name not in optimum.names:
+        return math.inf
+    index = optimum.names.index(name)
+    value = float(np.asarray(optimum.covariance)[index, index])
+    return value if value >= 0 else math.inf
 
 
 @dataclass(frozen=True, eq=False)
