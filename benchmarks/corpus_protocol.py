@@ -292,6 +292,15 @@ def leave_one_family_out(records: list[Record], kind: str = "training") -> list[
     return out
 
 
+def sparse_rungs(proxies: pd.DataFrame, draw: int, per_rung: int = SPARSE_TRIALS) -> pd.DataFrame:
+    """Draw ``draw`` of the sparse protocol: ``per_rung`` random runs of each rung."""
+    rng = np.random.default_rng(draw)
+    return pd.concat(
+        rows.iloc[rng.choice(len(rows), size=min(per_rung, len(rows)), replace=False)]
+        for _, rows in proxies.groupby("rung")
+    )
+
+
 def score_sparse(
     family: Family, data: Path = DATA, draws: int = SPARSE_DRAWS, per_rung: int = SPARSE_TRIALS
 ) -> list[Record]:
@@ -309,11 +318,7 @@ def score_sparse(
     flags: dict[str, list[bool]] = {m: [False, False] for m in methods}
     covered: list[float] = []
     for draw in range(draws):
-        rng = np.random.default_rng(draw)
-        kept = pd.concat(
-            rows.iloc[rng.choice(len(rows), size=min(per_rung, len(rows)), replace=False)]
-            for _, rows in proxies.groupby("rung")
-        )
+        kept = sparse_rungs(proxies, draw, per_rung)
         picks, res = predictions(family, kept, seed=draw, quiet=True)
         for m in methods:
             pick = picks.get(m)
