@@ -135,25 +135,22 @@ def test_the_skew_s_cubic_continues_by_its_tangent_past_the_turn() -> None:
 
 def test_the_grid_s_stacked_solve_is_each_point_s_solve() -> None:
     """:func:`_solve_grid` (one stacked factorisation per step) gives what :func:`_solve` gives
-    point by point: the posterior mean, covariance and evidence at every (drift scale, scatter,
-    bend) point, on a ladder whose second log-scale column is a bend feature (§7.6)."""
+    point by point: the posterior mean, covariance and evidence at every (drift scale, scatter)
+    point."""
     rng = np.random.default_rng(3)
     coords = rng.uniform(-1.0, 1.0, size=(30, 2))
     rung = np.repeat(np.arange(4), [8, 8, 7, 7])
     values = (coords**2).sum(axis=1) + 0.01 * rng.standard_normal(30)
     ell = np.log([64.0, 128.0, 256.0, 512.0])
-    logs = np.column_stack([ell, 0.5 * (ell - ell.mean()) ** 2 / math.log(10.0)])
-    bend = np.array([False, True])
-    data = ValleyInput(
-        coords, values, rung, logs, np.zeros((2, 2)), np.zeros((2, 2), dtype=bool), bend
-    )
+    logs = np.column_stack([ell, 0.5 * ell])
+    data = ValleyInput(coords, values, rung, logs, np.zeros((2, 2)), np.zeros((2, 2), dtype=bool))
     prob = _problem(data)
-    assert len(prob.grid) == 2 * len({(s, t) for s, t, _ in prob.grid})
+    assert len(prob.grid) == len(set(prob.grid)) > 1
     lay = prob.lay
     terms = _data_terms(_design(prob.u, rung, lay), values, np.full(30, 1e4))
     parts = _prior(lay, np.eye(2), prob.frame, data, prob.boxes, prob.typical)
-    for (mean, cov, log_ev), (s, t, b) in zip(_solve_grid(terms, parts, prob.grid), prob.grid):
-        one = _solve(terms, parts.at(s, t, b))
+    for (mean, cov, log_ev), (s, t) in zip(_solve_grid(terms, parts, prob.grid), prob.grid):
+        one = _solve(terms, parts.at(s, t))
         np.testing.assert_allclose(mean, one[0], rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(cov, one[1], rtol=1e-9, atol=1e-12)
         assert log_ev == pytest.approx(one[2], rel=1e-9)

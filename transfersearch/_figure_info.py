@@ -228,15 +228,12 @@ def rung_label(scale: Scale, constant: Mapping[str, float]) -> str:
 
 def law_terms(extrapolation: Extrapolation, name: str) -> str:
     """``dataset_size^+0.25 · width^-0.60``: the law's exponents, without a variable the ladder
-    never varied whose exponent is 0 (it says nothing); ``const`` when none is left. A law
-    whose path may bend (docs/science.md §7.6) has them as its tangent at the rungs' centre,
-    and says so (the panel draws the path itself)."""
+    never varied whose exponent is 0 (it says nothing); ``const`` when none is left."""
     law = extrapolation.laws[name]
     constant = constant_names(o.scale for o in extrapolation.optima)
     exponents = sorted(law.exponents.items())
     terms = [f"{k}^{v:+.2f}" for k, v in exponents if not (k in constant and v == 0.0)]
-    text = " · ".join(terms) or "const"
-    return f"{text} at the rungs' centre" if terms and law.bends else text
+    return " · ".join(terms) or "const"
 
 
 def path_scales(start: Scale, end: Scale, names: Sequence[str], points: int) -> list[Scale]:

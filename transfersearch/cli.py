@@ -366,8 +366,7 @@ def _candidates_text(portfolio: Portfolio) -> str:
 
 
 def _prediction_table(result: Extrapolation, level: float) -> str:
-    """The decision per parameter with its interval and the law's exponents (the path's slope
-    at the rungs' centre: it may bend, docs/science.md §7.6)."""
+    """The decision per parameter with its interval and the law's exponents."""
     interval = result.interval(level)
     rows = []
     for name, value in result.params.items():

@@ -100,8 +100,6 @@ def _law(law: PowerLaw) -> dict[str, Any]:
     return {
         "coefficient": law.coefficient,
         "exponents": dict(law.exponents),
-        "bends": [{"variables": list(pair), "coefficient": c} for pair, c in law.bends.items()],
-        "ln_centre": dict(law.centre),
         "shrunk": list(law.shrunk),
         "r_squared": law.r_squared,
     }

@@ -33,7 +33,6 @@ from transfersearch.fitting.findings import (
 )
 from transfersearch.fitting.laws import PowerLaw
 from transfersearch.fitting.onemodel import (
-    BEND_PREFIX,
     LadderFit,
     fit_ladder,
     robust_sd,
@@ -137,8 +136,7 @@ def fit_sweep(
     """Predict the optimal parameters at ``target`` from a sweep over a ladder of scales.
 
     Method (docs/science.md §7–9): one model of every trial — a valley whose centre moves with
-    the log scales as ``μ(ℓ) = a + Bℓ`` (plus its second-order term, the path's bend, weighed
-    by the evidence against none: docs/science.md §7.6), the drift ``B`` with a prior centred
+    the log scales as ``μ(ℓ) = a + Bℓ``, the drift ``B`` with a prior centred
     on theory's (no drift in invariant coordinates) whose scale is integrated over, the rungs'
     scatter about the law likewise, trials weighed by how well a quadratic can hold them;
     divergence a logistic law of each trial's offset from its rung's optimum; the point returned
@@ -459,11 +457,9 @@ def _reason(fit: LadderFit, options: FitOptions, off_span: float) -> str:
                 "a part of the way that keeps the drift prior's spread, its scale from the "
                 "hyperprior (no rung informs it)"
             )
-    bend = fit.valley.bend_weight
-    bent = f", of a bend in the path {bend:.0%}" if bend > 0 else ""
     return (
         f"one model of every trial; the drift prior's scale integrated over "
-        f"(posterior weight beyond no drift {fit.valley.drift_weight:.0%}{bent}), {spread}"
+        f"(posterior weight beyond no drift {fit.valley.drift_weight:.0%}), {spread}"
     )
 
 
@@ -479,11 +475,10 @@ def _crash_notes(crashed: int) -> list[Diagnostic]:
 
 
 def _laws(ladder: Ladder, fit: LadderFit) -> dict[str, PowerLaw]:
-    """Each parameter's law from the posterior draws of (intercept, exponents, bends)."""
+    """Each parameter's law from the posterior draws of (intercept, exponents)."""
     laws: dict[str, PowerLaw] = {}
     variables, m = ladder.variables, len(ladder.variables)
-    labels = tuple(f"{BEND_PREFIX}{a}*{b}" for a, b in fit.bends)
-    size = 1 + m + len(labels)
+    size = 1 + m
     for j, name in enumerate(ladder.names):
         if j in fit.active:
             i = fit.active.index(j)
@@ -499,16 +494,12 @@ def _laws(ladder: Ladder, fit: LadderFit) -> dict[str, PowerLaw]:
             exponents={v: float(e) for v, e in zip(variables, mean[1 : 1 + m], strict=True)},
             fixed=tuple(ladder.fixed.get(name, {})),
             shrunk=(),
-            names=("intercept", *variables, *labels),
+            names=("intercept", *variables),
             covariance=cov,
             r_squared=math.nan,
             chi2_per_dof=math.nan,
             n_scales=len(ladder.scales),
             model="constant" if j not in fit.active else "drift",
-            bends={pair: float(c) for pair, c in zip(fit.bends, mean[1 + m :], strict=True)},
-            centre={v: float(c) for v, c in zip(variables, fit.bend_centre, strict=True)}
-            if labels
-            else {},
         )
     return laws
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -53,8 +53,6 @@ __all__ = ["N_DRAWS", "Fold", "LadderFit", "fit_ladder", "robust_sd", "rung_opti
 #: A momentum coefficient by its name (AdamW's ``beta1``/``beta2``, ``adam_beta2``, SGD's
 #: ``momentum``, an ``ema`` decay): with every trial in (0, 1), valid below 1 only.
 MOMENTUM_NAME = re.compile(r"(?:^|[_.])(?:beta\d?|momentum|ema)(?:$|[_.\d])", re.IGNORECASE)
-#: The name prefix of a bend feature's column (:func:`_with_bend`; not a scale variable).
-BEND_PREFIX = "bend:"
 #: Posterior draws behind the target's interval and decision: the Monte-Carlo error of a 90%
 #: quantile is then under 2% of the spread.
 N_DRAWS = 2000
@@ -134,13 +132,9 @@ class LadderFit:
         divergence: the divergence model, or None (no trial diverged).
         target_loss: the decision's objective.
         decision: (d,) the point of least expected loss.
-        law_point_coefficients: (d, 1 + m + b) each law's (intercept, exponents, bends) at the
-            posterior mean, fitted units per ln scale (a scale variable no rung varied: its
-            prior's); with bends (§7.6), the intercept and exponents are the path's tangent at
-            ``bend_centre``.
-        law_coefficients: (S, d, 1 + m + b) posterior draws of the same (their covariance).
-        bends: the pair of scale variables behind each bend coefficient, in column order.
-        bend_centre: (m,) the rungs' mean ln scale, about which the bends are taken.
+        law_point_coefficients: (d, 1 + m) each law's (intercept, exponents) at the posterior
+            mean, fitted units per ln scale (a scale variable no rung varied: its prior's).
+        law_coefficients: (S, d, 1 + m) posterior draws of the same (their covariance).
         n_crashed: crashed trials left out (counted by the caller; kept here for the record).
         divergence_cost: the loss charged to a diverged run.
     """
@@ -161,8 +155,6 @@ class LadderFit:
     law_point_coefficients: FloatArray
     law_coefficients: FloatArray
     divergence_cost: float
-    bends: tuple[tuple[str, str], ...] = ()
-    bend_centre: FloatArray = field(default_factory=lambda: np.zeros(0))
     target_is_rung: bool = False
     law_held: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     below_one: FloatArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
@@ -197,14 +189,11 @@ def _valley_input(
         [[ladder.prior.get(n, {}).get(v, 0.0) for v in ladder.variables] for n in names]
     )
     variables = ladder.variables
-    fixed = np.array(
-        [[_held(ladder.fixed.get(n, {}), v, variables) for v in variables] for n in names]
-    )
+    fixed = np.array([[v in ladder.fixed.get(n, {}) for v in variables] for n in names])
     for i, n in enumerate(names):
         for k, v in enumerate(ladder.variables):
             if fixed[i, k]:
-                prior[i, k] = ladder.fixed[n].get(v, 0.0)  # a bend held: at 0
-    bend = np.array([v.startswith(BEND_PREFIX) for v in ladder.variables], dtype=bool)
+                prior[i, k] = ladder.fixed[n][v]
     return ValleyInput(
         coords=trials.coords[finite][:, list(active)],
         values=trials.values[finite],
@@ -212,7 +201,6 @@ def _valley_input(
         log_scales=ladder.log_scales[list(rungs)],
         prior_drift=prior.reshape(len(names), len(ladder.variables)),
         fixed_drift=fixed.reshape(len(names), len(ladder.variables)),
-        bend=bend if bend.any() else None,
         anchor=_anchor(ladder, names),
     )
 
@@ -230,87 +218,9 @@ def _anchor(ladder: Ladder, names: Sequence[str]) -> FloatArray | None:
     )
 
 
-def _bend_labels(variables: Sequence[str]) -> dict[str, tuple[str, str]]:
-    """Every possible bend column's name over the scale variables (bend columns among
-    ``variables`` left out), and the two variables it multiplies: looked up, never parsed, so a
-    variable whose name holds ``*`` is read right."""
-    first = [v for v in variables if not v.startswith(BEND_PREFIX)]
-    return {f"{BEND_PREFIX}{a}*{b}": (a, b) for n, a in enumerate(first) for b in first[n:]}
-
-
-def _held(fixed: Mapping[str, float], variable: str, variables: Sequence[str]) -> bool:
-    """Whether a column's exponent is held: a scale variable's when the caller fixed it; a bend
-    feature's (held at 0) when either of its variables is, since a fixed law in a variable is a
-    straight one there."""
-    pair = _bend_labels(variables).get(variable)
-    return variable in fixed if pair is None else any(v in fixed for v in pair)
-
-
-def _with_bend(
-    ladder: Ladder, target_logs: FloatArray, drift: bool = True
-) -> tuple[Ladder, FloatArray]:
-    """The ladder and target with the optimum's path given its second-order term
-    (docs/science.md §7.6): for each pair of scale variables the rungs vary, a column
-    ``½(ℓ_i − ℓ̄_i)(ℓ_j − ℓ̄_j)/ln 10`` (``ℓ̄`` the rungs' mean) beside the log scales, named
-    ``bend:i*j``. Its coefficient is the path's curvature in "slope per decade" units, so its
-    drift prior ``N(0, s²)`` says the slope may change by its own typical size over a decade of
-    scale; the bend's hyperprior (none, or that) lets the evidence decide. The ladder unchanged
-    for the no-drift model (``drift`` False), where fewer than two rungs or no variable varies,
-    and for a pair every parameter holds straight (a fixed exponent in either variable)."""
-    reserved = [v for v in ladder.variables if v.startswith(BEND_PREFIX)]
-    if reserved:
-        raise TransferSearchError(
-            f"scale variable {reserved[0]!r} starts with {BEND_PREFIX!r}, which names the fit's "
-            "own columns for the path's bend (docs/science.md §7.6). Rename it, e.g. "
-            f"{reserved[0][len(BEND_PREFIX) :] or 'size'!r}."
-        )
-    logs, variables = ladder.log_scales, ladder.variables
-    varied = [k for k in range(logs.shape[1]) if np.ptp(logs[:, k]) > 0]
-    if not drift or len(ladder.scales) < 2 or not varied:
-        return ladder, target_logs
-    every = [(i, j) for n, i in enumerate(varied) for j in varied[n:]]
-    label = {(i, j): f"{BEND_PREFIX}{variables[i]}*{variables[j]}" for i, j in every}
-    # a bend every parameter holds (a fixed exponent in one of its variables) is no column
-    pairs = [
-        pair
-        for pair in every
-        if not all(_held(ladder.fixed.get(p, {}), label[pair], variables) for p in ladder.names)
-    ]
-    if not pairs:
-        return ladder, target_logs
-    names = tuple(ladder.variables) + tuple(label[pair] for pair in pairs)
-    lift = _bend_lift(logs.mean(axis=0), pairs)
-    return replace(ladder, log_scales=lift(logs), variables=names), lift(target_logs)[0]
-
-
-def _bend_lift(
-    centre: FloatArray, pairs: Sequence[tuple[int, int]]
-) -> Callable[[FloatArray], FloatArray]:
-    """Log scales (..., m) → with their bend features (n, m + len(pairs)), about ``centre``."""
-
-    def lift(points: FloatArray) -> FloatArray:
-        first = np.atleast_2d(points)
-        gap = first - centre
-        bends = [0.5 * gap[:, i] * gap[:, j] / math.log(10.0) for i, j in pairs]
-        return np.column_stack([first, *bends])
-
-    return lift
-
-
 def _span_point(ladder: Ladder, rungs: Sequence[int], target: FloatArray) -> FloatArray:
-    """:func:`span_point` of ``target`` on the ``rungs``' span in log scale; on a ladder with
-    bend features (:func:`_with_bend`), the projection of the log scales themselves, its bend
-    features computed from it (they are functions of log scale, not directions of their own)."""
-    names = ladder.variables
-    first = [k for k, v in enumerate(names) if not v.startswith(BEND_PREFIX)]
-    if len(first) == len(names):
-        return span_point(ladder.log_scales[list(rungs)], target)
-    index = {v: k for k, v in enumerate(names)}
-    labels = _bend_labels(names)
-    pairs = [(index[labels[v][0]], index[labels[v][1]]) for v in names if v in labels]
-    logs = ladder.log_scales[:, first]
-    inner = span_point(logs[list(rungs)], target[first])
-    return np.asarray(_bend_lift(logs.mean(axis=0), pairs)(inner)[0])
+    """:func:`span_point` of ``target`` on the ``rungs``' span in log scale."""
+    return span_point(ladder.log_scales[list(rungs)], target)
 
 
 def _active(ladder: Ladder) -> tuple[tuple[int, ...], FloatArray]:
@@ -378,25 +288,18 @@ def _rung_optima(
     return tuple(out)
 
 
-def _law_fields(
-    ladder: Ladder, first: int, valley: Valley, rng: np.random.Generator
-) -> dict[str, Any]:
-    """:class:`LadderFit`'s laws: the coefficients at the posterior mean and their draws, and
-    the bends' pairs and centre (a ladder with bend columns after its ``first`` variables)."""
+def _law_fields(valley: Valley, rng: np.random.Generator) -> dict[str, Any]:
+    """:class:`LadderFit`'s laws: the coefficients at the posterior mean and their draws."""
     return {
         "law_point_coefficients": _law_coefficients(valley.theta, valley),
         "law_coefficients": _law_coefficients(valley.law_draws(N_DRAWS // 4, rng)[0], valley),
-        "bends": tuple(_bend_labels(ladder.variables)[v] for v in ladder.variables[first:]),
-        "bend_centre": ladder.log_scales[:, :first].mean(axis=0),
     }
 
 
 def _law_coefficients(thetas: FloatArray, valley: Valley) -> FloatArray:
     """Each law's (intercept, coefficients) in fitted units for each ``θ`` (S, d, 1 + m):
     ``B = H⁻¹G`` (the optimum's move per unit of each column of the ladder's log scales) and the
-    intercept at ℓ = 0. With bend features (§7.6) the path is ``a + Bℓ + Σ C_ij f_ij(ℓ)``, the
-    features and their slopes 0 at the rungs' mean log scale: the intercept and the scale
-    variables' coefficients are the path's tangent there, the rest its bends."""
+    intercept at ℓ = 0."""
     lay = valley.layout
     hess = valley.curvatures_u(thetas)
 
@@ -571,8 +474,6 @@ def fit_ladder(
         drift: integrate the drift prior's scale (False: no drift, the prior's exponents held).
     """
     rng = np.random.default_rng(seed)
-    first = len(ladder.variables)
-    ladder, target_logs = _with_bend(ladder, target_logs, drift)
     every = list(range(len(ladder.scales)))
     active, fixed_values = _active(ladder)
     trials = _trials(ladder, every)
@@ -615,7 +516,7 @@ def fit_ladder(
         target_loss=loss,
         decision=loss.decision,
         divergence_cost=cost,
-        **_law_fields(ladder, first, valley, rng),
+        **_law_fields(valley, rng),
         target_is_rung=held is not None,
         law_held=valley.law_centre_held(target_logs),
         **_domain_fields(ladder, trials, active, (law_over, over)),

@@ -123,9 +123,6 @@ SCATTER_MAX = 1.0
 SCATTER_GRID_POINTS = 5
 #: The prior sd that holds a fixed exponent (natural units): exact to six decimals.
 FIXED_SD = 1e-6
-#: The bend's "none" point (docs/science.md §7.6): its coefficient's prior sd is the drift's
-#: times this, so at the drift hyperprior's least scale it is :data:`FIXED_SD`: held at 0.
-BEND_NONE = FIXED_SD / DRIFT_SCALE_MIN
 #: A curvature below this fraction of the largest scales no prior (numerical conditioning).
 CONDITION_FLOOR = 1e-6
 #: The noise is at least this fraction of the values' spread: noise-free trials get a floor
@@ -189,9 +186,6 @@ class ValleyInput:
         log_scales: (R, m) ln of each rung's scale variables.
         prior_drift: (d, m) the drift prior's mean ``B₀`` (natural fitted units per ln scale).
         fixed_drift: (d, m) True where the exponent is held exactly at ``B₀``.
-        bend: (m,) True for a column of ``log_scales`` that is a bend feature (the path's
-            second-order term, docs/science.md §7.6), None for none: its coefficient's prior
-            is the drift's times the bend's two-point hyperprior.
         anchor: (d,) where the space's rule places each coordinate's optimum at every rung
             (fitted units; NaN: nowhere), the box prior's centre there (:func:`_boxes`); None
             for none.
@@ -203,7 +197,6 @@ class ValleyInput:
     log_scales: FloatArray
     prior_drift: FloatArray
     fixed_drift: np.ndarray
-    bend: np.ndarray | None = None
     anchor: FloatArray | None = None
 
 
@@ -458,15 +451,13 @@ def solve_centre(hess: FloatArray, gradient: FloatArray) -> FloatArray:
 
 @dataclass(frozen=True)
 class _Component:
-    """The posterior at one (drift scale, scatter, bend) grid point: mean, covariance,
-    evidence."""
+    """The posterior at one (drift scale, scatter) grid point: mean, covariance, evidence."""
 
     drift_scale: float
     scatter: float
     mean: FloatArray
     cov: FloatArray
     log_evidence: float
-    bend: float = 1.0
 
     @cached_property
     def factor(self) -> FloatArray | None:
@@ -507,16 +498,12 @@ def span_basis(rung_logs: FloatArray) -> FloatArray:
     return np.asarray(basis[sing > SPAN_TOL * sing[0]])
 
 
-def _across(rung_logs: FloatArray, bend: np.ndarray | None = None) -> FloatArray | None:
-    """The projector on the directions of log scale the rungs leave out (None: none); bend
-    features (§7.6) are functions of log scale, not directions: 0 in their rows and columns."""
-    first = np.flatnonzero(~bend) if bend is not None else np.arange(rung_logs.shape[1])
-    basis = span_basis(rung_logs[:, first])
-    if len(basis) == len(first):
+def _across(rung_logs: FloatArray) -> FloatArray | None:
+    """The projector on the directions of log scale the rungs leave out (None: none)."""
+    basis = span_basis(rung_logs)
+    if len(basis) == rung_logs.shape[1]:
         return None
-    out = np.zeros((rung_logs.shape[1], rung_logs.shape[1]))
-    out[np.ix_(first, first)] = np.eye(len(first)) - basis.T @ basis
-    return out
+    return np.asarray(np.eye(rung_logs.shape[1]) - basis.T @ basis)
 
 
 @dataclass(frozen=True, eq=False)
@@ -713,14 +700,6 @@ class Valley:
         return float(self.value_u(self.rung_centre_u(rung), rung))
 
     @property
-    def bend_weight(self) -> float:
-        """Posterior weight of the bend's "on" point (0 where the fit has no bend feature: its
-        grid has no "none" point)."""
-        if all(c.bend > BEND_NONE for c in self.components):
-            return 0.0
-        return float(sum(w for c, w in zip(self.components, self.weights) if c.bend > BEND_NONE))
-
-    @property
     def drift_weight(self) -> float:
         """Posterior weight of drift scales above the no-drift end of the grid."""
         low = min(c.drift_scale for c in self.components)
@@ -764,22 +743,20 @@ class _Prior:
 
 @dataclass(frozen=True)
 class _PriorParts:
-    """The prior's precision and linear term in four parts: what no hyperparameter scales, the
-    drift part at ``s = 1`` (it scales as ``1/s²``), the scatter part at ``τ = 1`` (``1/τ²``)
-    and the bend's at ``s = b = 1`` (``1/(s b)²``; its mean is 0)."""
+    """The prior's precision and linear term in three parts: what no hyperparameter scales, the
+    drift part at ``s = 1`` (it scales as ``1/s²``) and the scatter part at ``τ = 1``
+    (``1/τ²``)."""
 
     fixed: _Prior
     drift: _Prior
     scatter: _Prior
-    bend: _Prior
 
-    def at(self, drift_scale: float, scatter: float, bend: float = 1.0) -> _Prior:
+    def at(self, drift_scale: float, scatter: float) -> _Prior:
         out = _Prior(len(self.fixed.linear))
         out.precision = (
             self.fixed.precision
             + self.drift.precision / drift_scale**2
             + self.scatter.precision / scatter**2
-            + self.bend.precision / (drift_scale * bend) ** 2
         )
         out.linear = self.fixed.linear + self.drift.linear / drift_scale**2
         return out
@@ -811,8 +788,7 @@ def _prior(
     ``H`` is held at the current estimate: the prior is conditional on it.
     """
     d, m = lay.d, lay.m
-    fixed, drift, scatter, bend = (_Prior(lay.size) for _ in range(4))
-    bends = np.zeros(m, dtype=bool) if data.bend is None else np.asarray(data.bend, dtype=bool)
+    fixed, drift, scatter = (_Prior(lay.size) for _ in range(3))
     flat = np.concatenate(
         [np.arange(lay.n_rungs + lay.n_curv), np.arange(lay.grad.start, lay.grad.stop)]
     )
@@ -841,10 +817,10 @@ def _prior(
         free_prec = inv_h @ np.diag(np.where(held, 0.0, scale2)) @ inv_h
         held_prec = inv_h @ np.diag(np.where(held, scale2 / FIXED_SD**2, 0.0)) @ inv_h
         mean = hess @ prior_b[:, k]
-        (bend if bends[k] else drift).add(rows, eye, free_prec, mean)
+        drift.add(rows, eye, free_prec, mean)
         fixed.add(rows, eye, held_prec, mean)
     _rung_factors(lay, inv_h, hess, data.log_scales - frame.scale_centre, boxes, fixed, scatter)
-    return _PriorParts(fixed, drift, scatter, bend)
+    return _PriorParts(fixed, drift, scatter)
 
 
 def _rung_factors(
@@ -1014,7 +990,7 @@ def _cholesky_solve(chol: FloatArray, rhs: FloatArray) -> FloatArray:
 
 
 def _solve_grid(
-    data: _DataTerms, parts: _PriorParts, grid: list[tuple[float, float, float]]
+    data: _DataTerms, parts: _PriorParts, grid: list[tuple[float, float]]
 ) -> list[tuple[FloatArray, FloatArray, float]]:
     """:func:`_solve` at every grid point, as one stacked call per linear-algebra step, without
     a Python loop's overhead; where any point's factorisation fails, point by point with
@@ -1024,13 +1000,12 @@ def _solve_grid(
     inverse per point: ``L⁻¹`` gives the covariance ``L⁻ᵀL⁻¹`` and ``θ̂ = L⁻ᵀ(L⁻¹ rhs)`` by
     products, and ``θ̂ᵀrhs = |L⁻¹ rhs|²``; the prior's quadratic ``m₀ᵀP₀m₀ = |L₀⁻¹ P₀m₀|²``
     through the prior's factor, which its log-determinant needs anyway."""
-    scales = np.array(grid, dtype=float).reshape(-1, 3)
+    scales = np.array(grid, dtype=float).reshape(-1, 2)
     drift2, scatter2 = scales[:, 0] ** 2, scales[:, 1] ** 2
     prior_p = (
         parts.fixed.precision
         + parts.drift.precision / drift2[:, None, None]
         + parts.scatter.precision / scatter2[:, None, None]
-        + parts.bend.precision / (drift2 * scales[:, 2] ** 2)[:, None, None]
     )
     prior_l = parts.fixed.linear + parts.drift.linear / drift2[:, None]
     try:
@@ -1042,7 +1017,7 @@ def _solve_grid(
         chol_prior = np.linalg.cholesky(sym)
         white_prior = (_triangular_inverse(chol_prior) @ prior_l[..., None])[..., 0]
     except np.linalg.LinAlgError:
-        return [_solve(data, parts.at(s, t, b)) for s, t, b in grid]
+        return [_solve(data, parts.at(s, t)) for s, t in grid]
     logdet_prior = 2.0 * np.log(np.diagonal(chol_prior, axis1=-2, axis2=-1))
     inv_lt = np.swapaxes(inv_l, -1, -2)
     white = (inv_l @ (data.linear + prior_l)[..., None])[..., 0]
@@ -1228,21 +1203,17 @@ def _settled(
     return max(moved) < 1.0 / math.sqrt(2.0 * n)
 
 
-def _grid(drift: bool, bend: bool = False, n_rungs: int = 2) -> list[tuple[float, float, float]]:
-    """The hyperpriors' quadrature points: (drift scale, scatter, bend); the bend's two points
-    (none, or the drift's own scale: docs/science.md §7.6) only where the data carry a bend
-    feature, with equal prior odds. One rung has no scatter about a law to weigh (its optimum
-    about a flat-prior law is the same at every τ): one point, the grid's middle."""
+def _grid(drift: bool, n_rungs: int = 2) -> list[tuple[float, float]]:
+    """The hyperpriors' quadrature points: (drift scale, scatter). One rung has no scatter about
+    a law to weigh (its optimum about a flat-prior law is the same at every τ): one point, the
+    grid's middle."""
     drift_grid = (
         np.geomspace(DRIFT_SCALE_MIN, DRIFT_SCALE_MAX, DRIFT_GRID_POINTS) if drift else [FIXED_SD]
     )
     scatter_grid = np.geomspace(SCATTER_MIN, SCATTER_MAX, SCATTER_GRID_POINTS)
     if n_rungs < 2:
         scatter_grid = scatter_grid[SCATTER_GRID_POINTS // 2 : SCATTER_GRID_POINTS // 2 + 1]
-    bend_grid = (BEND_NONE, 1.0) if bend else (1.0,)
-    return [
-        (float(s), float(t), float(b)) for b in bend_grid for s in drift_grid for t in scatter_grid
-    ]
+    return [(float(s), float(t)) for s in drift_grid for t in scatter_grid]
 
 
 def _excess_over_bottoms(
@@ -1256,14 +1227,14 @@ def _excess_over_bottoms(
 
 
 def _posterior(
-    terms: _DataTerms, parts: _PriorParts, grid: list[tuple[float, float, float]]
+    terms: _DataTerms, parts: _PriorParts, grid: list[tuple[float, float]]
 ) -> tuple[list[_Component], FloatArray, FloatArray]:
     """The posterior at each grid point, the points' weights (their evidence) and the posterior
     mean ``θ``."""
     solved = _solve_grid(terms, parts, grid)
     components = [
-        _Component(s, t, mean, cov, log_ev, b)
-        for (s, t, b), (mean, cov, log_ev) in zip(grid, solved, strict=True)
+        _Component(s, t, mean, cov, log_ev)
+        for (s, t), (mean, cov, log_ev) in zip(grid, solved, strict=True)
     ]
     logs = np.array([c.log_evidence for c in components])
     weights = np.exp(logs - logs.max())
@@ -1338,7 +1309,7 @@ class _Problem:
     lay: _Layout
     boxes: tuple[FloatArray, FloatArray]
     typical: FloatArray
-    grid: list[tuple[float, float, float]]
+    grid: list[tuple[float, float]]
     level: float = 0.0
     rounding: float = 0.0
 
@@ -1375,10 +1346,7 @@ def _alternate(prob: _Problem, start: tuple[float, float]) -> _Fixed:
     hess = np.eye(lay.d) * prob.spread
     w = _weights(sigma, rho, excess)
     centres = np.zeros((lay.n_rungs, lay.d))
-    # the rounds settle the valley's shape under the first-order law (the bend's "none"
-    # points, where the grid has them); the final solve integrates the bend (§7.6)
-    rounds_grid = [g for g in prob.grid if g[2] <= BEND_NONE] or prob.grid
-    first, active, settled = True, rounds_grid, False
+    first, active, settled = True, prob.grid, False
     visited: list[tuple[float, _DataTerms, float, float, FloatArray]] = []
     for _ in range(MAX_ROUNDS):
         previous = (sigma, rho, hess, centres)
@@ -1481,7 +1449,7 @@ def _problem(data: ValleyInput, drift: bool = True) -> _Problem:
         lay=lay,
         boxes=_boxes(u, data.rung, lay.n_rungs, _anchor_u(data, frame)),
         typical=_typical_curvature(u, data.values, data.rung, lay.n_rungs),
-        grid=_grid(drift, data.bend is not None and bool(np.any(data.bend)), lay.n_rungs),
+        grid=_grid(drift, lay.n_rungs),
         level=level,
         rounding=rounding,
     )
@@ -1528,7 +1496,7 @@ def fit_valley(data: ValleyInput, *, drift: bool = True, shape: Shape | None = N
             mean=data.prior_drift / frame.spread[:, None],
             held=np.asarray(data.fixed_drift, dtype=bool),
             integrated=drift,
-            across=_across(data.log_scales, data.bend),
+            across=_across(data.log_scales),
         ),
         level=prob.level,
     )
