@@ -13,7 +13,7 @@ averaged. Writes ``benchmarks/results/corpus_ablation.md`` and ``.json``.
 Switches (module constants or functions replaced for the run only; docs/science.md §7):
 
 - ``no skew``: the valley's cubic skew held at 0 (``SKEW_PRIOR`` → 1e-9);
-- ``no bend``: no second-order term in the path (§7.6);
+- (``no bend``, the path's second-order term, ran here until it was removed: docs/science.md §7.6);
 - ``no box prior``: each rung's optimum a priori anywhere (``BOX_PRIOR_SD`` → 1e6);
 - ``no misfit``: the noise model without its relative misfit ρ (every trial weighs alike);
 - ``no scatter``: the rungs held on the law (the scatter hyperprior at its least value);
@@ -22,7 +22,7 @@ Switches (module constants or functions replaced for the run only; docs/science.
 - ``constant``: no drift (``model="constant"``);
 - ``unplaced``: no Power Lines placement (the space not given).
 
-CPU: about 25 s per ablation on one core (77 fits), ~5 min in all.
+CPU: about 20 s per ablation on one core (77 fits), ~3 min in all.
 """
 
 from __future__ import annotations
@@ -65,10 +65,6 @@ def _set(module: Any, **values: Any) -> Iterator[None]:
             setattr(module, k, v)
 
 
-def _no_bend(ladder: Any, target_logs: Any, drift: bool) -> Any:
-    return ladder, target_logs
-
-
 def _no_folds(*args: Any, **kwargs: Any) -> list[Any]:
     return []
 
@@ -77,7 +73,6 @@ def _no_folds(*args: Any, **kwargs: Any) -> list[Any]:
 ABLATIONS: dict[str, tuple[Callable[[], Any], dict[str, Any], bool]] = {
     "defaults": (lambda: _set(valley), {}, True),
     "no skew": (lambda: _set(valley, SKEW_PRIOR=1e-9), {}, True),
-    "no bend": (lambda: _set(onemodel, _with_bend=_no_bend), {}, True),
     "no box prior": (lambda: _set(valley, BOX_PRIOR_SD=1e6), {}, True),
     "no misfit": (lambda: _set(valley, MISFIT_MAX=2e-9, MISFIT_START=1e-9), {}, True),
     "no scatter": (lambda: _set(valley, SCATTER_MAX=0.0100001), {}, True),
