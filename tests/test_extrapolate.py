@@ -410,6 +410,49 @@ def test_collinear_ladder_is_reported_with_a_separating_rung() -> None:
     assert plain.collinearity is None and "collinear" not in plain.summary()
 
 
+def _with_params(obs: list[Observation], per_width: float = 12.0) -> list[Observation]:
+    """The same trials, each scale also giving ``params`` = per_width · width² (what a model's
+    parameter count does as its width grows)."""
+    out = []
+    for o in obs:
+        scale = Scale({**o.scale, "params": per_width * o.scale["width"] ** 2})
+        out.append(Observation(scale, dict(o.params), o.value))
+    return out
+
+
+def test_params_riding_with_width_gets_no_impossible_rung() -> None:
+    """``params`` follows from the width: no rung sets them apart, and none is suggested (a rung
+    "params=768 at width 512" could not be built); the note says how to fit one law in them."""
+    obs = _with_params(landscape(0, n=40))
+    res = extrapolate(
+        obs,
+        target=Scale(width=1024, dataset_size=4e5, params=12.0 * 1024**2),
+        params=["lr", "tau"],
+    )
+    assert res.collinearity is not None
+    assert set(res.collinearity.variables) == {"width", "params"}
+    assert res.collinearity.suggested_scale is None
+    assert "no rung separates them" in res.summary()
+    assert "scale_variables=" in res.summary()
+
+
+def test_a_suggested_rung_takes_the_model_s_sizes_from_one_rung() -> None:
+    """Width and data grow together, ``params`` with the width: the suggested rung separates
+    width from data, and its ``params`` is the one its width has on the ladder."""
+    ladder = [(64, 6.4e4), (128, 1.28e5), (256, 2.56e5), (512, 5.12e5)]
+    obs = _with_params(landscape(0, n=40, ladder=ladder))
+    res = extrapolate(
+        obs,
+        target=Scale(width=4096, dataset_size=4.096e6, params=12.0 * 4096**2),
+        params=["lr", "tau"],
+    )
+    assert res.collinearity is not None
+    corner = res.collinearity.suggested_scale
+    assert corner is not None
+    assert corner["params"] == pytest.approx(12.0 * corner["width"] ** 2)
+    assert {corner["width"], corner["dataset_size"]} in ({64.0, 5.12e5}, {512.0, 6.4e4})
+
+
 def test_stderr_is_the_spread_of_the_calibrated_draws() -> None:
     res = extrapolate(landscape(1, n=40), target=TARGET, params=["lr", "tau"], seed=0)
     for j, name in enumerate(("lr", "tau")):

@@ -92,7 +92,9 @@ def _collinearity(found: Collinearity) -> dict[str, Any]:
     return {
         "variables": list(found.variables),
         "correlation": found.correlation,
-        "suggested_scale": found.suggested_scale.to_dict(),
+        "suggested_scale": None
+        if found.suggested_scale is None
+        else found.suggested_scale.to_dict(),
     }
 
 

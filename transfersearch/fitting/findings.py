@@ -43,6 +43,15 @@ __all__ = [
 #: ladder then pins only their joint direction (a 2-variable design with |corr| 0.95 has a
 #: variance inflation factor of 10 on each exponent).
 COLLINEAR_CORRELATION = 0.95
+#: Scale variables that describe one thing a rung is set by, so a rung takes them together: the
+#: model (``params`` follows from its width and depth) and the data seen (``tokens`` from the
+#: samples, their length and the epochs). A suggested rung takes each group's values from one
+#: existing rung — a corner that mixed a small width with a large ``params`` could not be built —
+#: and two variables of one group cannot be separated by any rung.
+SIZE_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("width", "depth", "params"),
+    ("dataset_size", "tokens", "steps", "epochs"),
+)
 
 
 @dataclass(frozen=True)
@@ -52,13 +61,31 @@ class Collinearity:
     Attributes:
         variables: the variables involved.
         correlation: the largest absolute correlation of their logs over the rungs.
-        suggested_scale: the extra rung (a corner of the ladder's box) that would separate them
-            best: the one that most raises the smallest singular value of the centred log-scales.
+        suggested_scale: the extra rung (a corner of the ladder's box, each group of
+            :data:`SIZE_GROUPS` taken from one rung) that would separate them best: the one that
+            most raises the smallest singular value of the centred log-scales; None when both
+            lie in one group (``params`` with ``width``: it follows from the model's shape, and
+            no rung sets them apart).
     """
 
     variables: tuple[str, ...]
     correlation: float
-    suggested_scale: Scale
+    suggested_scale: Scale | None
+
+    @property
+    def message(self) -> str:
+        """What ``summary()`` says of them."""
+        head = (
+            f"collinear: {list(self.variables)} move together along the ladder "
+            f"(|corr| {self.correlation:.3f}); their separate exponents come from the prior."
+        )
+        if self.suggested_scale is not None:
+            return f"{head} A rung at {self.suggested_scale!r} would separate them."
+        return (
+            f"{head} They describe the same part of a run ({' and '.join(self.variables)} follow "
+            "one another by construction), so no rung separates them; to fit one law in them "
+            "pass scale_variables= without one of them."
+        )
 
 
 def collinearity(ladder: Ladder) -> Collinearity | None:
@@ -73,23 +100,49 @@ def collinearity(ladder: Ladder) -> Collinearity | None:
     if abs(corr[a, b]) < COLLINEAR_CORRELATION:
         return None
     names = (ladder.variables[moving[a]], ladder.variables[moving[b]])
-    return Collinearity(names, float(abs(corr[a, b])), _separating_rung(ladder, moving))
+    groups = _groups(ladder.variables, moving)
+    together = any(names[0] in g and names[1] in g for g in _named(ladder.variables, groups))
+    suggested = None if together else _separating_rung(ladder, moving, groups)
+    return Collinearity(names, float(abs(corr[a, b])), suggested)
 
 
-def _separating_rung(ladder: Ladder, moving: Sequence[int]) -> Scale:
-    """The corner of the ladder's box whose addition most raises the smallest singular value."""
+def _groups(variables: Sequence[str], moving: Sequence[int]) -> list[list[int]]:
+    """The moving variables' columns grouped by :data:`SIZE_GROUPS` (any other variable alone)."""
+    out: list[list[int]] = []
+    for group in SIZE_GROUPS:
+        members = [k for k in moving if variables[k] in group]
+        if members:
+            out.append(members)
+    grouped = {k for g in out for k in g}
+    out.extend([k] for k in moving if k not in grouped)
+    return out
+
+
+def _named(variables: Sequence[str], groups: Sequence[Sequence[int]]) -> list[set[str]]:
+    return [{variables[k] for k in g} for g in groups]
+
+
+def _separating_rung(
+    ladder: Ladder, moving: Sequence[int], groups: Sequence[Sequence[int]]
+) -> Scale:
+    """The corner of the ladder's box whose addition most raises the smallest singular value:
+    each group's values from the rung holding its smallest or its largest (by the group's
+    first moving variable)."""
     logs = ladder.log_scales
-    ends = [(int(np.argmin(logs[:, k])), int(np.argmax(logs[:, k]))) for k in range(logs.shape[1])]
+    ends = [(int(np.argmin(logs[:, g[0]])), int(np.argmax(logs[:, g[0]]))) for g in groups]
     best: tuple[float, tuple[int, ...]] = (-math.inf, tuple(len(logs) - 1 for _ in ends))
-    for corner in product(*ends):  # per variable, the rung holding its smallest / largest value
-        point = np.array([logs[rung, k] for k, rung in enumerate(corner)])
+    for corner in product(*ends):  # per group, the rung holding its smallest / largest value
+        point = logs[-1].copy()
+        for group, rung in zip(groups, corner, strict=True):
+            point[group] = logs[rung, group]
         grown = np.vstack([logs, point])[:, list(moving)]
         centred = grown - grown.mean(axis=0)
         smallest = float(np.linalg.svd(centred, compute_uv=False).min())
         if smallest > best[0]:
             best = (smallest, corner)
     base = dict(ladder.scales[-1])
-    base.update({v: ladder.scales[rung][v] for v, rung in zip(ladder.variables, best[1])})
+    for group, rung in zip(groups, best[1], strict=True):
+        base.update({ladder.variables[k]: ladder.scales[rung][ladder.variables[k]] for k in group})
     return Scale(base)
 
 
@@ -112,16 +165,7 @@ def findings(
     """
     notes: list[Diagnostic] = []
     if collinear is not None:
-        notes.append(
-            Diagnostic(
-                "collinearity",
-                f"collinear: {list(collinear.variables)} move together along the ladder "
-                f"(|corr| {collinear.correlation:.3f}); their separate exponents come "
-                f"from the prior. A rung at {collinear.suggested_scale!r} would separate "
-                "them.",
-                act=False,
-            )
-        )
+        notes.append(Diagnostic("collinearity", collinear.message, act=False))
     notes.extend(optimum_findings(optima))
     if not divergence_modelled:
         notes.extend(_boundary_findings(stable_up_to))
