@@ -597,6 +597,23 @@ def test_one_level_reads_a_blow_up_as_diverged_on_every_rung() -> None:
     assert auto.params == pytest.approx(_fit(by_hand, target, params=["lr"]).params, rel=1e-12)
 
 
+def test_blow_ups_over_many_orders_of_magnitude_are_all_read_as_diverged() -> None:
+    """SGD runs that blew up to 693, 1.2e5, 1.1e6, 8e9 and 1.6e17 without a NaN (the corpus's
+    CNN): the largest gap lies between the blow-ups, so the valley is measured below the *first*
+    gap over ten times the spread beneath it (3.1 → 693): every one of them is diverged, as the
+    fit of the same rows given as NaN is."""
+    obs = _blown_ladder()
+    obs = [o for o in obs if o.value < 6]  # three plain bowls
+    for value, lr in ((693.0, 0.3), (1.2e5, 0.35), (1.1e6, 0.4), (8.1e9, 0.45), (1.6e17, 0.5)):
+        obs.append(Observation(Scale(width=256), {"lr": lr}, value))
+    by_hand = [Observation(o.scale, o.params, math.nan) if o.value > 6 else o for o in obs]
+    target = Scale(width=512)
+    with pytest.warns(ts.TransferSearchWarning, match=r"5 trial\(s\) at 693–1.6e\+17 lie far"):
+        auto = extrapolate(obs, target=target, params=["lr"])
+    assert auto.params == pytest.approx(_fit(by_hand, target, params=["lr"]).params, rel=1e-12)
+    assert auto.divergence_cost < 1.0  # charged the valley's worst excess, not a blow-up's
+
+
 def test_the_level_is_an_excess_so_a_small_rung_s_converged_runs_are_kept() -> None:
     """The level is an excess over each rung's best (2.45 here), not a value: a smaller model's
     rung whose converged runs end 2.5 nats higher (5.5-5.6, past the value 5.45 where the wider
