@@ -83,6 +83,12 @@ ABLATIONS: dict[str, tuple[Callable[[], Any], dict[str, Any], bool]] = {
 }
 
 
+#: Fits an engine could not finish, by ablation, family and error (scored as refusals).
+CRASHES: dict[tuple[str, str, str], int] = {}
+#: The ablation being scored (for :data:`CRASHES`).
+RUNNING = ["defaults"]
+
+
 def _pick(
     family: Family, proxies: pd.DataFrame, seed: int, keywords: dict[str, Any], space: bool
 ) -> tuple[dict[str, float] | None, Any]:
@@ -100,6 +106,12 @@ def _pick(
             )
     except ts.TransferSearchError:
         return None, None
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError) as err:
+        # an ablated engine may fail where the product does not (no box prior: a rung's optimum
+        # in a flat direction runs past the float range): scored as a refusal, counted
+        key = (RUNNING[0], family.name, f"{type(err).__name__}: {str(err)[:60]}")
+        CRASHES[key] = CRASHES.get(key, 0) + 1
+        return None, None
     return dict(res.params), res
 
 
@@ -111,6 +123,7 @@ def _covered(res: Any, surface: cp.Surface) -> float:
 def score(name: str, data: Path) -> dict[str, dict[str, float]]:
     """Per family: dense regret and coverage, sparse mean regret and coverage."""
     manager, keywords, space = ABLATIONS[name]
+    RUNNING[0] = name
     out: dict[str, dict[str, float]] = {}
     with manager():
         for fam_name, family in FAMILIES.items():
@@ -196,7 +209,12 @@ def render(
             + f" | {mean(table, 'dense_cov'):.2f} | {mean(table, 'sparse_cov'):.2f} | {chosen} | {kept}"
             + f" | {verdict} |"
         )  # fmt: skip
-    lines += ["", "Cells: dense / sparse regret.", "", f"Wall time {seconds:.0f} s."]
+    lines += ["", "Cells: dense / sparse regret (a fit that failed is scored as the target's worst "
+              "configuration, as a refusal)."]  # fmt: skip
+    if CRASHES:
+        lines += ["", "Fits that failed: "
+                  + "; ".join(f"{a}, {f}: {n}× {e}" for (a, f, e), n in CRASHES.items())]  # fmt: skip
+    lines += ["", f"Wall time {seconds:.0f} s."]
     return "\n".join(lines) + "\n"
 
 
