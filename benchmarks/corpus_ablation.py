@@ -180,13 +180,14 @@ def render(
         "dense = the full rungs, sparse = mean over 10 draws of 8 runs a rung; regret in nats on "
         "the target surface of `corpus.md`.",
         "`LOFO` = the mean regret (dense and sparse averaged) when on/off is chosen per family "
-        "on the other six (`kept on`: for how many); `earns` = switching it off",
+        "on the other six (`kept on`: for how many); `helps on` = the families whose regret "
+        "(dense + sparse) is lower with the term on; `earns` = switching it off",
         "raises the mean regret (dense and sparse averaged) and the LOFO choice keeps it on for "
         "most families.",
         "",
         "| ablation | " + " | ".join(families) + " | dense mean | sparse mean | dense cov | "
-        "sparse cov | LOFO | kept on | earns its place |",
-        "|---|" + "---|" * (len(families) + 7),
+        "sparse cov | LOFO | kept on | helps on | earns its place |",
+        "|---|" + "---|" * (len(families) + 8),
     ]
     base = results["defaults"]
 
@@ -198,8 +199,13 @@ def render(
         cells = [f"{table[f]['dense']:.4f} / {table[f]['sparse']:.4f}" for f in families]
         both = 0.5 * (mean(table, "dense") + mean(table, "sparse"))
         if name == "defaults":
-            verdict, chosen, kept = "–", "–", "–"
+            verdict, chosen, kept, helps = "–", "–", "–", "–"
         else:
+            better = sum(
+                base[f]["dense"] + base[f]["sparse"] < table[f]["dense"] + table[f]["sparse"]
+                for f in families
+            )
+            helps = f"{better}/{len(families)}"
             chosen_value, kept_on = lofo(base, table)
             chosen, kept = f"{chosen_value:.4f}", f"{kept_on}/{len(families)}"
             verdict = "yes" if both > base_both and 2 * kept_on > len(families) else "no"
@@ -207,7 +213,7 @@ def render(
             f"| {name} | " + " | ".join(cells)
             + f" | {mean(table, 'dense'):.4f} | {mean(table, 'sparse'):.4f}"
             + f" | {mean(table, 'dense_cov'):.2f} | {mean(table, 'sparse_cov'):.2f} | {chosen} | {kept}"
-            + f" | {verdict} |"
+            + f" | {helps} | {verdict} |"
         )  # fmt: skip
     lines += ["", "Cells: dense / sparse regret (a fit that failed is scored as the target's worst "
               "configuration, as a refusal)."]  # fmt: skip
