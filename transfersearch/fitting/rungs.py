@@ -363,9 +363,9 @@ def _far_diverged(
     groups: Mapping[Scale, list[Observation]], sign: float
 ) -> tuple[dict[Scale, list[Observation]], list[Diagnostic]]:
     """Runs that blew up without reaching NaN, read as the divergences they are (docs/science.md
-    §8). A rung's valley ends at the first gap in its sorted finite values (with at least
-    :data:`FAR_MIN_REST` trials below it) wider than :data:`FAR_GAP` times the spread below it,
-    else at its largest gap; its worst values are far past the rest where that gap also exceeds
+    §8). A rung's valley ends at the first gap in its sorted finite values (with at least half
+    its trials, and :data:`FAR_MIN_REST`, below it) wider than :data:`FAR_GAP` times the spread
+    below it, else at its largest gap; its worst values are far past the rest where that gap also exceeds
     :data:`FAR_GAP` times the widest valley of any rung: a steep wall's next point
     stays within the spread other rungs' valleys show, a blown-up run lies an order of magnitude
     past it. (The first such gap, not the largest: runs that blew up to 1e3, 1e5 and 1e17 leave
@@ -420,11 +420,13 @@ def _far_diverged(
 
 def _valley_end(y: np.ndarray) -> int | None:
     """The index of a rung's last value before the first gap in its sorted values ``y`` wider
-    than :data:`FAR_GAP` times the spread below it, else before its largest gap, with at least
-    :data:`FAR_MIN_REST` values below (None: too few values below either)."""
+    than :data:`FAR_GAP` times the spread below it, with at least half the rung's values below it
+    (the valley is most of a rung's runs, the blow-ups the rest: a few near-equal best runs
+    followed by the next are no valley's end), else before its largest gap; at least
+    :data:`FAR_MIN_REST` values below either (None: too few)."""
     gaps = np.diff(y)
     below = y[:-1] - y[0]
-    for k in range(FAR_MIN_REST - 1, len(gaps)):
+    for k in range(max(FAR_MIN_REST, (len(y) + 1) // 2) - 1, len(gaps)):
         if below[k] > 0 and gaps[k] > FAR_GAP * below[k]:
             return k
     largest = int(np.argmax(gaps))
