@@ -597,11 +597,19 @@ def test_one_level_reads_a_blow_up_as_diverged_on_every_rung() -> None:
     assert auto.params == pytest.approx(_fit(by_hand, target, params=["lr"]).params, rel=1e-12)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "known misread, 2026-12-07: the far rule splits a rung at its largest gap, which lies "
+        "between the blow-ups (8.1e9 -> 1.6e17), so 693, 1.2e5 and 1.1e6 stay losses (the "
+        "warning names the level and diverged_beyond=). A split at the first wide gap read all "
+        "five as diverged but fired on 12 more of real_sweep_fuzz's 300 sub-problems of the "
+        "real sweeps than the largest-gap rule: not kept (docs/science.md section 8)"
+    ),
+)
 def test_blow_ups_over_many_orders_of_magnitude_are_all_read_as_diverged() -> None:
     """SGD runs that blew up to 693, 1.2e5, 1.1e6, 8e9 and 1.6e17 without a NaN (the corpus's
-    CNN): the largest gap lies between the blow-ups, so the valley is measured below the *first*
-    gap over ten times the spread beneath it (3.1 → 693): every one of them is diverged, as the
-    fit of the same rows given as NaN is."""
+    CNN): every one of them should be diverged, as the fit of the same rows given as NaN is."""
     obs = _blown_ladder()
     obs = [o for o in obs if o.value < 6]  # three plain bowls
     for value, lr in ((693.0, 0.3), (1.2e5, 0.35), (1.1e6, 0.4), (8.1e9, 0.45), (1.6e17, 0.5)):

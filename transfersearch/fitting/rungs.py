@@ -363,30 +363,27 @@ def _far_diverged(
     groups: Mapping[Scale, list[Observation]], sign: float
 ) -> tuple[dict[Scale, list[Observation]], list[Diagnostic]]:
     """Runs that blew up without reaching NaN, read as the divergences they are (docs/science.md
-    §8). A rung's valley ends at the first gap in its sorted finite values (with at least half
-    its trials, and :data:`FAR_MIN_REST`, below it) wider than :data:`FAR_GAP` times the spread
-    below it, else at its largest gap; its worst values are far past the rest where that gap also exceeds
-    :data:`FAR_GAP` times the widest valley of any rung: a steep wall's next point
-    stays within the spread other rungs' valleys show, a blown-up run lies an order of magnitude
-    past it. (The first such gap, not the largest: runs that blew up to 1e3, 1e5 and 1e17 leave
-    their largest gap between the blow-ups, and a valley measured below it would hold the lower
-    ones as losses — the CNN of the transfer corpus, docs/science.md §12.) The middle of that
-    gap, as an excess over its rung's best value, is
+    §8). A rung's worst values are far past the rest where the largest gap in its sorted finite
+    values exceeds :data:`FAR_GAP` times the widest spread that any rung's trials cover below
+    their own largest gap (with at least :data:`FAR_MIN_REST` trials below it): a steep wall's
+    next point stays within the spread other rungs' valleys show, a blown-up run lies an order
+    of magnitude past it. The middle of that gap, as an excess over its rung's best value, is
     the level (the least where several rungs show one): every trial of every rung whose excess
     over its own rung's best lies past it is made diverged (value NaN), as ``diverged_beyond=``
     would, so that a run is not a divergence on one rung and a loss the valley bends to hold on
     the next; an excess, not a value, because the rungs' losses fall with scale (a small rung's
     converged runs may sit where a large rung's blow-ups begin). A warning names them."""
-    splits: dict[Scale, tuple[np.ndarray, int | None]] = {}
+    splits: dict[Scale, tuple[np.ndarray, int]] = {}
     for scale, group in groups.items():
         y = np.sort([sign * o.value for o in group if o.usable and math.isfinite(o.value)])
         if len(y) > FAR_MIN_REST:
-            splits[scale] = (y, _valley_end(y))
-    widest = max((y[k] - y[0] for y, k in splits.values() if k is not None), default=0.0)
+            splits[scale] = (y, int(np.argmax(np.diff(y))))
+    spreads = [y[k] - y[0] for y, k in splits.values() if k + 1 >= FAR_MIN_REST]
+    widest = max(spreads, default=0.0)
     far = [
         (0.5 * float(y[k] + y[k + 1]) - float(y[0]), scale)
         for scale, (y, k) in splits.items()
-        if k is not None and widest > 0 and y[k + 1] - y[k] > FAR_GAP * widest
+        if k + 1 >= FAR_MIN_REST and widest > 0 and y[k + 1] - y[k] > FAR_GAP * widest
     ]
     if not far:
         return dict(groups), []
@@ -416,21 +413,6 @@ def _far_diverged(
         act=True,
     )
     return out, [note]
-
-
-def _valley_end(y: np.ndarray) -> int | None:
-    """The index of a rung's last value before the first gap in its sorted values ``y`` wider
-    than :data:`FAR_GAP` times the spread below it, with at least half the rung's values below it
-    (the valley is most of a rung's runs, the blow-ups the rest: a few near-equal best runs
-    followed by the next are no valley's end), else before its largest gap; at least
-    :data:`FAR_MIN_REST` values below either (None: too few)."""
-    gaps = np.diff(y)
-    below = y[:-1] - y[0]
-    for k in range(max(FAR_MIN_REST, (len(y) + 1) // 2) - 1, len(gaps)):
-        if below[k] > 0 and gaps[k] > FAR_GAP * below[k]:
-            return k
-    largest = int(np.argmax(gaps))
-    return largest if largest + 1 >= FAR_MIN_REST else None
 
 
 def _span(values: np.ndarray) -> str:
