@@ -353,6 +353,9 @@ def score_sparse(
     return records
 
 
+#: The shared tables' folder, beside the repository.
+TABLES_DIR = HERE.parent.parent / "shared" / "data"
+
 #: The shared tables' hold-outs that join the corpus (each extrapolates in model size, the
 #: direction the held-out checks found hardest): (family, loader module, protocol, options).
 TABLES = (
@@ -363,10 +366,11 @@ TABLES = (
 )
 
 
-def score_tables(data_dir: Path) -> list[Record]:
+def score_tables(data_dir: Path, methods: tuple[str, ...] = METHODS) -> list[Record]:
     """The four shared tables, by their hold-out protocols (``steplaw_holdouts.py``,
     ``marin_holdouts.py``): regret in each table's own units (Step Law: relative loss excess;
-    Marin: the summed score), the mean over the protocol's targets; no space, so no ``rules``."""
+    Marin: the summed score), the mean over the protocol's targets; no space, so no ``rules``.
+    Records only ``methods`` (the protocols run every method's baseline, which is cheap)."""
     import marin_holdouts as mh
     import steplaw_holdouts as sh
     from marin_sweeps import load
@@ -383,7 +387,7 @@ def score_tables(data_dir: Path) -> list[Record]:
         else:
             rows = mh.run_protocol({optimizer: load(data_dir, optimizer, every_row=True)}, protocol)
             column = 1
-        for method in METHODS:
+        for method in methods:
             if method not in names:
                 records.append(Record(family, "table", method, None, None, None, False, False))
                 continue
@@ -395,7 +399,8 @@ def score_tables(data_dir: Path) -> list[Record]:
             records.append(Record(family, "table", method,
                                   float(np.mean(finite)) if finite else None, None, covered,
                                   False, len(finite) < len(values)))  # fmt: skip
-        print(f"{family}: " + ", ".join(f"{r.method} {_fmt(r.regret)}" for r in records[-5:]))
+        shown = records[-len(methods) :]
+        print(f"{family}: " + ", ".join(f"{r.method} {_fmt(r.regret)}" for r in shown))
     return records
 
 
@@ -530,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tables",
         type=Path,
-        default=HERE.parent.parent / "shared" / "data",
+        default=TABLES_DIR,
         help="the shared tables' folder (default ../shared/data beside the repository)",
     )
     parser.add_argument("--no-tables", action="store_true", help="leave the shared tables out")
