@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import time
@@ -845,6 +846,31 @@ def test_the_sampler_passes_diverged_beyond_to_the_law_and_refuses_a_bad_one() -
     )
     with pytest.raises(ts.TransferSearchError, match=r"diverged_beyond.*e\.g\. diverged_beyond=6"):
         TransferSampler(SPACE, LADDER, diverged_beyond=math.nan)
+
+
+def test_a_settled_law_is_refitted_ever_more_rarely_as_the_study_grows() -> None:
+    """Issue 48: every refit of the law costs a fit (~0.1 s), and a rung's law was refitted each
+    time one of its rungs grew by 1.25x, about 14-20 times per rung over 600 trials. On a
+    noiseless landscape the law stops moving once each rung has a few trials of its own; a refit
+    that leaves the neighbourhood in place squares the growth the next one waits for (up to 4x),
+    so past the budgets each law is refitted a couple of times (O(log log N) while it stays
+    put), and it is still refitted: the study's later trials reach it."""
+    sampler = TransferSampler(
+        SPACE, LADDER, base_sampler=optuna.samplers.RandomSampler(seed=0), seed=0
+    )
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(make_objective(sampler, noise=0.0), n_trials=600)
+    attempts = sampler.planner.fit_attempts
+    assert all(a.ok for a in attempts)
+    for rung in range(len(LADDER)):
+        fitted = [sum(a.trials.values()) for a in attempts if a.rung == rung]
+        late = [n for n in fitted if n >= 100]  # fits after the budgets (48 trials) had grown 2x
+        assert 1 <= len(late) <= 2, (rung, fitted)
+        gaps = [b / a for a, b in itertools.pairwise(fitted) if a >= 48]
+        assert gaps == sorted(gaps), (rung, fitted)  # settled: each wait at least the last
+    assert len(attempts) <= 40  # 68 over 1,000 trials before (the fits of the budgets: ~20)
+    kinds = [t.user_attrs["transfer"] for t in study.trials[100:]]
+    assert kinds.count("law-neighbourhood") > len(kinds) / 2  # the law still leads its draws
 
 
 def test_budgets_under_min_trials_warn_at_construction_naming_it() -> None:

@@ -109,7 +109,10 @@ class PlannerOptions:
         refit_growth: the law is refitted for a rung when a new rung qualifies or a fitted
             rung's finished trials (the predicted rung's own among them) have grown by this
             factor since the last fit (1.0: on every
-            new trial). Refits then grow logarithmically with the study, not linearly.
+            new trial). Refits then grow logarithmically with the study, not linearly. After a
+            refit that left the neighbourhood in place the next one waits for the square of the
+            last factor, up to 4 (:class:`~transfersearch.law_cache.LawCache`); one that moved
+            it brings the factor back to this one.
         direction: ``"minimize"`` (default) or ``"maximize"`` the observations' values, which
             are the raw metric; passed to :func:`transfersearch.extrapolate`. Fixed for a
             planner's life (:meth:`TransferPlanner.replace` makes one for the other direction).

@@ -44,6 +44,15 @@ MIN_SOURCE_RUNGS = 2
 #: The coverage of the law's interval whose half-width is the neighbourhood's spread: ±1σ.
 SPREAD_COVERAGE = 0.68
 
+#: A refit that leaves the neighbourhood in place (its centre moved by at most this fraction of
+#: the spread, the spread changed by at most this fraction, per coordinate) has *settled*: the
+#: next refit of that rung's law waits for the square of the growth the last one waited for.
+SETTLED = 0.1
+
+#: The largest growth a settled law waits for before its next refit (``refit_growth`` when that
+#: is larger): a law is never kept past four times the trials it was fitted on.
+MAX_SETTLED_GROWTH = 4.0
+
 #: What a failing fit may raise and the planner survives: bad data for the law (too few usable
 #: trials, a degenerate design) or a numerical failure. Anything else is a bug and propagates.
 _FIT_ERRORS: tuple[type[BaseException], ...] = (
@@ -98,8 +107,25 @@ class FitAttempt:
         return tuple(f"{name}: {d.message}" for d in self.diagnostics if d.act)
 
 
+class _Fitted(NamedTuple):
+    """The last fit of one rung's law: complete trials per fitted rung, the prediction, and the
+    growth of a fitted rung that triggers the next refit."""
+
+    counts: dict[Scale, int]
+    prediction: LawPrediction | None
+    growth: float
+
+
 class LawCache:
     """The law fitted for each rung, kept until its source rungs have grown enough to refit.
+
+    The refit schedule (:meth:`prediction`): a rung's law is refitted when the set of rungs it
+    fits changes or one of them has grown by a factor since the last fit. The factor starts at
+    ``refit_growth``; after a refit whose prediction *settled* (the neighbourhood's centre moved
+    by at most :data:`SETTLED` of its spread and the spread changed by at most that fraction, in
+    every coordinate) it is squared, up to :data:`MAX_SETTLED_GROWTH`, and after one that moved
+    it is ``refit_growth`` again. A law that keeps moving is refitted every 1.25x; one that has
+    stopped moving costs a few fits however long the study runs.
 
     Args:
         space: the swept space; its Float and Int coordinates are the law's parameters.
@@ -122,8 +148,8 @@ class LawCache:
         self.options = options
         self.cost: Callable[[Scale], float] = cost_function(options.cost)
         self.names = [n for n, d in space.distributions.items() if isinstance(d, (Float, Int))]
-        # rung -> (complete trials per source rung at the last fit, the fit's prediction)
-        self._cache: dict[int, tuple[dict[Scale, int], LawPrediction | None]] = {}
+        # rung -> its last fit (complete trials per fitted rung, prediction, next growth)
+        self._cache: dict[int, _Fitted] = {}
         self._attempts: list[FitAttempt] = []
         self._suggested: Scale | None = None
         self.fit_options = FitOptions(
@@ -165,7 +191,9 @@ class LawCache:
 
     def prediction(self, rung: int, observations: Sequence[Observation]) -> LawPrediction | None:
         """The law's prediction at ``rung``, from the cache unless a fitted rung is new or has
-        grown by ``refit_growth``; None when fewer than two other rungs qualify or the fit failed.
+        grown by the rung's refit factor (``refit_growth``, squared after each refit that
+        settled, see the class docstring); None when fewer than two other rungs qualify or the
+        fit failed.
 
         Once ``rung`` has complete trials of its own, they are fitted too: the one
         model then predicts that rung's own optimum, which its trials inform as well as the law
@@ -180,15 +208,36 @@ class LawCache:
         if complete.get(target, 0):
             counts[target] = complete[target]
         cached = self._cache.get(rung)
-        if cached is not None and set(cached[0]) == set(counts):
-            last = cached[0]
-            if all(
-                n < self.options.refit_growth * last[s] or n == last[s] for s, n in counts.items()
-            ):
-                return cached[1]
+        same_rungs = cached is not None and set(cached.counts) == set(counts)
+        if cached is not None and same_rungs:
+            last, growth = cached.counts, cached.growth
+            if all(n < growth * last[s] or n == last[s] for s, n in counts.items()):
+                return cached.prediction
         result = self._fit(rung, [o for o in observations if o.scale in counts], counts)
-        self._cache[rung] = (counts, result)
+        growth = self.options.refit_growth
+        if cached is not None and same_rungs and self._settled(cached.prediction, result):
+            growth = min(cached.growth**2, max(MAX_SETTLED_GROWTH, growth))
+            logger.debug("the law for rung %d settled; next refit at %.3g x", rung, growth)
+        self._cache[rung] = _Fitted(counts, result, growth)
         return result
+
+    def _settled(self, before: LawPrediction | None, after: LawPrediction | None) -> bool:
+        """Whether a refit left the neighbourhood in place: both fits succeeded, and in every
+        coordinate the centre moved by at most :data:`SETTLED` of the spread (log units for a
+        log coordinate, as the draws are made) and the spread changed by at most that fraction."""
+        if before is None or after is None:
+            return False
+        for name in self.names:
+            old, new = before.spread[name], after.spread[name]
+            if not (old > 0 and new > 0) or abs(new - old) > SETTLED * old:
+                return False
+            dist = self.space.distributions[name]
+            a, b = before.center[name], after.center[name]
+            logged = getattr(dist, "log", False) and a > 0 and b > 0
+            moved = abs(math.log(b / a)) if logged else abs(b - a)
+            if not moved <= SETTLED * new:
+                return False
+        return True
 
     def _fit(
         self, rung: int, usable: list[Observation], counts: Mapping[Scale, int]
