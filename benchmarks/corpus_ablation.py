@@ -30,6 +30,7 @@ Switches (module constants or functions replaced for the run only; docs/science.
 - ``no scatter``: the rungs held on the law (the scatter hyperprior at its least value);
 - ``no off-diagonal prior``: the curvature's cross terms flat;
 - ``no walk-forward``: the predictive spread uncalibrated (no folds);
+- ``no boundary drift``: the divergence boundary tied to the optimum (no ``γ``, §8);
 - ``constant``: no drift (``model="constant"``);
 - ``unplaced``: no Power Lines placement (the space not given).
 
@@ -62,7 +63,7 @@ from families import FAMILIES, Family  # noqa: E402
 from provenance import header  # noqa: E402
 
 import transfersearch as ts  # noqa: E402
-from transfersearch.fitting import onemodel, valley  # noqa: E402
+from transfersearch.fitting import divergence, onemodel, valley  # noqa: E402
 
 
 @contextmanager
@@ -79,6 +80,10 @@ def _set(module: Any, **values: Any) -> Iterator[None]:
 
 def _no_folds(*args: Any, **kwargs: Any) -> list[Any]:
     return []
+
+
+def _tied_boundary(offsets: Any, diverged: Any, coords: Any, span: Any = None) -> Any:
+    return divergence.fit_divergence(offsets, diverged, coords)
 
 
 @contextmanager
@@ -110,6 +115,7 @@ ABLATIONS: dict[str, tuple[Callable[[], Any], dict[str, Any], bool]] = {
     "no scatter": (lambda: _set(valley, SCATTER_MAX=0.0100001), {}, True),
     "no off-diagonal prior": (lambda: _set(valley, OFFDIAGONAL_PRIOR_CORRELATION=1e6), {}, True),
     "no walk-forward": (lambda: _set(onemodel, _folds=_no_folds), {}, True),
+    "no boundary drift": (lambda: _set(onemodel, fit_divergence=_tied_boundary), {}, True),
     "constant": (lambda: _extrapolate_with(model="constant"), {}, True),
     "unplaced": (lambda: _set(valley), {}, False),
 }

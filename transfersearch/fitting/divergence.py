@@ -79,7 +79,10 @@ def _spacing(coords: FloatArray) -> FloatArray:
 
 
 def fit_divergence(
-    offsets: FloatArray, diverged: np.ndarray, coords: FloatArray
+    offsets: FloatArray,
+    diverged: np.ndarray,
+    coords: FloatArray,
+    span: tuple[FloatArray, FloatArray] | None = None,
 ) -> DivergenceModel | None:
     """The divergence model from every non-crashed trial.
 
@@ -87,19 +90,33 @@ def fit_divergence(
         offsets: (n, d) each trial's coordinates minus its rung's optimum (fitted units).
         diverged: (n,) True for a diverged trial.
         coords: (n, d) the trials' coordinates (for the spacing the prior is scaled by).
+        span: (z, z_t): each trial's rung's log scale on the ladder's span, centred, (n, k),
+            and the target's (k,). The boundary may then drift relative to the optimum along
+            the span, ``+ γᵀz`` (prior sd BOUNDARY_SHARPNESS over the rungs' range of z: a priori
+            it moves, relative to the optimum, by about one trial spacing across the ladder;
+            γ = 0 is the boundary that moves with the optimum); the model returned is the
+            boundary at the target, γᵀz_t folded into β₀.
 
     Returns:
         The model, or None when no trial diverged (then no run is predicted to diverge).
     """
     if not diverged.any():
         return None
-    n = len(offsets)
-    design = np.hstack([np.ones((n, 1)), offsets])
-    prior_sd = np.concatenate([[INTERCEPT_SD], BOUNDARY_SHARPNESS / _spacing(coords)])
+    n, d = offsets.shape
+    z, z_t = span if span is not None else (np.zeros((n, 0)), np.zeros(0))
+    reach = np.ptp(z, axis=0) if len(z) else np.zeros(0)
+    reach = np.where(reach > 0, reach, 1.0)
+    design = np.hstack([np.ones((n, 1)), offsets, z])
+    prior_sd = np.concatenate(
+        [[INTERCEPT_SD], BOUNDARY_SHARPNESS / _spacing(coords), BOUNDARY_SHARPNESS / reach]
+    )
     target = diverged.astype(float)
     coef, cov, log_ev = _laplace(design, target, prior_sd)
     rate, rate_var, rate_ev = _laplace(design[:, :1], target, prior_sd[:1])
     weight = float(expit(log_ev - rate_ev))  # equal prior odds
+    at = np.zeros((d + 1, len(coef)))  # (β₀ + γᵀz_t, β): the boundary at the target
+    at[0, 0], at[0, d + 1 :], at[1:, 1 : d + 1] = 1.0, z_t, np.eye(d)
+    coef, cov = at @ coef, at @ cov @ at.T
     return DivergenceModel(
         coef, cov, int(diverged.sum()), (float(rate[0]), float(rate_var[0, 0])), weight
     )

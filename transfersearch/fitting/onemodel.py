@@ -489,7 +489,7 @@ def fit_ladder(
     draws, raw_sd, hess_u, skew_u = _target_draws(
         valley, (_span_point(ladder, every, target_logs), target_logs), held, factors, rng
     )
-    divergence = _divergence(ladder, trials, active, optima)
+    divergence = _divergence(ladder, trials, active, optima, target_logs)
     cost = worst_excess(trials) if divergence_cost is None else float(divergence_cost)
     law_point = frame.to_x(valley.law_centre_u(target_logs))
     top_point = frame.to_x(valley.law_centre_u(ladder.log_scales[-1]))
@@ -539,12 +539,20 @@ def _domain_fields(
 
 
 def _divergence(
-    ladder: Ladder, trials: _Trials, active: Sequence[int], optima: Sequence[ScaleOptimum]
+    ladder: Ladder,
+    trials: _Trials,
+    active: Sequence[int],
+    optima: Sequence[ScaleOptimum],
+    target_logs: FloatArray,
 ) -> DivergenceModel | None:
-    """The divergence law of every trial's offset from its rung's read-out (§8)."""
+    """The divergence law of every trial's offset from its rung's read-out (§8), its boundary
+    free to drift relative to the optimum along the ladder's span, read at the target."""
     centres = np.array([[o.coords[ladder.names[j]] for j in active] for o in optima])
     coords = trials.coords[:, list(active)]
-    return fit_divergence(coords - centres[trials.rung], ~np.isfinite(trials.values), coords)
+    logs = np.asarray(ladder.log_scales, dtype=np.float64)
+    basis, mean = span_basis(logs), logs.mean(axis=0)
+    span = ((logs - mean) @ basis.T)[trials.rung], (np.asarray(target_logs) - mean) @ basis.T
+    return fit_divergence(coords - centres[trials.rung], ~np.isfinite(trials.values), coords, span)
 
 
 def _held_rung(ladder: Ladder, target_logs: FloatArray) -> int | None:

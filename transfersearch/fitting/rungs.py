@@ -372,47 +372,84 @@ def _far_diverged(
     over its own rung's best lies past it is made diverged (value NaN), as ``diverged_beyond=``
     would, so that a run is not a divergence on one rung and a loss the valley bends to hold on
     the next; an excess, not a value, because the rungs' losses fall with scale (a small rung's
-    converged runs may sit where a large rung's blow-ups begin). A warning names them."""
+    converged runs may sit where a large rung's blow-ups begin). Once it has found blow-ups the
+    rule is applied again to what is left, its yardstick now taken only from the rungs that hold
+    none: a rung's own blow-ups cannot be the yardstick of its other blow-ups (runs that blew up
+    to 693, 1.2·10⁵, 1.1·10⁶, 8·10⁹ and 1.6·10¹⁷ are read alike, not only the largest). On a
+    sweep where the first pass finds nothing, nothing changes. A warning names them."""
+    out, clean, levels = dict(groups), set(groups), []
+    while (found := _far_level(out, sign, clean)) is not None:
+        level, first = found
+        best = {
+            scale: min(sign * o.value for o in group if o.usable)
+            for scale, group in out.items()
+            if any(o.usable for o in group)
+        }
+
+        blown = {
+            scale: [o.usable and o.scale in best and sign * o.value - best[o.scale] > level
+                    for o in group]
+            for scale, group in out.items()
+        }  # fmt: skip
+        hit = {scale for scale, flags in blown.items() if any(flags)}
+        if not hit:
+            break
+        clean -= hit
+        levels.append((level, first))
+        out = {
+            scale: [
+                Observation(o.scale, o.params, math.nan) if far else o
+                for o, far in zip(group, blown[scale], strict=True)
+            ]
+            for scale, group in out.items()
+        }
+    if not levels:
+        return dict(groups), []
+    values = np.array([
+        o.value
+        for scale, group in groups.items()
+        for o, now in zip(group, out[scale], strict=True)
+        if math.isfinite(o.value) and math.isnan(now.value)
+    ])  # fmt: skip
+    level, first = levels[0]
+    more = (
+        f" (read again without the rungs that held them: down to {levels[-1][0]:.4g} past a "
+        f"rung's best, {len(levels)} passes)"
+        if len(levels) > 1
+        else ""
+    )
+    note = Diagnostic(
+        "far",
+        f"{len(values)} trial(s) at {_span(values)} lie far past the rest of their rung (more "
+        f"than {level:.4g} past its best: the middle of a gap in {first!r}'s values, more than "
+        f"{FAR_GAP:g} times the widest spread of any rung's values below such a gap{more}): "
+        "read as runs that blew up, i.e. diverged (the divergence model reads them, the valley "
+        "does not). Pass diverged_beyond= to set the level yourself, or "
+        "diverged_beyond=math.inf to fit every finite value.",
+        act=True,
+    )
+    return out, [note]
+
+
+def _far_level(
+    groups: Mapping[Scale, list[Observation]], sign: float, clean: set[Scale]
+) -> tuple[float, Scale] | None:
+    """One pass of :func:`_far_diverged`: the level past which a rung's values are far (an
+    excess over its best) and the rung that shows it, the yardstick taken from the ``clean``
+    rungs only; None where no rung shows such a gap."""
     splits: dict[Scale, tuple[np.ndarray, int]] = {}
     for scale, group in groups.items():
-        y = np.sort([sign * o.value for o in group if o.usable and math.isfinite(o.value)])
+        y = np.sort([sign * o.value for o in group if o.usable])
         if len(y) > FAR_MIN_REST:
             splits[scale] = (y, int(np.argmax(np.diff(y))))
-    spreads = [y[k] - y[0] for y, k in splits.values() if k + 1 >= FAR_MIN_REST]
+    spreads = [y[k] - y[0] for s, (y, k) in splits.items() if k + 1 >= FAR_MIN_REST and s in clean]
     widest = max(spreads, default=0.0)
     far = [
         (0.5 * float(y[k] + y[k + 1]) - float(y[0]), scale)
         for scale, (y, k) in splits.items()
         if k + 1 >= FAR_MIN_REST and widest > 0 and y[k + 1] - y[k] > FAR_GAP * widest
     ]
-    if not far:
-        return dict(groups), []
-    level, first = min(far, key=lambda item: item[0])
-    best = {
-        scale: min(sign * o.value for o in group if o.usable)
-        for scale, group in groups.items()
-        if any(o.usable for o in group)
-    }
-
-    def blown(o: Observation) -> bool:
-        return o.usable and o.scale in best and sign * o.value - best[o.scale] > level
-
-    out = {
-        scale: [Observation(o.scale, o.params, math.nan) if blown(o) else o for o in group]
-        for scale, group in groups.items()
-    }
-    values = np.array([o.value for g in groups.values() for o in g if blown(o)])
-    note = Diagnostic(
-        "far",
-        f"{len(values)} trial(s) at {_span(values)} lie far past the rest of their rung (more "
-        f"than {level:.4g} past its best: the middle of a gap in {first!r}'s values, more than "
-        f"{FAR_GAP:g} times the widest spread of any rung's values below such a gap): read as "
-        "runs that blew up, i.e. diverged (the divergence model reads them, the valley does "
-        "not). Pass diverged_beyond= to set the level yourself, or diverged_beyond=math.inf to "
-        "fit every finite value.",
-        act=True,
-    )
-    return out, [note]
+    return min(far, key=lambda item: item[0]) if far else None
 
 
 def _span(values: np.ndarray) -> str:
