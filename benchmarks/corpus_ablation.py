@@ -60,7 +60,7 @@ sys.path.insert(0, str(HERE / "corpus"))
 
 import corpus_protocol as cp  # noqa: E402
 from families import FAMILIES, Family  # noqa: E402
-from provenance import header  # noqa: E402
+from provenance import header, kept_readings  # noqa: E402
 
 import transfersearch as ts  # noqa: E402
 from transfersearch.fitting import divergence, onemodel, valley  # noqa: E402
@@ -363,8 +363,11 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_tables:
                 results[name] |= score_tables(name, args.tables)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".md").write_text(
+    md = args.out.with_suffix(".md")
+    readings = kept_readings(md)
+    md.write_text(
         render(results, scales(cp.RESULTS / "corpus.json"), argv, time.perf_counter() - started)
+        + readings
     )
     args.out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n")
     print(f"wrote {args.out.with_suffix('.md')} and .json")

@@ -71,6 +71,20 @@ def header(title: str, argv: list[str] | None = None) -> list[str]:
     ]
 
 
+#: Where a results file's hand-written readings begin: kept when the table is regenerated.
+READING = "Reading (by hand"
+
+
+def kept_readings(path: Path) -> str:
+    """The hand-written readings at the end of an existing results file (from the first
+    paragraph starting with :data:`READING`), to append after a regenerated table; "" if none."""
+    if not path.exists():
+        return ""
+    text = path.read_text()
+    at = text.find("\n" + READING)
+    return "" if at < 0 else "\n" + text[at + 1 :].rstrip("\n") + "\n"
+
+
 def holdout_arguments(doc: str, default_out: Path, argv: list[str] | None) -> argparse.Namespace:
     """The hold-out scripts' command line: ``--data-dir`` (the folder of the CSVs) and ``--out``
     (the markdown table, ``default_out`` unless given); ``doc``'s first line describes it."""
