@@ -1,8 +1,9 @@
-"""Divergence in the same model: ``P(diverge | x, ℓ) = logistic(β₀ + βᵀ(x − μ(ℓ)))``.
+"""Divergence in the same model: ``P(diverge | x, ℓ) = logistic(β₀ + βᵀ(x − μ(ℓ)) + γᵀz(ℓ))``.
 
 A trial's divergence is evidence about its whole configuration relative to its rung's optimum
-``μ(ℓ)`` (the valley's, :mod:`.valley`): the boundary moves with the optimum, and one diverged
-variation of one parameter is weighed against every stable trial near it, at every rung
+``μ(ℓ)`` (the valley's, :mod:`.valley`): the boundary moves with the optimum — and relative to it
+along the ladder's span ``z(ℓ)`` by ``γ`` (nested at 0), where the rungs show it — and one
+diverged variation of one parameter is weighed against every stable trial near it, at every rung
 (docs/science.md §8). Fitted by maximum a posteriori with a Gaussian prior, uncertainty by the
 Laplace approximation. The boundary is nested with its absence: a constant rate (``β = 0``,
 divergences that do not depend on the configuration, a flaky run) is the other model, and the
