@@ -1103,19 +1103,20 @@ def _noise_criterion(
     + 2Σa(1 − h − t)``, ``∂²/∂ln ρ² = 2Σb²(2t − (1 − h)) + 2Σb(1 − h − t)``, ``∂²/∂ln σ∂ln ρ =
     2Σab(2t − (1 − h))``."""
     s2, p2 = math.exp(2.0 * x[0]), math.exp(2.0 * x[1])
-    var = s2 + p2 * e2
-    a, b, t = s2 / var, p2 * e2 / var, r2 / var
+    misfit = p2 * e2
+    var = s2 + misfit
+    a, b, t = s2 / var, misfit / var, r2 / var
     slope, bend = keep - t, 2.0 * t - keep
     value = 0.5 * float(keep @ np.log(var) + t.sum())
-    grad = np.array([a @ slope, b @ slope])
+    g0, g1 = float(a @ slope), float(b @ slope)
     cross = 2.0 * float((a * b) @ bend)
     hess = np.array(
         [
-            [2.0 * float((a * a) @ bend) + 2.0 * grad[0], cross],
-            [cross, 2.0 * float((b * b) @ bend) + 2.0 * grad[1]],
+            [2.0 * float((a * a) @ bend) + 2.0 * g0, cross],
+            [cross, 2.0 * float((b * b) @ bend) + 2.0 * g1],
         ]
     )
-    return value, grad, hess
+    return value, np.array([g0, g1]), hess
 
 
 def _box_newton(
@@ -1129,33 +1130,61 @@ def _box_newton(
     the others take the Newton step with the Hessian's eigenvalues made positive (``|λ|``, at
     least :data:`NEWTON_FLOOR` × the largest: a saddle's step goes downhill), at most one unit
     per variable, halved until the value decreases enough (:data:`ARMIJO`). Stops when a step moves every
-    variable by less than :data:`NEWTON_TOL` or the value no longer decreases."""
+    variable by less than :data:`NEWTON_TOL` or the value no longer decreases.
+
+    The bookkeeping is in plain Python floats (:func:`_newton_step`): the noise fit has two
+    variables, where numpy's per-call overhead cost about as much as the criterion itself."""
     x = np.clip(x0, lower, upper)
+    lo, hi = lower.tolist(), upper.tolist()
     value, grad, hess = fun(x)
+    xs = x.tolist()
     for _ in range(NEWTON_STEPS):
-        held = ((x <= lower) & (grad > 0)) | ((x >= upper) & (grad < 0))
-        free = ~held
-        if not free.any():
+        gs = grad.tolist()
+        free = [
+            not ((v <= a and g > 0) or (v >= b and g < 0))
+            for v, g, a, b in zip(xs, gs, lo, hi, strict=True)
+        ]
+        if not any(free):
             break
-        eig, vec = np.linalg.eigh(hess[np.ix_(free, free)])
-        tiny = float(np.finfo(float).tiny)
-        eig = np.maximum(np.abs(eig), NEWTON_FLOOR * max(float(np.abs(eig).max()), tiny))
-        step = np.zeros_like(x)
-        step[free] = -vec @ ((vec.T @ grad[free]) / eig)
-        step /= max(1.0, float(np.abs(step).max()))
+        step = _newton_step(hess, gs, free)
+        largest = max(abs(v) for v in step)
+        if largest > 1.0:
+            step = [v / largest for v in step]
         for _ in range(NEWTON_HALVINGS):
-            trial = np.clip(x + step, lower, upper)
-            new = fun(trial)
-            if new[0] <= value + ARMIJO * float(grad @ (trial - x)):
+            trial = [min(max(v + s, a), b) for v, s, a, b in zip(xs, step, lo, hi, strict=True)]
+            point = np.array(trial)
+            new = fun(point)
+            if new[0] <= value + ARMIJO * float(grad @ (point - np.array(xs))):
                 break
-            step = 0.5 * step
+            step = [0.5 * v for v in step]
         else:
             break
-        moved = float(np.abs(trial - x).max())
-        x, (value, grad, hess) = trial, new
+        moved = max(abs(t - v) for t, v in zip(trial, xs, strict=True))
+        xs, (value, grad, hess) = trial, new
         if moved < NEWTON_TOL:
             break
-    return np.asarray(x)
+    return np.array(xs)
+
+
+def _newton_step(hess: FloatArray, grad: list[float], free: list[bool]) -> list[float]:
+    """:func:`_box_newton`'s step over the free variables: ``−V diag(1/|λ|) Vᵀ g`` with each
+    ``|λ|`` at least :data:`NEWTON_FLOOR` × the largest. One free variable in plain floats
+    (``eigh`` of a 1 × 1 is the entry itself and a unit vector: the same bits); more by
+    ``eigh``, as numpy computes it."""
+    idx = [j for j, f in enumerate(free) if f]
+    step = [0.0] * len(grad)
+    tiny = float(np.finfo(float).tiny)
+    if len(idx) == 1:
+        j = idx[0]
+        size = abs(float(hess[j, j]))
+        step[j] = -(grad[j] / max(size, NEWTON_FLOOR * max(size, tiny)))
+        return step
+    eig, vec = np.linalg.eigh(hess[np.ix_(idx, idx)])
+    eig = np.maximum(np.abs(eig), NEWTON_FLOOR * max(float(np.abs(eig).max()), tiny))
+    g = np.array([grad[j] for j in idx])
+    for j, v in zip(idx, (-vec @ ((vec.T @ g) / eig)).tolist(), strict=True):
+        step[j] = v
+    return step
 
 
 #: Values count as reported to ``k`` decimals when rounding them there moves each by at most
