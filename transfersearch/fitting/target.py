@@ -229,7 +229,11 @@ class TargetLoss:
         value, grad = self.best_and_gradient(runs)
         k = len(runs)
         for i in range(k):
-            own, own_grad = self.best_and_gradient(runs[i : i + 1])
+            # one run's own loss is the first term again: the same numbers, reused
+            if k == 1:
+                own, own_grad = value, grad.copy()
+            else:
+                own, own_grad = self.best_and_gradient(runs[i : i + 1])
             value += OWN_LOSS_WEIGHT * own / k
             grad[i] += OWN_LOSS_WEIGHT * own_grad[0] / k
         return value, grad

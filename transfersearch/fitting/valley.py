@@ -352,6 +352,7 @@ class _Design:
     n: int
     size: int
     features: FloatArray  # (n, k) every row's nonzero part in trial order (the blocks' source)
+    squares: tuple[tuple[np.ndarray, np.ndarray], ...]  # per rung: np.ix_(columns, columns)
 
     def reskewed(
         self, u: FloatArray, rung: np.ndarray, centres: FloatArray, turn: FloatArray
@@ -362,7 +363,7 @@ class _Design:
         features = self.features.copy()
         features[:, -u.shape[1] :] = cubic(u - centres[rung], turn)
         blocks = tuple(features[r] for r in self.rows)
-        return _Design(blocks, self.rows, self.columns, self.n, self.size, features)
+        return _Design(blocks, self.rows, self.columns, self.n, self.size, features, self.squares)
 
     def times(self, theta: FloatArray) -> FloatArray:
         """``Φθ`` (n,)."""
@@ -418,7 +419,9 @@ def _design(
         )
         for r in range(lay.n_rungs)
     )
-    return _Design(tuple(features[r] for r in rows), rows, columns, len(u), lay.size, features)
+    squares = tuple(np.ix_(c, c) for c in columns)
+    blocks = tuple(features[r] for r in rows)
+    return _Design(blocks, rows, columns, len(u), lay.size, features, squares)
 
 
 def curvature(theta: FloatArray, lay: _Layout) -> FloatArray:
@@ -550,10 +553,13 @@ class Valley:
     def layout(self) -> _Layout:
         return _Layout(self.n_rungs, self.d, self.m)
 
-    @property
+    @cached_property
     def hessian_u(self) -> FloatArray:
-        """The posterior mean quadratic curvature, held positive-definite (standardised)."""
-        return _positive(curvature(self.theta, self.layout), self.floor)
+        """The posterior mean quadratic curvature, held positive-definite (standardised); read
+        by every read-out of the posterior mean, so computed once (read-only)."""
+        hess = _positive(curvature(self.theta, self.layout), self.floor)
+        hess.flags.writeable = False
+        return hess
 
     @property
     def skew_u(self) -> FloatArray:
@@ -568,7 +574,8 @@ class Valley:
         """``H⁻¹g``, held within :attr:`span`: past it lies only a valley whose curvature is flat
         (or nearly singular) in some direction, where ``H⁻¹g`` runs off without bound and the box
         prior gives the distance a mass below 1e-4 (:data:`PRIOR_REACH`)."""
-        return np.asarray(np.clip(solve_centre(self.curvatures_u(thetas), gradient), *self.span))
+        hess = self.hessian_u if thetas is self.theta else self.curvatures_u(thetas)
+        return np.asarray(np.clip(solve_centre(hess, gradient), *self.span))
 
     def law_centre_u(self, log_scale: FloatArray) -> FloatArray:
         """The law's posterior-mean optimum at a scale (standardised units)."""
@@ -579,7 +586,7 @@ class Valley:
         """Which coordinates of the law's optimum at a scale :meth:`law_centre_u` holds at the
         edge of :attr:`span` (the law, unheld, puts them farther: a mass below 1e-4 there)."""
         grad = law_gradient(self.theta, self.layout, log_scale - self.frame.scale_centre)
-        free = solve_centre(self.curvatures_u(self.theta), grad)
+        free = solve_centre(self.hessian_u, grad)
         return np.asarray((free < self.span[0]) | (free > self.span[1]))
 
     def rung_centre_u(self, rung: int) -> FloatArray:
@@ -926,8 +933,8 @@ class _DataTerms:
 
 def _data_terms(phi: _Design, y: FloatArray, w: FloatArray) -> _DataTerms:
     precision, linear, wy = np.zeros((phi.size, phi.size)), np.zeros(phi.size), w * y
-    for block, rows, cols in zip(phi.blocks, phi.rows, phi.columns):
-        precision[np.ix_(cols, cols)] += block.T @ (block * w[rows, None])
+    for block, rows, cols, square in zip(phi.blocks, phi.rows, phi.columns, phi.squares):
+        precision[square] += block.T @ (block * w[rows, None])
         linear[cols] += block.T @ wy[rows]
     return _DataTerms(
         precision=precision,
@@ -1211,8 +1218,8 @@ def _rounding_sd(values: FloatArray) -> float:
 def _leverage(phi: _Design, w: FloatArray, cov: FloatArray) -> FloatArray:
     """Each trial's leverage ``w_i φ_iᵀ Σ φ_i`` under the posterior covariance ``Σ``."""
     out = np.empty(phi.n)
-    for block, rows, cols in zip(phi.blocks, phi.rows, phi.columns):
-        out[rows] = ((block @ cov[np.ix_(cols, cols)]) * block).sum(axis=1)
+    for block, rows, square in zip(phi.blocks, phi.rows, phi.squares):
+        out[rows] = ((block @ cov[square]) * block).sum(axis=1)
     return np.asarray(w * out)
 
 
