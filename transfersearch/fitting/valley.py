@@ -352,7 +352,7 @@ class _Design:
     n: int
     size: int
     features: FloatArray  # (n, k) every row's nonzero part in trial order (the blocks' source)
-    squares: tuple[tuple[np.ndarray, np.ndarray], ...]  # per rung: np.ix_(columns, columns)
+    squares: tuple[tuple[np.ndarray, ...], ...]  # per rung: np.ix_(columns, columns)
 
     def reskewed(
         self, u: FloatArray, rung: np.ndarray, centres: FloatArray, turn: FloatArray
@@ -1186,7 +1186,7 @@ def _newton_step(hess: FloatArray, grad: list[float], free: list[bool]) -> list[
         size = abs(float(hess[j, j]))
         step[j] = -(grad[j] / max(size, NEWTON_FLOOR * max(size, tiny)))
         return step
-    eig, vec = np.linalg.eigh(hess[np.ix_(idx, idx)])
+    eig, vec = np.linalg.eigh(hess if len(idx) == len(grad) else hess[np.ix_(idx, idx)])
     eig = np.maximum(np.abs(eig), NEWTON_FLOOR * max(float(np.abs(eig).max()), tiny))
     g = np.array([grad[j] for j in idx])
     for j, v in zip(idx, (-vec @ ((vec.T @ g) / eig)).tolist(), strict=True):
