@@ -151,14 +151,13 @@ def test_without_a_diverged_trial_nothing_changes_but_the_stable_reach_is_report
 def test_one_diverged_variation_does_not_override_stable_runs_at_the_top_rung() -> None:
     """Issue 25: a single diverged weight-decay variation (below every stable one) at the top
     rung made a per-parameter law that moved weight decay 6x past anything tried. Here it moves
-    the decision by under 15%, inside the top rung's stable runs (5.5% at 47c055f; 12.2% since
-    2026-12-08, when the boundary may drift along the ladder, docs/science.md §8: a run that
-    diverged at the top rung alone may mean the boundary nears the optimum with scale — a sixth
-    of the grid's factor-2 step)."""
+    the decision by under 10%, inside the top rung's stable runs (measured at 47c055f: 5.5%;
+    2026-12-08, with the boundary's drift weighed by its evidence and held at the top rung's
+    past the ladder: 4.9%)."""
     obs = [o for o in _llm_like(0) if math.isfinite(o.value)]
     clean = _fit(obs)
     one = _fit([*obs, Observation(TOP, {"lr": 1e-3, "wd": 0.0125}, math.nan)])
-    assert abs(math.log(one.params["wd"] / clean.params["wd"])) < 0.15
+    assert abs(math.log(one.params["wd"] / clean.params["wd"])) < 0.1
     assert abs(math.log(one.params["lr"] / clean.params["lr"])) < 0.05
     assert 0.025 <= one.params["wd"] <= one.stable_up_to["wd"]
     assert 0.0 < one.p_diverge < 0.1
@@ -211,11 +210,19 @@ def test_a_lower_divergence_region_moves_the_decision_up() -> None:
     assert res.p_diverge < _p(res, tau=top_diverged) < _p(res, tau=top_diverged / 2)
 
 
+@pytest.mark.xfail(
+    reason=(
+        "measured 2026-12-08: the decision is tau 1.72 (1.57 at 47c055f) while the true floor at "
+        "width 4096 is 2.09: the boundary's drift relative to the optimum is read across the "
+        "rungs and held at the top rung's (1.11 at width 512) past the ladder (docs/science.md "
+        "section 8); carried linearly to the target it gave 2.28 here, but its uncertainty 2.5 "
+        "decades out moved the README example's decision below its own 90% interval"
+    ),
+    strict=True,
+)
 def test_a_lower_boundary_rising_with_scale_floors_the_decision() -> None:
-    """A floor that rises with width relative to the optimum: the boundary may drift along the
-    ladder (docs/science.md §8), so the decision is floored where the target's floor lies (tau
-    2.28 against the true 2.09; a strict xfail until 2026-12-08, when the boundary lived in the
-    offset from each rung's optimum alone and the decision was 1.57)."""
+    """A floor that rises with width relative to the optimum: the decision should be floored
+    where the target's floor lies."""
     res = _fit(_tau_floor_ladder(), Scale(width=4096), ("tau",))
     assert res.params["tau"] > 0.6 * 64**0.3  # the true floor at the target
 

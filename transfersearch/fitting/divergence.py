@@ -40,12 +40,17 @@ class DivergenceModel:
     """The divergence posterior (Laplace), in fitted coordinates.
 
     Attributes:
-        mean: (d + 1,) MAP of ``(β₀, β)`` with ``β`` per fitted unit (the boundary model).
+        mean: (d + 1,) MAP of ``(β₀, β)`` with ``β`` per fitted unit (the boundary tied to the
+            optimum).
         cov: (d + 1, d + 1) its covariance.
         n_diverged: diverged trials it was fitted to.
         rate: (mean, variance) of ``β₀`` in the constant-rate model (``β = 0``).
-        boundary_weight: the boundary model's posterior probability against the constant rate
+        boundary_weight: the boundary models' posterior probability against the constant rate
             (equal prior odds; Laplace evidence).
+        drift: (mean, cov) of ``(β₀ + γᵀz_t, β)``, the boundary free to drift relative to the
+            optimum along the ladder, read at the target; None where the ladder has no span.
+        drift_weight: its posterior probability against the tied boundary (equal prior odds;
+            Laplace evidence): the boundary drifts only as far as the rungs show it does.
     """
 
     mean: FloatArray
@@ -53,6 +58,8 @@ class DivergenceModel:
     n_diverged: int
     rate: tuple[float, float]
     boundary_weight: float
+    drift: tuple[FloatArray, FloatArray] | None = None
+    drift_weight: float = 0.0
 
     def draws(self, n: int, rng: np.random.Generator) -> FloatArray:
         """``n`` draws of ``(β₀, β)`` from the mixture: each model in proportion to its weight,
@@ -61,7 +68,15 @@ class DivergenceModel:
         k = int(rng.binomial(n, self.boundary_weight))
         flat = np.zeros((n - k, len(self.mean)))
         flat[:, 0] = self.rate[0] + math.sqrt(self.rate[1]) * rng.standard_normal(n - k)
-        return rng.permutation(np.vstack([gaussian_draws(self.mean, self.cov, k, rng), flat]))
+        if self.drift is None:
+            boundary = gaussian_draws(self.mean, self.cov, k, rng)
+        else:
+            m = int(rng.binomial(k, self.drift_weight))
+            boundary = np.vstack([
+                gaussian_draws(*self.drift, m, rng),
+                gaussian_draws(self.mean, self.cov, k - m, rng),
+            ])  # fmt: skip
+        return rng.permutation(np.vstack([boundary, flat]))
 
     @staticmethod
     def probability(coefs: FloatArray, offsets: FloatArray) -> FloatArray:
@@ -95,8 +110,9 @@ def fit_divergence(
             and the target's (k,). The boundary may then drift relative to the optimum along
             the span, ``+ γᵀz`` (prior sd BOUNDARY_SHARPNESS over the rungs' range of z: a priori
             it moves, relative to the optimum, by about one trial spacing across the ladder;
-            γ = 0 is the boundary that moves with the optimum); the model returned is the
-            boundary at the target, γᵀz_t folded into β₀.
+            γ = 0 is the boundary that moves with the optimum), weighed against the tied
+            boundary by their evidence; the drifting model is returned at the target, γᵀz_t
+            folded into β₀.
 
     Returns:
         The model, or None when no trial diverged (then no run is predicted to diverge).
@@ -104,22 +120,32 @@ def fit_divergence(
     if not diverged.any():
         return None
     n, d = offsets.shape
-    z, z_t = span if span is not None else (np.zeros((n, 0)), np.zeros(0))
-    reach = np.ptp(z, axis=0) if len(z) else np.zeros(0)
-    reach = np.where(reach > 0, reach, 1.0)
-    design = np.hstack([np.ones((n, 1)), offsets, z])
-    prior_sd = np.concatenate(
-        [[INTERCEPT_SD], BOUNDARY_SHARPNESS / _spacing(coords), BOUNDARY_SHARPNESS / reach]
-    )
+    design = np.hstack([np.ones((n, 1)), offsets])
+    prior_sd = np.concatenate([[INTERCEPT_SD], BOUNDARY_SHARPNESS / _spacing(coords)])
     target = diverged.astype(float)
     coef, cov, log_ev = _laplace(design, target, prior_sd)
     rate, rate_var, rate_ev = _laplace(design[:, :1], target, prior_sd[:1])
-    weight = float(expit(log_ev - rate_ev))  # equal prior odds
-    at = np.zeros((d + 1, len(coef)))  # (β₀ + γᵀz_t, β): the boundary at the target
-    at[0, 0], at[0, d + 1 :], at[1:, 1 : d + 1] = 1.0, z_t, np.eye(d)
-    coef, cov = at @ coef, at @ cov @ at.T
+    drift, drift_ev = None, -math.inf
+    if span is not None and span[0].shape[1] and np.ptp(span[0], axis=0).max() > 0:
+        z, z_t = span[0], np.clip(span[1], span[0].min(axis=0), span[0].max(axis=0))
+        reach = np.ptp(z, axis=0)
+        reach = np.where(reach > 0, reach, 1.0)
+        free, free_cov, drift_ev = _laplace(
+            np.hstack([design, z]), target, np.concatenate([prior_sd, BOUNDARY_SHARPNESS / reach])
+        )
+        at = np.zeros((d + 1, len(free)))  # (β₀ + γᵀz_t, β): the boundary at the target
+        at[0, 0], at[0, d + 1 :], at[1:, 1 : d + 1] = 1.0, z_t, np.eye(d)
+        drift = (at @ free, at @ free_cov @ at.T)
+    # equal prior odds: boundary or constant rate; within the boundary, tied or drifting
+    boundary_ev = float(np.logaddexp(log_ev, drift_ev) - math.log(2.0)) if drift else log_ev
     return DivergenceModel(
-        coef, cov, int(diverged.sum()), (float(rate[0]), float(rate_var[0, 0])), weight
+        coef,
+        cov,
+        int(diverged.sum()),
+        (float(rate[0]), float(rate_var[0, 0])),
+        float(expit(boundary_ev - rate_ev)),
+        drift,
+        float(expit(drift_ev - log_ev)) if drift else 0.0,
     )
 
 
