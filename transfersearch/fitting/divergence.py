@@ -48,7 +48,8 @@ class DivergenceModel:
         boundary_weight: the boundary models' posterior probability against the constant rate
             (equal prior odds; Laplace evidence).
         drift: (mean, cov) of ``(β₀ + γᵀz_t, β)``, the boundary free to drift relative to the
-            optimum along the ladder, read at the target; None where the ladder has no span.
+            optimum along the ladder, read at the target held inside the rungs' range; None
+            where the ladder has no span.
         drift_weight: its posterior probability against the tied boundary (equal prior odds;
             Laplace evidence): the boundary drifts only as far as the rungs show it does.
     """
@@ -112,7 +113,9 @@ def fit_divergence(
             it moves, relative to the optimum, by about one trial spacing across the ladder;
             γ = 0 is the boundary that moves with the optimum), weighed against the tied
             boundary by their evidence; the drifting model is returned at the target, γᵀz_t
-            folded into β₀.
+            folded into β₀, with ``z_t`` held inside the rungs' range (past the ladder the
+            drift is the nearest rung's: a linear drift describes the rungs, and carried past
+            them its uncertainty alone moved decisions, docs/science.md §8).
 
     Returns:
         The model, or None when no trial diverged (then no run is predicted to diverge).
