@@ -123,5 +123,6 @@ def write_holdouts(
         wins = sum(r[ours] <= r[null] for r in found)
         lines.append(f"| {name} | {len(found)} | {means} | {wins}/{len(found)} |")
     lines += ["", f"Whole run {seconds:.0f} s.", ""]
-    Path(out).write_text("\n".join(lines))
+    readings = kept_readings(Path(out))  # the hand-written readings survive a re-run
+    Path(out).write_text("\n".join(lines).rstrip("\n") + "\n" + readings)
     print("\n".join(lines))
