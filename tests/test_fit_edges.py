@@ -614,6 +614,34 @@ def test_blow_ups_over_many_orders_of_magnitude_are_all_read_as_diverged() -> No
     assert auto.divergence_cost < 1.0  # charged the valley's worst excess, not a blow-up's
 
 
+def test_a_sparse_rung_s_blow_up_is_judged_by_the_other_rungs_yardstick() -> None:
+    """A rung too sparse ever to hold three trials under a gap (two converged runs, 3.00 and 3.11,
+    and one at 8.1e9: a sparse sweep's rung, as the corpus's sparse CNN draws have) cannot show
+    its own valley's spread, but the other rungs do: the widest spread below a rung's largest gap,
+    by hand 3.0849 − 3.0010 = 0.0849 (width 128's bowl), so a gap past 0.849 is far. 8.1e9 is:
+    the blow-up is diverged, as the same rows with NaN are (before 2026-12-08 the rung was skipped
+    and the fit charged a divergence 8.1e9). A third run at 3.8 (a gap of 0.69) is kept."""
+    obs = [o for o in _blown_ladder() if o.value < 6 and o.scale != Scale(width=256)]
+    y = np.sort([o.value for o in obs if o.scale == Scale(width=128)])
+    k = int(np.argmax(np.diff(y)))
+    assert y[k] - y[0] == pytest.approx(0.0849, abs=1e-4)  # the yardstick, by hand
+    sparse = [
+        Observation(Scale(width=256), {"lr": 3e-3}, 3.0),
+        Observation(Scale(width=256), {"lr": 1e-2}, 3.11),
+        Observation(Scale(width=256), {"lr": 0.3}, 8.1e9),
+    ]
+    target = Scale(width=512)
+    by_hand = [*obs, *sparse[:2], Observation(Scale(width=256), {"lr": 0.3}, math.nan)]
+    with pytest.warns(ts.TransferSearchWarning, match=r"1 trial\(s\) at 8.1e\+09 lie far past"):
+        auto = extrapolate(obs + sparse, target=target, params=["lr"])
+    assert auto.params == pytest.approx(_fit(by_hand, target, params=["lr"]).params, rel=1e-12)
+    near = [*sparse[:2], Observation(Scale(width=256), {"lr": 0.3}, 3.8)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ts.TransferSearchWarning)
+        kept = extrapolate(obs + near, target=target, params=["lr"])
+    assert not [d for d in kept.diagnostics if d.kind == "far"]
+
+
 def test_the_level_is_an_excess_so_a_small_rung_s_converged_runs_are_kept() -> None:
     """The level is an excess over each rung's best (2.45 here), not a value: a smaller model's
     rung whose converged runs end 2.5 nats higher (5.5-5.6, past the value 5.45 where the wider

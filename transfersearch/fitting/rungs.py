@@ -365,7 +365,9 @@ def _far_diverged(
     """Runs that blew up without reaching NaN, read as the divergences they are (docs/science.md
     §8). A rung's worst values are far past the rest where the largest gap in its sorted finite
     values exceeds :data:`FAR_GAP` times the widest spread that any rung's trials cover below
-    their own largest gap (with at least :data:`FAR_MIN_REST` trials below it): a steep wall's
+    their own largest gap (with at least :data:`FAR_MIN_REST` trials below it; a rung too sparse
+    ever to hold that many, FAR_MIN_REST finite values or fewer, is judged by the same yardstick
+    with whatever lies under its gap — it cannot be the yardstick, but it can show a blow-up): a steep wall's
     next point stays within the spread other rungs' valleys show, a blown-up run lies an order
     of magnitude past it. The middle of that gap, as an excess over its rung's best value, is
     the level (the least where several rungs show one): every trial of every rung whose excess
@@ -440,14 +442,19 @@ def _far_level(
     splits: dict[Scale, tuple[np.ndarray, int]] = {}
     for scale, group in groups.items():
         y = np.sort([sign * o.value for o in group if o.usable])
-        if len(y) > FAR_MIN_REST:
+        if len(y) >= 2:
             splits[scale] = (y, int(np.argmax(np.diff(y))))
     spreads = [y[k] - y[0] for s, (y, k) in splits.items() if k + 1 >= FAR_MIN_REST and s in clean]
     widest = max(spreads, default=0.0)
+    # A rung that holds FAR_MIN_REST trials or more under its gap shows it; one too sparse ever
+    # to hold that many (a sparse sweep's rung of 2-3 finite trials) is judged by the same
+    # yardstick from the other rungs with whatever lies under its gap.
     far = [
         (0.5 * float(y[k] + y[k + 1]) - float(y[0]), scale)
         for scale, (y, k) in splits.items()
-        if k + 1 >= FAR_MIN_REST and widest > 0 and y[k + 1] - y[k] > FAR_GAP * widest
+        if (k + 1 >= FAR_MIN_REST or len(y) <= FAR_MIN_REST)
+        and widest > 0
+        and y[k + 1] - y[k] > FAR_GAP * widest
     ]
     return min(far, key=lambda item: item[0]) if far else None
 
