@@ -51,6 +51,76 @@ def _check_group(group: str, values: object) -> None:
         errors.check_value(f"groups.{group}.{name}", values[name], WEIGHT_DECAY)
 
 
+def _plain_positive(value: object) -> bool:
+    """A float in (0, inf): what ``check_positive`` accepts and returns unchanged."""
+    return type(value) is float and 0.0 < value < math.inf
+
+
+def _plain_count(value: object) -> bool:
+    """None, an int or a float in (0, inf): a batch size or a number of steps
+    ``whole_number(check_positive(...))`` accepts."""
+    if value is None:
+        return True
+    if type(value) is int:
+        return 0 < value < 2**1023
+    return _plain_positive(value)
+
+
+def _plain_fields(fields: Mapping[str, Any]) -> bool:
+    """Whether every field but ``groups`` is in the plain form that ``__post_init__`` accepts
+    and stores unchanged (up to ``whole_number`` on the counts): Scales, floats in range, a
+    pair of betas in [0, 1), dicts, tuples, and no optimizer family."""
+    base, ema = fields["base"], fields["ema_momentum"]
+    betas, forms = fields["betas"], fields["beta_forms"]
+    return (
+        type(fields["scale"]) is Scale
+        and (base is None or type(base) is Scale)
+        and _plain_positive(fields["eps"])
+        and _plain_positive(fields["residual_multiplier"])
+        and (ema is None or (type(ema) is float and 0.0 <= ema < 1.0))
+        and type(betas) is tuple
+        and len(betas) == 2
+        and all(type(b) is float and 0.0 <= b < 1.0 for b in betas)
+        and type(forms) is tuple
+        and len(forms) == 2
+        and all(f in ("unchanged", "linear", "power") for f in forms)
+        and _plain_count(fields["batch_size"])
+        and _plain_count(fields["total_steps"])
+        and type(fields["coordinates"]) is dict
+        and type(fields["extra"]) is dict
+        and type(fields["notes"]) is tuple
+        and type(fields["width_lr_multipliers"]) is dict
+        and not fields["optimizers"]
+    )
+
+
+def _plain_groups(
+    groups: Mapping[str, Mapping[str, float]], eps: float
+) -> Mapping[str, Mapping[str, float]] | None:
+    """``groups`` frozen as ``__post_init__`` freezes them (a group without ``eps`` gets
+    ``eps``) when they are a dict of dicts of plain floats that ``_check_group`` accepts; None
+    for anything else (the constructor checks it then)."""
+    if type(groups) is not dict or not all(g in groups for g in GROUPS):
+        return None
+    frozen = {}
+    for group, values in groups.items():
+        if type(values) is not dict:
+            return None
+        if group in ALL_GROUPS:
+            if not _plain_positive(values.get("lr")):
+                return None
+            if "eps" in values and not _plain_positive(values["eps"]):
+                return None
+            for name in ("weight_decay", "independent_wd"):
+                decay = values.get(name)
+                if not (type(decay) is float and 0.0 <= decay < math.inf):
+                    return None
+        copied = dict(values)
+        copied.setdefault("eps", eps)
+        frozen[group] = FrozenDict(copied)
+    return FrozenDict(frozen)
+
+
 def checked_optimizers(optimizers: object) -> Mapping[str, Optimizer]:
     """``optimizers`` as a frozen group → :class:`~transfersearch.optimizers.Muon`/``Lion`` map
     (a dict from :func:`~transfersearch.optimizers.optimizer_to_dict` is read back).
@@ -181,6 +251,43 @@ class Hyperparameters:
             "width_lr_multipliers",
             FrozenDict({g: float(v) for g, v in self.width_lr_multipliers.items()}),
         )
+
+    @classmethod
+    def _built(cls, **fields: Any) -> Hyperparameters:
+        """What the constructor makes of ``fields`` (every field, by name), for values the
+        library computed (:meth:`TransferSpace.concretize
+        <transfersearch.space.TransferSpace.concretize>`).
+
+        Every value the constructor checks is checked here too, but only for the plain form such
+        code gives (floats in range, dicts, tuples, no other optimizer family): the fields are
+        then stored exactly as ``__post_init__`` stores them. Anything else, valid or not, goes
+        through the constructor, so an invalid value raises its error, word for word.
+        """
+        groups = _plain_groups(fields["groups"], fields["eps"])
+        if groups is None or not _plain_fields(fields):
+            return cls(**fields)
+        batch_size, total_steps = fields["batch_size"], fields["total_steps"]
+        multipliers = fields["width_lr_multipliers"]
+        hp = object.__new__(cls)
+        # the fields in declaration order, stored as __post_init__ stores them
+        hp.__dict__.update(
+            scale=fields["scale"],
+            groups=groups,
+            betas=fields["betas"],
+            eps=fields["eps"],
+            ema_momentum=fields["ema_momentum"],
+            batch_size=None if batch_size is None else whole_number(float(batch_size)),
+            total_steps=None if total_steps is None else whole_number(float(total_steps)),
+            coordinates=FrozenDict(fields["coordinates"]),
+            extra=FrozenDict(fields["extra"]),
+            notes=fields["notes"],
+            base=fields["base"],
+            width_lr_multipliers=FrozenDict({g: float(v) for g, v in multipliers.items()}),
+            beta_forms=fields["beta_forms"],
+            residual_multiplier=fields["residual_multiplier"],
+            optimizers=FrozenDict(),
+        )
+        return hp
 
     def group(self, name: str) -> Mapping[str, float]:
         """One group's values; "block_vector" is the "vector" group's when the rule does not

@@ -285,6 +285,10 @@ def check_positive(name: str, value: object, *, fix: str = "") -> float:
     Raises:
         TransferSearchError: the value is not a real number, is NaN, infinite, zero or negative.
     """
+    # The common case, a plain float in (0, inf), is what POSITIVE accepts and returns unchanged;
+    # anything else (NaN fails both comparisons) takes the full check and its message.
+    if type(value) is float and 0.0 < value < math.inf:
+        return value
     number: float = check_value(name, value, Allowed(POSITIVE, fix=fix))
     return number
 

@@ -24,8 +24,9 @@ from __future__ import annotations
 import difflib
 import math
 import warnings
+import weakref
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -72,6 +73,7 @@ from transfersearch.rules import (
     AppliedBetaForm,
     BatchRule,
     BatchTransfer,
+    GroupFactors,
     MuP,
     Rule,
     check_betas,
@@ -115,9 +117,18 @@ def _batch_transfer(
         ) from exc
 
 
+def _group_factors(rule: Rule, base: Scale, target: Scale) -> dict[str, GroupFactors]:
+    """The rule's width and depth factors of each group at ``target``; "block_vector" only when
+    the rule splits it from "vector"."""
+    factors = rule.factors(base, target)
+    if not rule.splits_block_vectors:
+        del factors[BLOCK_VECTOR]
+    return factors
+
+
 def _moved_groups(
     rule: Rule,
-    base: Scale,
+    factors: Mapping[str, GroupFactors],
     target: Scale,
     base_point: tuple[float, float],
     betas: tuple[float, float],
@@ -125,12 +136,10 @@ def _moved_groups(
     kappa: float,
 ) -> tuple[dict[str, dict[str, float]], BatchTransfer]:
     """Each group's values at ``target`` from the base point (η₀, λ₀ with the dataset factor):
-    the rule's width and depth factors, then its batch rule at ``kappa``; and the space-wide
-    (betas, eps) the batch rule gives (``hp.eps``: ε before any group's factor)."""
+    the rule's width and depth ``factors`` (:func:`_group_factors`), then its batch rule at
+    ``kappa``; and the space-wide (betas, eps) the batch rule gives (``hp.eps``: ε before any
+    group's factor)."""
     lr0, wd0 = base_point
-    factors = rule.factors(base, target)
-    if not rule.splits_block_vectors:
-        del factors[BLOCK_VECTOR]
     moves = rule.batch_rule is not None and kappa != 1.0
     space_wide = BatchTransfer(lr0, 0.0, betas, eps, ("unchanged", "unchanged"))
     if rule.batch_rule is not None and moves:
@@ -298,6 +307,31 @@ def _space_arguments(
         "custom_scale_names": custom_scale_names,
     }
     return check_table(SPACE_ARGUMENTS, given)
+
+
+class _AtTarget(NamedTuple):
+    """What :meth:`TransferSpace.concretize` computes from the target scale alone (the rule's
+    factors and notes there), for every coordinates at that scale."""
+
+    target: Scale
+    dataset_factor: float
+    dataset_notes: tuple[str, ...]
+    depth_notes: tuple[str, ...]
+    kappa: float
+    lr_multipliers: tuple[tuple[str, float], ...]
+    factors: Mapping[str, GroupFactors]
+    family_batch_notes: tuple[str, ...]
+    residual_multiplier: float
+
+
+#: Per space, the state its targets were computed in (base, rule, custom scale names,
+#: optimizers: compared by identity, a reassigned one starts afresh) and, per requested scale,
+#: its :class:`_AtTarget`. Outside the space so that it is never pickled or copied with it.
+_AT_TARGETS: weakref.WeakKeyDictionary[
+    TransferSpace, tuple[tuple[object, ...], dict[Scale | None, _AtTarget]]
+] = weakref.WeakKeyDictionary()
+#: Targets kept per space (a space asked for more starts again: the rungs of a ladder fit).
+_AT_TARGETS_KEPT = 64
 
 
 class TransferSpace:
@@ -630,6 +664,116 @@ class TransferSpace:
             TransferSearchError: a missing, unknown, invalid (lr ≤ 0, NaN, a beta outside [0, 1), not
                 one of a Choice's options) or conflicting coordinate, or a scale the rule cannot use.
         """
+        at = self._at_target(scale)
+        if at is None:  # not a Scale, or a scale the rule refuses: each step as it comes
+            return self._concretize_steps(coords, scale)
+        merged = self._full_coords(coords)
+        outside = self._validate_values(merged)
+        target = at.target
+        lr0, wd0 = base_point(merged, self.base)
+        rule = self.rule
+        notes: list[str] = list(outside)
+        for note in outside:
+            warnings.warn(note, TransferSearchWarning, stacklevel=2)
+        dataset_factor = at.dataset_factor
+        for note in at.dataset_notes:
+            notes.append(note)
+            warnings.warn(note, TransferSearchWarning, stacklevel=2)
+        notes.extend(at.depth_notes)
+        kappa = at.kappa
+        betas, eps, ema = self._base_settings(merged)
+        lr_multipliers = dict(at.lr_multipliers)
+        groups, moved = _moved_groups(
+            rule, at.factors, target, (lr0, wd0 * dataset_factor), betas, eps, kappa
+        )
+        if self.optimizers:
+            family_groups, family_lr_multipliers = self._family_groups(
+                merged, target, groups, dataset_factor, kappa
+            )
+            groups = {**groups, **family_groups}
+            lr_multipliers = {**lr_multipliers, **family_lr_multipliers}
+        notes.extend(at.family_batch_notes)
+        new_betas, new_eps, beta_forms = moved.betas, moved.eps, moved.beta_forms
+        notes.extend(_beta_notes(betas, beta_forms, kappa))
+        if ema is not None and rule.batch_rule is not None:
+            ema = scale_ema_momentum(float(ema), kappa)
+        family_names = self._family_names
+        extra = {k: v for k, v in merged.items() if k not in COORDINATES and k not in family_names}
+        swept = self.distributions
+        return Hyperparameters._built(
+            scale=target,
+            groups=groups,
+            betas=new_betas,
+            eps=new_eps,
+            ema_momentum=None if ema is None else float(ema),
+            batch_size=target.get("batch_size"),
+            total_steps=target.total_steps,
+            coordinates={k: v for k, v in merged.items() if k in swept},
+            extra=extra,
+            notes=tuple(notes),
+            base=self.base,
+            width_lr_multipliers=lr_multipliers,
+            beta_forms=beta_forms,
+            residual_multiplier=at.residual_multiplier,
+            optimizers=self.optimizers,
+        )
+
+    def _at_target(self, scale: Scale | Mapping[str, float] | None) -> _AtTarget | None:
+        """What ``concretize`` computes from the target alone, cached per space and scale; None
+        when ``scale`` is neither a Scale nor None, or when computing it raises (the step-by-step
+        path then raises the same error at the same step)."""
+        if scale is not None and type(scale) is not Scale:
+            return None
+        state = (self.base, self.rule, self.custom_scale_names, self.optimizers)
+        kept = _AT_TARGETS.get(self)
+        if (
+            kept is None
+            or len(kept[1]) >= _AT_TARGETS_KEPT
+            or any(a is not b for a, b in zip(kept[0], state))
+        ):
+            kept = _AT_TARGETS[self] = (state, {})
+        at = kept[1].get(scale)
+        if at is None:
+            try:
+                at = self._compute_at_target(scale)
+            except Exception:  # concretize raises it, in its own order
+                return None
+            kept[1][scale] = at
+        return at
+
+    def _compute_at_target(self, scale: Scale | None) -> _AtTarget:
+        """:class:`_AtTarget` at ``scale``: each value as :meth:`_concretize_steps` computes it."""
+        target = self._target(scale)
+        rule = self.rule
+        dataset_factor = 1.0
+        dataset_notes: tuple[str, ...] = ()
+        if rule.dataset_rule is not None:
+            dataset_factor = rule.dataset_rule.eta_lambda_factor(self.base, target)
+            dataset_notes = tuple(rule.dataset_rule.notes(self.base, target))
+        depth_notes = tuple(_depth_notes(rule, self.base, target))
+        kappa = rule.kappa(self.base, target)
+        width_mult = target.ratio(self.base, "width")
+        lr_multipliers = tuple((g, m) for g, (m, _) in rule.group_multipliers(width_mult).items())
+        factors = _group_factors(rule, self.base, target)
+        family_batch_notes = tuple(
+            _family_batch_notes(self.optimizers, kappa, rule.batch_rule is not None)
+        )
+        return _AtTarget(
+            target=target,
+            dataset_factor=dataset_factor,
+            dataset_notes=dataset_notes,
+            depth_notes=depth_notes,
+            kappa=kappa,
+            lr_multipliers=lr_multipliers,
+            factors=factors,
+            family_batch_notes=family_batch_notes,
+            residual_multiplier=rule.residual_multiplier(self.base, target),
+        )
+
+    def _concretize_steps(
+        self, coords: Mapping[str, Any], scale: Scale | Mapping[str, float] | None
+    ) -> Hyperparameters:
+        """:meth:`concretize` one step after another, the target's values computed afresh."""
         merged = self._full_coords(coords)
         outside = self._validate_values(merged)
         target = self._target(scale)
@@ -637,20 +781,21 @@ class TransferSpace:
         rule = self.rule
         notes: list[str] = list(outside)
         for note in outside:
-            warnings.warn(note, TransferSearchWarning, stacklevel=2)
+            warnings.warn(note, TransferSearchWarning, stacklevel=3)
         dataset_factor = 1.0
         if rule.dataset_rule is not None:
             dataset_factor = rule.dataset_rule.eta_lambda_factor(self.base, target)
             for note in rule.dataset_rule.notes(self.base, target):
                 notes.append(note)
-                warnings.warn(note, TransferSearchWarning, stacklevel=2)
+                warnings.warn(note, TransferSearchWarning, stacklevel=3)
         notes.extend(_depth_notes(rule, self.base, target))
         kappa = rule.kappa(self.base, target)
         betas, eps, ema = self._base_settings(merged)
         width_mult = target.ratio(self.base, "width")
         lr_multipliers = {g: m for g, (m, _) in rule.group_multipliers(width_mult).items()}
+        factors = _group_factors(rule, self.base, target)
         groups, moved = _moved_groups(
-            rule, self.base, target, (lr0, wd0 * dataset_factor), betas, eps, kappa
+            rule, factors, target, (lr0, wd0 * dataset_factor), betas, eps, kappa
         )
         family_groups, family_lr_multipliers = self._family_groups(
             merged, target, groups, dataset_factor, kappa
