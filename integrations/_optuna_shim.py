@@ -11,19 +11,20 @@ study a base sampler sees (:class:`StudyView`), the RDB storage behind a study
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Callable, Container, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import optuna
-from optuna.storages import RDBStorage
-from optuna.trial import TrialState
+from optuna.storages import InMemoryStorage, RDBStorage
+from optuna.trial import Trial, TrialState
 
 if TYPE_CHECKING:
     from optuna.storages import BaseStorage
     from optuna.study import Study
-    from optuna.trial import FrozenTrial, Trial
+    from optuna.trial import FrozenTrial
 
 __all__ = [
     "StudyView",
@@ -33,6 +34,7 @@ __all__ = [
     "seed_sampler",
     "set_system_attr",
     "set_trial_attrs",
+    "set_user_attrs",
     "storage_of",
     "study_id",
     "system_attrs",
@@ -73,6 +75,13 @@ def set_system_attr(study: optuna.Study, trial: Trial | FrozenTrial, key: str, v
     storage_of(study).set_trial_system_attr(trial_id(trial), key, value)
 
 
+#: Whether InMemoryStorage has the private steps :func:`_write_in_memory` repeats (else each key
+#: is written by its public writer).
+_IN_MEMORY_WRITES = all(
+    callable(getattr(InMemoryStorage, n, None)) for n in ("_get_trial", "_set_trial")
+)
+
+
 def set_trial_attrs(
     study: optuna.Study,
     trial: Trial | FrozenTrial,
@@ -80,8 +89,9 @@ def set_trial_attrs(
     system: Mapping[str, Any] | None = None,
 ) -> None:
     """Write user and system attributes of a trial: one transaction on the launcher's storage
-    (``make_storage``'s, which has ``set_trial_attrs``), one call per key elsewhere. A live
-    ``Trial``'s own copy of its attributes is not updated."""
+    (``make_storage``'s, which has ``set_trial_attrs``), one copy of the trial on the in-memory
+    storage, one call per key elsewhere. A live ``Trial``'s own copy of its attributes is not
+    updated."""
     user, system = user or {}, system or {}
     if not user and not system:
         return
@@ -91,10 +101,46 @@ def set_trial_attrs(
     if write_all is not None:
         write_all(key, user, system)
         return
+    if type(storage) is InMemoryStorage and _IN_MEMORY_WRITES:
+        _write_in_memory(storage, key, user, system)
+        return
     for name, value in user.items():
         storage.set_trial_user_attr(key, name, value)
     for name, value in system.items():
         storage.set_trial_system_attr(key, name, value)
+
+
+def set_user_attrs(trial: Trial, attrs: Mapping[str, Any]) -> None:
+    """``trial.set_user_attr(key, value)`` for each key in order, with one copy of the trial on
+    the in-memory storage (the live trial's own copy updated as ``set_user_attr`` updates it)."""
+    if not attrs:
+        return
+    storage = getattr(trial, "storage", None)
+    if type(trial) is not Trial or type(storage) is not InMemoryStorage or not _IN_MEMORY_WRITES:
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+        return
+    _write_in_memory(storage, trial_id(trial), attrs, {})
+    # Trial._cached_frozen_trial: the live trial's copy, which Trial.set_user_attr also updates
+    trial._cached_frozen_trial.user_attrs.update(attrs)
+
+
+def _write_in_memory(
+    storage: InMemoryStorage, key: int, user: Mapping[str, Any], system: Mapping[str, Any]
+) -> None:
+    """What ``set_trial_user_attr`` and ``set_trial_system_attr`` do for each key (check that
+    the trial exists and is running, store a copy of it with a copy of its attributes and the
+    new value), done once for all the keys: the same trial stored, the same errors."""
+    # InMemoryStorage._lock, _get_trial (checks the id), _set_trial: its per-key writers' steps
+    with storage._lock:
+        stored = storage._get_trial(key)
+        storage.check_trial_is_updatable(key, stored.state)
+        stored = copy.copy(stored)
+        if user:
+            stored.user_attrs = {**stored.user_attrs, **user}
+        if system:
+            stored.system_attrs = {**stored.system_attrs, **system}
+        storage._set_trial(key, stored)
 
 
 def heartbeat_enabled(study: optuna.Study) -> bool:

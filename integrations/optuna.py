@@ -440,9 +440,8 @@ class TransferSampler(BaseSampler):
             name: _suggest(trial, name, dist) for name, dist in self.space.distributions.items()
         }
         hp = self.space.concretize(coords, scale)
-        if record:
-            for key, value in hyperparameter_attrs(hp).items():
-                trial.set_user_attr(key, value)
+        if record:  # trial.set_user_attr for each, one write on the in-memory storage
+            shim.set_user_attrs(trial, hyperparameter_attrs(hp))
         return scale, hp
 
     def hyperparameters(self, trial: FrozenTrial) -> tuple[Scale, Hyperparameters]:
