@@ -541,8 +541,14 @@ class TransferSampler(BaseSampler):
         tally: StudyTally,
     ) -> None:
         """Say at INFO where trial ``number`` goes and how far its rung is (``study.optimize``
-        prints nothing of the kind), and, once per rung, when law-guided sampling starts there."""
+        prints nothing of the kind), and, once per rung, when law-guided sampling starts there
+        (a rung whose start passed while INFO was off is not announced later)."""
         rung, budgets = proposal.rung, self.planner.budgets
+        starts = proposal.source.startswith("law") and (key, rung) not in self._law_started
+        if starts:
+            self._law_started.add((key, rung))
+        if not logger.isEnabledFor(logging.INFO):  # the messages' counts and texts: not needed
+            return
         nth = tally.counts(exclude=number).started[rung] + 1
         detour = "" if detoured_from is None else f", detoured from rung {detoured_from}"
         logger.info(
@@ -555,8 +561,7 @@ class TransferSampler(BaseSampler):
             detour,
             _SOURCE_TEXT.get(proposal.source, proposal.source),
         )
-        if proposal.source.startswith("law") and (key, rung) not in self._law_started:
-            self._law_started.add((key, rung))
+        if starts:
             logger.info(
                 "rung %d: law-guided sampling starts with trial %d: the optimum-vs-scale law "
                 "fitted on the cheaper rungs proposes its coordinates (%s)",
