@@ -76,7 +76,9 @@ def set_system_attr(study: optuna.Study, trial: Trial | FrozenTrial, key: str, v
 
 
 #: Whether InMemoryStorage has the private steps :func:`_write_in_memory` repeats (else each key
-#: is written by its public writer).
+#: is written by its public writer; the instance's ``_lock`` and a live trial's
+#: ``_cached_frozen_trial`` are checked where they are used: an Optuna without them takes the
+#: public path).
 _IN_MEMORY_WRITES = all(
     callable(getattr(InMemoryStorage, n, None)) for n in ("_get_trial", "_set_trial")
 )
@@ -101,7 +103,7 @@ def set_trial_attrs(
     if write_all is not None:
         write_all(key, user, system)
         return
-    if type(storage) is InMemoryStorage and _IN_MEMORY_WRITES:
+    if type(storage) is InMemoryStorage and _IN_MEMORY_WRITES and hasattr(storage, "_lock"):
         _write_in_memory(storage, key, user, system)
         return
     for name, value in user.items():
@@ -116,7 +118,9 @@ def set_user_attrs(trial: Trial, attrs: Mapping[str, Any]) -> None:
     if not attrs:
         return
     storage = getattr(trial, "storage", None)
-    if type(trial) is not Trial or type(storage) is not InMemoryStorage or not _IN_MEMORY_WRITES:
+    private = _IN_MEMORY_WRITES and hasattr(storage, "_lock")
+    private = private and hasattr(trial, "_cached_frozen_trial")
+    if type(trial) is not Trial or type(storage) is not InMemoryStorage or not private:
         for key, value in attrs.items():
             trial.set_user_attr(key, value)
         return
