@@ -664,11 +664,11 @@ class TransferSpace:
             TransferSearchError: a missing, unknown, invalid (lr ≤ 0, NaN, a beta outside [0, 1), not
                 one of a Choice's options) or conflicting coordinate, or a scale the rule cannot use.
         """
-        at = self._at_target(scale)
-        if at is None:  # not a Scale, or a scale the rule refuses: each step as it comes
-            return self._concretize_steps(coords, scale)
         merged = self._full_coords(coords)
         outside = self._validate_values(merged)
+        at = self._at_target(scale)
+        if at is None:  # not a Scale, or a scale the rule refuses: computed here, raising its error
+            at = self._compute_at_target(scale)
         target = at.target
         lr0, wd0 = base_point(merged, self.base)
         rule = self.rule
@@ -720,8 +720,8 @@ class TransferSpace:
 
     def _at_target(self, scale: Scale | Mapping[str, float] | None) -> _AtTarget | None:
         """What ``concretize`` computes from the target alone, cached per space and scale; None
-        when ``scale`` is neither a Scale nor None, or when computing it raises (the step-by-step
-        path then raises the same error at the same step)."""
+        when ``scale`` is neither a Scale nor None, or when computing it raises (``concretize``
+        then computes it uncached and raises that error)."""
         if scale is not None and type(scale) is not Scale:
             return None
         state = (self.base, self.rule, self.custom_scale_names, self.optimizers)
@@ -741,8 +741,9 @@ class TransferSpace:
             kept[1][scale] = at
         return at
 
-    def _compute_at_target(self, scale: Scale | None) -> _AtTarget:
-        """:class:`_AtTarget` at ``scale``: each value as :meth:`_concretize_steps` computes it."""
+    def _compute_at_target(self, scale: Scale | Mapping[str, float] | None) -> _AtTarget:
+        """:class:`_AtTarget` at ``scale``: what :meth:`concretize` takes from the target alone
+        (uncached; raises what the target or the rule refuses)."""
         target = self._target(scale)
         rule = self.rule
         dataset_factor = 1.0
@@ -768,64 +769,6 @@ class TransferSpace:
             factors=factors,
             family_batch_notes=family_batch_notes,
             residual_multiplier=rule.residual_multiplier(self.base, target),
-        )
-
-    def _concretize_steps(
-        self, coords: Mapping[str, Any], scale: Scale | Mapping[str, float] | None
-    ) -> Hyperparameters:
-        """:meth:`concretize` one step after another, the target's values computed afresh."""
-        merged = self._full_coords(coords)
-        outside = self._validate_values(merged)
-        target = self._target(scale)
-        lr0, wd0 = base_point(merged, self.base)
-        rule = self.rule
-        notes: list[str] = list(outside)
-        for note in outside:
-            warnings.warn(note, TransferSearchWarning, stacklevel=3)
-        dataset_factor = 1.0
-        if rule.dataset_rule is not None:
-            dataset_factor = rule.dataset_rule.eta_lambda_factor(self.base, target)
-            for note in rule.dataset_rule.notes(self.base, target):
-                notes.append(note)
-                warnings.warn(note, TransferSearchWarning, stacklevel=3)
-        notes.extend(_depth_notes(rule, self.base, target))
-        kappa = rule.kappa(self.base, target)
-        betas, eps, ema = self._base_settings(merged)
-        width_mult = target.ratio(self.base, "width")
-        lr_multipliers = {g: m for g, (m, _) in rule.group_multipliers(width_mult).items()}
-        factors = _group_factors(rule, self.base, target)
-        groups, moved = _moved_groups(
-            rule, factors, target, (lr0, wd0 * dataset_factor), betas, eps, kappa
-        )
-        family_groups, family_lr_multipliers = self._family_groups(
-            merged, target, groups, dataset_factor, kappa
-        )
-        groups = {**groups, **family_groups}
-        lr_multipliers = {**lr_multipliers, **family_lr_multipliers}
-        notes.extend(_family_batch_notes(self.optimizers, kappa, rule.batch_rule is not None))
-        new_betas, new_eps, beta_forms = moved.betas, moved.eps, moved.beta_forms
-        notes.extend(_beta_notes(betas, beta_forms, kappa))
-        if ema is not None and rule.batch_rule is not None:
-            ema = scale_ema_momentum(float(ema), kappa)
-        extra = {
-            k: v for k, v in merged.items() if k not in COORDINATES and k not in self._family_names
-        }
-        return Hyperparameters(
-            scale=target,
-            groups=groups,
-            betas=new_betas,
-            eps=new_eps,
-            ema_momentum=None if ema is None else float(ema),
-            batch_size=target.get("batch_size"),
-            total_steps=target.total_steps,
-            coordinates={k: v for k, v in merged.items() if k in self.distributions},
-            extra=extra,
-            notes=tuple(notes),
-            base=self.base,
-            width_lr_multipliers=lr_multipliers,
-            beta_forms=beta_forms,
-            residual_multiplier=rule.residual_multiplier(self.base, target),
-            optimizers=self.optimizers,
         )
 
     def _base_settings(
