@@ -199,3 +199,32 @@ def test_an_unswept_parameter_and_no_spread_do_not_raise() -> None:
     spreadless = dataclasses.replace(result, stderr={"lr": math.nan, "tau": math.inf})
     assert spreadless.trials_value() == ()
     assert "\nmore trials:" not in spreadless.summary()
+
+
+def test_the_parameters_are_weighed_by_their_part_of_the_expected_loss() -> None:
+    """``share`` and ``removed`` weigh each parameter's fraction (``by_param``) by the expected
+    loss its spread causes, ``½ H_jj stderr_j²`` (docs/science.md §9.1): with the valley's
+    curvature set to diag(100, 1) by hand and the spreads (0.2, 0.4), the weights are
+    ½·100·0.04 = 2 and ½·1·0.16 = 0.08, so lr's fraction counts 25 times tau's; with no curvature
+    known the two count alike."""
+    result = fit(ladder((30, 30, 30, 30), 0), ts.Scale(width=4096))
+    names = result.optima[0].names
+    curvature = np.diag([100.0 if n == "lr" else 1.0 for n in names])
+    stderr = {"lr": 0.2, "tau": 0.4}
+    steep = dataclasses.replace(
+        result,
+        stderr=stderr,
+        optima=tuple(dataclasses.replace(o, hessian=curvature) for o in result.optima),
+    )
+    for value in steep.trials_value():
+        (lr_share, lr_removed), (tau_share, tau_removed) = (
+            value.by_param["lr"],
+            value.by_param["tau"],
+        )
+        assert value.share == pytest.approx((2.0 * lr_share + 0.08 * tau_share) / 2.08)
+        assert value.removed == pytest.approx((2.0 * lr_removed + 0.08 * tau_removed) / 2.08)
+    unknown = dataclasses.replace(
+        steep, optima=tuple(dataclasses.replace(o, hessian=None) for o in result.optima)
+    )
+    for value in unknown.trials_value():
+        assert value.share == pytest.approx(np.mean([s for s, _ in value.by_param.values()]))

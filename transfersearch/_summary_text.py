@@ -188,12 +188,13 @@ def _buy(result: Summarised) -> list[str]:
     if best.removed >= 0.005:
         text = (
             f"more trials: {best.extra} more at {best.scale!r} (now {best.n_trials}) would cut "
-            f"the target's variance most (≈ {best.removed:.0%} of it, mean over parameters)"
+            f"the target's uncertainty most (≈ {best.removed:.0%} of the expected loss it "
+            "causes, the parameters weighed by the valley's curvature)"
         )
     else:
         text = (
-            f"more trials: {best.extra} more at any rung would cut the target's variance by "
-            "under 1%"
+            f"more trials: {best.extra} more at any rung would cut the expected loss the "
+            "target's uncertainty causes by under 1%"
         )
     if held < RUNGS_SHARE_SMALL and result.extrapolation_decades > 0:
         text += (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import TYPE_CHECKING
@@ -52,8 +53,10 @@ def _check_level(level: float) -> float:
 @dataclass(frozen=True)
 class RungValue:
     """What more trials at one rung would buy at the target (:meth:`Extrapolation.trials_value`,
-    docs/science.md §9.1). Fractions are of the target's predictive variance (``stderr²``),
-    averaged over the parameters with a finite spread; the per-parameter ones are in ``by_param``.
+    docs/science.md §9.1). Fractions are of the target's predictive variance (``stderr²``) per
+    parameter (``by_param``); ``share`` and ``removed`` weigh the parameters with a finite spread
+    by their part of the expected loss that spread causes, ``½ H_jj stderr_j²`` (the valley's
+    curvature; equal weights where it is not known), so they are fractions of that loss.
 
     Attributes:
         scale: the rung.
@@ -282,7 +285,8 @@ class Extrapolation:
         variance of its optimum, the diagonal of :attr:`ScaleOptimum.covariance`), and ``k``
         more trials there shrink ``var_r`` by ``n_r / (n_r + k)``. Each rung's numbers are
         fractions of the target's predictive variance (``stderr²``, the line's part scaled by
-        the :attr:`calibration`), averaged over the parameters with a finite spread; what the
+        the :attr:`calibration`), weighed over the parameters with a finite spread by their part
+        of the expected loss, ``½ H_jj stderr_j²`` (:class:`RungValue`); what the
         rungs' shares leave is the law's extrapolation, prior and drift, which no trial on these
         rungs removes. The same ``k`` shrinks a thin rung's variance by more (``n/(n + k)``);
         where that pays depends on its leverage. Cost per trial is not weighed. A target that
@@ -328,17 +332,38 @@ class Extrapolation:
             by_param[name] = (factor * share / total, factor * removed / total)
         if not by_param:
             return ()
+        weights = self._loss_weights(list(by_param))
         return tuple(
             RungValue(
                 scale=o.scale,
                 n_trials=o.n_trials,
                 extra=int(added[r]),
-                share=float(np.mean([s[r] for s, _ in by_param.values()])),
-                removed=float(np.mean([m[r] for _, m in by_param.values()])),
+                share=float(np.average([s[r] for s, _ in by_param.values()], weights=weights)),
+                removed=float(np.average([m[r] for _, m in by_param.values()], weights=weights)),
                 by_param={n: (float(s[r]), float(m[r])) for n, (s, m) in by_param.items()},
             )
             for r, o in enumerate(self.optima)
         )
+
+    def _loss_weights(self, names: Sequence[str]) -> FloatArray:
+        """Each parameter's part of the expected loss its spread causes at the target, to second
+        order: ``½ H_jj stderr_j²`` (the valley's curvature, shared by every rung, times the
+        predictive variance; the cross terms left out), docs/science.md §9.1. Equal weights where
+        the curvature is not known or not finite and positive for every one of ``names``."""
+        hessians = [o for o in self.optima if o.hessian is not None]
+        equal = np.ones(len(names))
+        if not hessians:
+            return equal
+        optimum = hessians[0]
+        hessian = np.asarray(optimum.hessian, dtype=np.float64)
+        try:
+            curvature = np.array([hessian[k, k] for k in map(optimum.names.index, names)])
+        except ValueError:  # a parameter the valley does not hold
+            return equal
+        weights: FloatArray = 0.5 * curvature * np.array([self.stderr[n] ** 2 for n in names])
+        if not (np.all(np.isfinite(weights)) and np.all(weights > 0)):
+            return equal
+        return weights
 
     def _log_scales(self) -> tuple[FloatArray | None, FloatArray | None]:
         """The rungs' and the target's ln scale variables (None where one is missing or not
